@@ -1,0 +1,28 @@
+"""gpc_compare: approximate inference for Gaussian-process classification, compared.
+
+>>> import gpc_compare as gc
+>>> k = gc.kernels.SquaredExponential(lengthscale=1.0, variance=1.0)
+>>> post = gc.fit(X, y, method="laplace", kernel=k, likelihood="probit")  # doctest: +SKIP
+>>> post.log_marginal_likelihood, post.predict_proba(Xs)                  # doctest: +SKIP
+
+See :mod:`gpc_compare.posterior` for the ``Posterior`` contract every engine honours.
+"""
+
+from . import engines, kernels, likelihoods, numerics
+from ._fit import fit
+from .hyperparameters import OptimizationResult
+from .posterior import Convergence, GaussianPosterior, Posterior
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Convergence",
+    "GaussianPosterior",
+    "OptimizationResult",
+    "Posterior",
+    "engines",
+    "fit",
+    "kernels",
+    "likelihoods",
+    "numerics",
+]

@@ -1,0 +1,94 @@
+"""``gc.fit``: one entry point for every engine."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._validation import check_Xy
+from .engines import get_engine
+from .hyperparameters import maximize
+from .kernels import Kernel, SquaredExponential
+from .likelihoods import Likelihood, get_likelihood
+from .posterior import Posterior
+
+__all__ = ["fit"]
+
+
+def fit(
+    X: np.ndarray,
+    y: np.ndarray,
+    method: str = "laplace",
+    kernel: Kernel | None = None,
+    likelihood: str | Likelihood = "probit",
+    mean: float | None = None,
+    optimize: bool = False,
+    *,
+    n_restarts: int = 3,
+    random_seed: int | np.random.Generator | None = None,
+    mean_bounds: tuple[float, float] = (-10.0, 10.0),
+    **options,
+) -> Posterior:
+    """Approximate the posterior of a binary GP classifier.
+
+    Parameters
+    ----------
+    X : array_like, shape (n, d)
+        Training inputs (finite; a 1-D array is refused: reshape it to one column).
+    y : array_like, shape (n,)
+        Labels in {0, 1}, {-1, +1} or booleans, both classes present.
+    method : {"laplace"}
+        The engine (see :mod:`gpc_compare.engines`).
+    kernel : Kernel, optional
+        Covariance function; ``SquaredExponential(lengthscale=1, variance=1)`` by default.
+    likelihood : {"probit", "logistic"} or Likelihood
+    mean : float or None
+        Constant prior mean. A number makes it a hyperparameter (named ``"mean"``, last in
+        ``hyperparameter_names``, fitted when ``optimize``); None is a fixed zero mean.
+    optimize : bool
+        Fit the hyperparameters by maximising this engine's log marginal likelihood
+        (L-BFGS-B in log space within the kernel's bounds, with restarts); the outcome is
+        on ``posterior.optimization``.
+    n_restarts : int
+        Extra optimiser starts, drawn uniformly in log space within the bounds.
+    random_seed : int or Generator, optional
+        Seeds the restarts.
+    mean_bounds : (float, float)
+        Bounds of the prior mean during optimisation.
+    **options
+        Engine options, e.g. ``tol``, ``max_iter``, ``warm_start`` for Laplace.
+
+    Returns
+    -------
+    Posterior
+        See :mod:`gpc_compare.posterior` for the contract.
+    """
+    X, y = check_Xy(X, y)
+    engine = get_engine(method)
+    unknown = sorted(set(options) - set(engine.OPTIONS))
+    if unknown:
+        raise ValueError(
+            f"unknown option(s) {unknown} for method {method!r}; it accepts {sorted(engine.OPTIONS)}"
+        )
+    kernel = SquaredExponential() if kernel is None else kernel
+    if not isinstance(kernel, Kernel):
+        raise ValueError(f"kernel must be a gpc_compare Kernel, got {type(kernel).__name__}")
+    kernel.check_input_dim(X.shape[1])
+    lik = get_likelihood(likelihood)
+    if mean is not None:
+        mean = float(mean)
+        if not np.isfinite(mean):
+            raise ValueError(f"mean must be finite, got {mean}")
+    if optimize:
+        return maximize(
+            engine,
+            X,
+            y,
+            kernel,
+            lik,
+            mean,
+            n_restarts=n_restarts,
+            random_seed=random_seed,
+            mean_bounds=mean_bounds,
+            **options,
+        )
+    return engine.infer(X, y, kernel, lik, mean, **options)

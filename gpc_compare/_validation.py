@@ -1,0 +1,92 @@
+"""Input checks: every problem with the user's data becomes a ValueError that names it."""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["check_X", "check_Xy", "check_labels"]
+
+
+def check_X(X: object, *, name: str = "X", n_features: int | None = None) -> np.ndarray:
+    """A finite, non-empty 2-D float array, or a ValueError saying what is wrong."""
+    if X is None:
+        raise ValueError(f"{name} is None; expected a 2-D array of shape (n_samples, n_features)")
+    try:
+        arr = np.asarray(X, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name} must be numeric: {exc}") from None
+    if arr.ndim != 2:
+        hint = (
+            f"; for a single feature use {name}.reshape(-1, 1)" if arr.ndim == 1 else ""
+        )
+        raise ValueError(
+            f"{name} must be a 2-D array of shape (n_samples, n_features), "
+            f"got a {arr.ndim}-D array of shape {arr.shape}{hint}"
+        )
+    if arr.shape[0] == 0:
+        raise ValueError(f"{name} is empty: it has 0 samples")
+    if arr.shape[1] == 0:
+        raise ValueError(f"{name} has 0 features")
+    bad = ~np.isfinite(arr)
+    if bad.any():
+        i, j = np.argwhere(bad)[0]
+        what = "NaN" if np.isnan(arr[i, j]) else "infinity"
+        raise ValueError(
+            f"{name} contains NaN or infinity ({int(bad.sum())} entries; the first, {what}, "
+            f"at row {i}, column {j})"
+        )
+    if n_features is not None and arr.shape[1] != n_features:
+        raise ValueError(
+            f"{name} has {arr.shape[1]} features but the model was fit with {n_features}"
+        )
+    return arr
+
+
+def check_labels(y: object, *, name: str = "y", both_classes: bool = True) -> np.ndarray:
+    """Binary labels {0, 1}, {-1, +1} or booleans as floats in {-1, +1}.
+
+    A training set must hold both classes; a test set (``both_classes=False``) need not.
+    """
+    if y is None:
+        raise ValueError(f"{name} is None; expected a 1-D array of binary labels")
+    arr = np.asarray(y)
+    if arr.ndim == 2 and arr.shape[1] == 1:
+        arr = arr[:, 0]
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be a 1-D array of labels, got shape {arr.shape}")
+    if arr.size == 0:
+        raise ValueError(f"{name} is empty")
+    if arr.dtype == bool:
+        values = np.where(arr, 1.0, -1.0)
+    else:
+        try:
+            values = arr.astype(float)
+        except (TypeError, ValueError):
+            raise ValueError(
+                f"{name} must hold binary labels {{0, 1}}, {{-1, +1}} or booleans; "
+                f"got values such as {np.unique(arr.astype(str))[:5].tolist()}"
+            ) from None
+        if not np.all(np.isfinite(values)):
+            raise ValueError(f"{name} contains NaN or infinity")
+        classes = np.unique(values)
+        if not (set(classes) <= {0.0, 1.0} or set(classes) <= {-1.0, 1.0}):
+            raise ValueError(
+                f"{name} must hold binary labels {{0, 1}}, {{-1, +1}} or booleans; "
+                f"got the values {classes[:10].tolist()}"
+            )
+        values = np.where(values == 1.0, 1.0, -1.0)
+    if both_classes and np.unique(values).size < 2:
+        raise ValueError(
+            f"{name} contains a single class ({'+1' if values[0] > 0 else 'the negative class'}); "
+            "binary classification needs examples of both"
+        )
+    return values
+
+
+def check_Xy(X: object, y: object) -> tuple[np.ndarray, np.ndarray]:
+    """Check a training set: X as in :func:`check_X`, y as in :func:`check_labels`."""
+    X = check_X(X)
+    y = check_labels(y)
+    if X.shape[0] != y.shape[0]:
+        raise ValueError(f"X has {X.shape[0]} samples but y has {y.shape[0]} labels")
+    return X, y
