@@ -208,8 +208,8 @@ class Probit(Likelihood):
         # z = y f; with r = N(z)/Phi(z): d1 = y r, d2 = -r (z + r), d3 = y r ((z+r)(z+2r) - 1)
         y = np.asarray(y, dtype=float)
         z = y * np.asarray(f, dtype=float)
-        r, gap = probit_ratio(z)
-        return log_phi(z), y * r, -r * gap, y * r * (gap * (gap + r) - 1.0)
+        r, gap, curvature_gap = probit_ratio(z)
+        return log_phi(z), y * r, -r * gap, y * r * curvature_gap
 
     def _log_predictive(self, y, mean, var):
         # int Phi(y f) N(f | m, v) df = Phi(y m / sqrt(1 + v))  (R&W eq. 3.82)
@@ -224,7 +224,7 @@ class Probit(Likelihood):
         # s2^ = s2 - s2^2 N(z) / ((1 + s2) Phi(z)) (z + N(z)/Phi(z))
         denom = np.sqrt(1.0 + var)
         z = y * mean / denom
-        r, gap = probit_ratio(z)
+        r, gap, _ = probit_ratio(z)
         return log_phi(z), mean + y * var * r / denom, var - var**2 * r * gap / (1.0 + var)
 
 

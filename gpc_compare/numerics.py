@@ -34,9 +34,11 @@ LOG_2PI = float(np.log(2.0 * np.pi))
 _SQRT_2_OVER_PI = float(np.sqrt(2.0 / np.pi))
 _SQRT_HALF = float(np.sqrt(0.5))
 
-# Below this argument the inverse Mills ratio is evaluated from its asymptotic series,
-# which keeps z + r(z) (a difference of two nearly equal numbers) accurate.
-_ASYMPTOTIC_Z = -100.0
+# Below this argument the inverse Mills ratio comes from its continued fraction, which
+# gives z + r(z) and (z + r)(z + 2r) - 1 without cancellation; 80 terms reach double
+# precision for every z <= -3.
+_CF_Z = -4.0
+_CF_TERMS = 80
 
 
 def log_phi(z: np.ndarray | float) -> np.ndarray:
@@ -48,21 +50,24 @@ def log_phi(z: np.ndarray | float) -> np.ndarray:
     return special.log_ndtr(np.asarray(z, dtype=float))
 
 
-def probit_ratio(z: np.ndarray | float) -> tuple[np.ndarray, np.ndarray]:
-    """The inverse Mills ratio r(z) = phi(z) / Phi(z) and the gap z + r(z).
+def probit_ratio(z: np.ndarray | float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The inverse Mills ratio r(z) = phi(z) / Phi(z) and two differences built from it.
 
-    These two numbers give every derivative of log Phi:
-    d/dz log Phi = r, d2/dz2 = -r (z + r), d3/dz3 = r ((z + r)(z + 2 r) - 1).
+    These give every derivative of log Phi without cancellation:
+    d/dz log Phi = r, d2/dz2 = -r (z + r), d3/dz3 = r ((z + r)(z + 2r) - 1).
 
-    For z < 0 the ratio is sqrt(2/pi) / erfcx(-z / sqrt(2)), which never underflows;
-    for z < -100 the gap z + r, a difference of two nearly equal numbers, comes from
-    the asymptotic series of Phi(z)/phi(z) = (1/|z|)(1 - 1/z^2 + 3/z^4 - 15/z^6 + 105/z^8)
-    (Abramowitz and Stegun 26.2.12), accurate there to far below double precision.
+    For -4 <= z < 0 the ratio is sqrt(2/pi) / erfcx(-z / sqrt(2)), which never
+    underflows. Below z = -4 the differences z + r and (z + r)(z + 2r) - 1 are
+    differences of nearly equal numbers, so they come from the Laplace continued fraction
+    of the Mills ratio, Phi(z)/phi(z) = 1/(t + 1/(t + 2/(t + 3/(t + ...)))), t = -z
+    (Abramowitz and Stegun 26.2.14): with e_k = k/(t + e_{k+1}),
+    r = t + e_1, z + r = e_1, and (z + r)(z + 2r) - 1 = 2 e_1^2 (e_3 - e_2) / (t + e_3).
 
     Returns
     -------
-    r, gap : ndarray
-        r(z) and z + r(z), both finite for every finite z.
+    r, gap, curvature_gap : ndarray
+        r(z), z + r(z) and (z + r)(z + 2r) - 1, each accurate to a few ulp for every
+        finite z.
     """
     z = np.asarray(z, dtype=float)
     r = np.empty_like(z)
@@ -71,14 +76,22 @@ def probit_ratio(z: np.ndarray | float) -> tuple[np.ndarray, np.ndarray]:
     pos = ~neg
     r[pos] = np.exp(-0.5 * z[pos] ** 2 - 0.5 * LOG_2PI - special.log_ndtr(z[pos]))
     gap = z + r
-    far = z < _ASYMPTOTIC_Z
+    curvature_gap = gap * (gap + r) - 1.0
+    far = z < _CF_Z
     if np.any(far):
-        u = 1.0 / z[far] ** 2
-        s = u * (1.0 - u * (3.0 - u * (15.0 - 105.0 * u)))  # Phi(z) / phi(z) = (1 - s) / |z|
-        # r = |z| / (1 - s)  =>  z + r = |z| s / (1 - s)
-        r[far] = -z[far] / (1.0 - s)
-        gap[far] = -z[far] * s / (1.0 - s)
-    return r, gap
+        t = -z[far]
+        e = np.zeros_like(t)
+        for k in range(_CF_TERMS, 2, -1):
+            e = k / (t + e)
+        e3 = e
+        e2 = 2.0 / (t + e3)
+        e1 = 1.0 / (t + e2)
+        r[far] = t + e1
+        gap[far] = e1
+        # e1 (t + e2) = 1, so (z+r)(z+2r) - 1 = e1 (t + 2 e1) - 1 = e1 (2 e1 - e2), and
+        # 2 e1 - e2 = 2 (e3 - e2) / ((t + e2)(t + e3)); e3 - e2 ~ 1/t does not cancel
+        curvature_gap[far] = 2.0 * e1 * e1 * (e3 - e2) / (t + e3)
+    return r, gap, curvature_gap
 
 
 def log_sigmoid(f: np.ndarray | float) -> np.ndarray:

@@ -1,0 +1,42 @@
+"""Test helpers: the GPML reference cases, central finite differences, toy data."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+DATA = Path(__file__).parent / "data"
+GPML_CASES = ["synth50", "synth80_big_sf", "crabs_meanconst"]
+
+
+def load_gpml(name: str) -> dict:
+    """A GPML toolbox v4.2 reference case (copied from shared/oracle; see tests/data/README.md)."""
+    with open(DATA / "gpml" / f"{name}.json") as fh:
+        case = json.load(fh)
+    for key in ("X", "y", "X_test"):
+        case[key] = np.asarray(case[key], dtype=float)
+    return case
+
+
+def central_difference(
+    fun: Callable[[np.ndarray], float | np.ndarray], x: np.ndarray, h: float = 1e-5
+) -> np.ndarray:
+    """(fun(x + h e_i) - fun(x - h e_i)) / 2h for every i, stacked on the first axis."""
+    x = np.asarray(x, dtype=float)
+    out = []
+    for i in range(x.size):
+        e = np.zeros_like(x)
+        e[i] = h
+        out.append((np.asarray(fun(x + e)) - np.asarray(fun(x - e))) / (2 * h))
+    return np.array(out)
+
+
+def toy_data(n: int = 20, d: int = 2, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """A small, overlapping two-class problem in d dimensions."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    y = np.where(np.sin(2.0 * X[:, 0]) + 0.5 * X[:, -1] + 0.5 * rng.normal(size=n) > 0, 1, -1)
+    return X, y

@@ -1,0 +1,121 @@
+"""Kernels: values against closed forms and scikit-learn, gradients against finite differences."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.gaussian_process import kernels as skk
+
+from gpc_compare import kernels as gk
+
+from .helpers import central_difference
+
+LENGTHSCALES = [1e-2, 1e-1, 1.0, 10.0, 1e2]
+
+
+def _kernels(ell: float) -> dict[str, gk.Kernel]:
+    return {
+        "se": gk.SquaredExponential(ell, 1.3),
+        "se_ard": gk.SquaredExponential([ell, 2.0 * ell, 0.5 * ell], 0.7),
+        "m32": gk.Matern32(ell, 2.0),
+        "m32_ard": gk.Matern32([ell, 0.3 * ell, 3.0 * ell], 1.1),
+        "m52": gk.Matern52(ell, 0.5),
+        "m52_ard": gk.Matern52([0.4 * ell, ell, 2.0 * ell], 1.7),
+        "linear": gk.Linear(0.8),
+        "constant": gk.Constant(2.5),
+        "sum": gk.SquaredExponential(ell, 1.2) + gk.Linear(0.3),
+        "product": gk.Matern52(ell, 1.0) * gk.Constant(3.0),
+        "fixed_variance": gk.SquaredExponential(ell, 1.0, variance_bounds="fixed"),
+    }
+
+
+@pytest.fixture
+def X() -> np.ndarray:
+    return np.random.default_rng(1).normal(size=(12, 3))
+
+
+@pytest.mark.parametrize("ell", LENGTHSCALES)
+@pytest.mark.parametrize("name", list(_kernels(1.0)))
+def test_gradient_matches_finite_differences(name, ell, X):
+    kernel = _kernels(ell)[name]
+    analytic = kernel.gradient(X)
+    numeric = central_difference(lambda t: kernel.with_theta(t)(X), kernel.theta)
+    assert analytic.shape == (kernel.n_hyperparameters, 12, 12)
+    np.testing.assert_allclose(analytic, numeric, rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("name", list(_kernels(1.0)))
+def test_diag_cross_covariance_and_positive_definiteness(name, X):
+    kernel = _kernels(0.7)[name]
+    K = kernel(X)
+    np.testing.assert_allclose(kernel.diag(X), np.diag(K), rtol=1e-14)
+    np.testing.assert_allclose(kernel(X, X[:5]), K[:, :5], rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(K, K.T, atol=1e-15)
+    assert np.linalg.eigvalsh(K).min() > -1e-10 * np.abs(K).max()
+
+
+def test_values_match_closed_forms():
+    x, x2 = np.array([[0.0, 0.0]]), np.array([[1.0, 1.0]])  # |x - x'| = sqrt(2)
+    ell, s2 = 2.0, 1.5
+    r = np.sqrt(2.0) / ell
+    se = s2 * np.exp(-0.5 * r**2)
+    m32 = s2 * (1 + np.sqrt(3) * r) * np.exp(-np.sqrt(3) * r)
+    m52 = s2 * (1 + np.sqrt(5) * r + 5 * r**2 / 3) * np.exp(-np.sqrt(5) * r)
+    assert gk.SquaredExponential(ell, s2)(x, x2)[0, 0] == pytest.approx(se, rel=1e-14)
+    assert gk.Matern32(ell, s2)(x, x2)[0, 0] == pytest.approx(m32, rel=1e-14)
+    assert gk.Matern52(ell, s2)(x, x2)[0, 0] == pytest.approx(m52, rel=1e-14)
+    assert gk.Linear(s2)(np.array([[1.0, 2.0]]), np.array([[3.0, -1.0]]))[0, 0] == 1.5
+    assert gk.Constant(s2)(x, x2)[0, 0] == s2
+
+
+def test_matches_scikit_learn(X):
+    ell = np.array([0.5, 1.0, 2.0])
+    ours = {
+        "se": gk.SquaredExponential(ell, 2.0),
+        "m32": gk.Matern32(ell, 2.0),
+        "m52": gk.Matern52(ell, 2.0),
+    }
+    theirs = {
+        "se": skk.ConstantKernel(2.0) * skk.RBF(ell),
+        "m32": skk.ConstantKernel(2.0) * skk.Matern(ell, nu=1.5),
+        "m52": skk.ConstantKernel(2.0) * skk.Matern(ell, nu=2.5),
+    }
+    for name in ours:
+        np.testing.assert_allclose(ours[name](X), theirs[name](X), rtol=1e-12, err_msg=name)
+
+
+def test_hyperparameters_names_bounds_and_copies():
+    k = gk.SquaredExponential([1.0, 2.0], 3.0, lengthscale_bounds=(0.1, 10.0))
+    assert k.hyperparameter_names == ["log_lengthscale[0]", "log_lengthscale[1]", "log_variance"]
+    np.testing.assert_allclose(k.theta, np.log([1.0, 2.0, 3.0]))
+    np.testing.assert_allclose(k.bounds[0], np.log([0.1, 10.0]))
+    k2 = k.with_theta(np.log([4.0, 5.0, 6.0]))
+    np.testing.assert_allclose(k2.lengthscale, [4.0, 5.0])
+    assert k2.variance == 6.0
+    np.testing.assert_allclose(k.lengthscale, [1.0, 2.0])  # the original is untouched
+    fixed = gk.SquaredExponential(1.0, 1.0, variance_bounds="fixed")
+    assert fixed.hyperparameter_names == ["log_lengthscale"]
+    assert fixed.with_theta(np.array([0.5])).variance == 1.0
+    s = gk.SquaredExponential() + gk.Linear()
+    assert s.hyperparameter_names == [
+        "k1__log_lengthscale",
+        "k1__log_variance",
+        "k2__log_variance",
+    ]
+    assert s.with_theta(np.zeros(3)).bounds.shape == (3, 2)
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda: gk.SquaredExponential(-1.0), "positive"),
+        (lambda: gk.SquaredExponential(np.nan), "positive"),
+        (lambda: gk.Matern32(1.0, 0.0), "positive"),
+        (lambda: gk.SquaredExponential(1.0, lengthscale_bounds=(2.0, 1.0)), "bounds"),
+        (lambda: gk.Linear(variance_bounds="loose"), "fixed"),
+        (lambda: gk.SquaredExponential().with_theta(np.zeros(3)), "shape"),
+    ],
+)
+def test_bad_hyperparameters_raise(make, message):
+    with pytest.raises(ValueError, match=message):
+        make()

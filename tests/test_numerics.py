@@ -1,0 +1,60 @@
+"""The delicate numerics against 50-digit arithmetic (mpmath)."""
+
+from __future__ import annotations
+
+import mpmath
+import numpy as np
+import pytest
+
+from gpc_compare.numerics import cholesky, log_phi, log_sigmoid, probit_ratio
+
+mpmath.mp.dps = 60
+
+Z_GRID = [-1e4, -1e3, -150.0, -100.5, -99.5, -40.0, -12.0, -5.0, -1.0, 0.0, 0.5, 3.0, 8.0, 30.0]
+
+
+def _mp_log_phi(z: float) -> float:
+    # log1p(-Phi(-z)) in the upper tail, where Phi(z) rounds to 1 even at 50 digits
+    return float(mpmath.log1p(-mpmath.ncdf(-z)) if z > 0 else mpmath.log(mpmath.ncdf(z)))
+
+
+@pytest.mark.parametrize("z", Z_GRID)
+def test_log_phi_matches_high_precision(z):
+    ref = _mp_log_phi(z)
+    assert np.isfinite(log_phi(z))
+    assert log_phi(z) == pytest.approx(ref, rel=1e-13, abs=1e-300)
+
+
+def test_log_phi_far_tail_is_exact():
+    # log Phi(-40) = -804.608442013754 (not -inf): the tail is computed, not underflowed
+    assert log_phi(-40.0) == pytest.approx(-804.6084420137538, rel=1e-14)
+
+
+@pytest.mark.parametrize("z", Z_GRID)
+def test_probit_ratio_and_gap(z):
+    r, gap, cgap = probit_ratio(np.array([z]))
+    r_ref = mpmath.npdf(z) / mpmath.ncdf(z)
+    assert r[0] == pytest.approx(float(r_ref), rel=1e-13, abs=1e-300)
+    # z + r and (z + r)(z + 2r) - 1 are differences of nearly equal numbers in the tail
+    assert gap[0] == pytest.approx(float(z + r_ref), rel=1e-13, abs=1e-300)
+    cgap_ref = (z + r_ref) * (z + 2 * r_ref) - 1
+    assert cgap[0] == pytest.approx(float(cgap_ref), rel=1e-11, abs=1e-300)
+
+
+@pytest.mark.parametrize("f", [-800.0, -40.0, -1.0, 0.0, 2.0, 40.0, 800.0])
+def test_log_sigmoid_matches_high_precision(f):
+    ref = float(-mpmath.log1p(mpmath.exp(-f)))
+    assert log_sigmoid(f) == pytest.approx(ref, rel=1e-14, abs=1e-320)
+
+
+def test_log_sigmoid_tails_are_exact():
+    assert log_sigmoid(-800.0) == -800.0
+    assert log_sigmoid(800.0) == pytest.approx(-np.exp(-800.0), abs=1e-320)
+    assert log_sigmoid(800.0) <= 0.0
+
+
+def test_cholesky_names_the_matrix():
+    with pytest.raises(np.linalg.LinAlgError, match="the kernel matrix is not positive definite"):
+        cholesky(np.array([[1.0, 2.0], [2.0, 1.0]]), what="kernel matrix")
+    L = cholesky(np.array([[4.0, 2.0], [2.0, 3.0]]))
+    np.testing.assert_allclose(L @ L.T, [[4.0, 2.0], [2.0, 3.0]], rtol=1e-14)
