@@ -67,7 +67,8 @@ def fit(
     unknown = sorted(set(options) - set(engine.OPTIONS))
     if unknown:
         raise ValueError(
-            f"unknown option(s) {unknown} for method {method!r}; it accepts {sorted(engine.OPTIONS)}"
+            f"unknown option(s) {unknown} for method {method!r}; "
+            f"it accepts {sorted(engine.OPTIONS)}"
         )
     kernel = SquaredExponential() if kernel is None else kernel
     if not isinstance(kernel, Kernel):

@@ -16,9 +16,7 @@ def check_X(X: object, *, name: str = "X", n_features: int | None = None) -> np.
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{name} must be numeric: {exc}") from None
     if arr.ndim != 2:
-        hint = (
-            f"; for a single feature use {name}.reshape(-1, 1)" if arr.ndim == 1 else ""
-        )
+        hint = f"; for a single feature use {name}.reshape(-1, 1)" if arr.ndim == 1 else ""
         raise ValueError(
             f"{name} must be a 2-D array of shape (n_samples, n_features), "
             f"got a {arr.ndim}-D array of shape {arr.shape}{hint}"

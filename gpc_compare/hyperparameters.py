@@ -68,6 +68,40 @@ class OptimizationResult:
     restarts: list[Restart] = field(default_factory=list)
 
 
+@dataclass
+class _NegativeObjective:
+    """-objective and its gradient for L-BFGS-B; one per run, carrying its warm start.
+
+    The warm start (the engine's state at the previous evaluation of this run) is an
+    explicit field, fresh for every run, so one run's result does not depend on another.
+    """
+
+    engine: ModuleType
+    X: np.ndarray
+    y: np.ndarray
+    kernel: Kernel
+    likelihood: Likelihood
+    has_mean: bool
+    names: list[str]
+    objective: str
+    value_and_gradient: Callable[[Posterior], tuple[float, np.ndarray]]
+    options: dict
+    uses_warm_start: bool
+    warm_start: np.ndarray | None = None
+
+    def __call__(self, theta: np.ndarray) -> tuple[float, np.ndarray]:
+        k, m = _split(theta, self.kernel, self.has_mean)
+        extra = {"warm_start": self.warm_start} if self.uses_warm_start else {}
+        post = self.engine.infer(self.X, self.y, k, self.likelihood, m, **self.options, **extra)
+        value, grad = self.value_and_gradient(post)
+        if self.uses_warm_start:
+            self.warm_start = post.warm_start
+        if not (np.isfinite(value) and np.all(np.isfinite(grad))):
+            point = dict(zip(self.names, np.round(theta, 4), strict=True))
+            raise FloatingPointError(f"the {self.objective} is not finite at {point}")
+        return -value, -np.asarray(grad)
+
+
 def _split(theta: np.ndarray, kernel: Kernel, has_mean: bool) -> tuple[Kernel, float | None]:
     p = kernel.n_hyperparameters
     return kernel.with_theta(theta[:p]), (float(theta[p]) if has_mean else None)
@@ -140,27 +174,29 @@ def maximize(
 
     runs: list[Restart] = []
     for start in starts:
-        warm = {"state": None}  # explicit warm start carried between evaluations of one run
-
-        def negative(theta: np.ndarray) -> tuple[float, np.ndarray]:
-            k, m = _split(theta, kernel, has_mean)
-            extra = {"warm_start": warm["state"]} if uses_warm_start else {}
-            post = engine.infer(X, y, k, likelihood, m, **options, **extra)
-            value, grad = value_and_gradient(post)
-            if uses_warm_start:
-                warm["state"] = post.warm_start
-            if not (np.isfinite(value) and np.all(np.isfinite(grad))):
-                raise FloatingPointError(
-                    f"the {objective} is not finite at hyperparameters "
-                    f"{dict(zip(names, np.round(theta, 4)))}"
-                )
-            return -value, -np.asarray(grad)
-
-        res = scipy.optimize.minimize(
-            negative, start, jac=True, method="L-BFGS-B", bounds=bounds
+        negative = _NegativeObjective(
+            engine=engine,
+            X=X,
+            y=y,
+            kernel=kernel,
+            likelihood=likelihood,
+            has_mean=has_mean,
+            names=names,
+            objective=objective,
+            value_and_gradient=value_and_gradient,
+            options=options,
+            uses_warm_start=uses_warm_start,
         )
+        res = scipy.optimize.minimize(negative, start, jac=True, method="L-BFGS-B", bounds=bounds)
         runs.append(
-            Restart(start, res.x.copy(), -float(res.fun), bool(res.success), int(res.nfev), str(res.message))
+            Restart(
+                start,
+                res.x.copy(),
+                -float(res.fun),
+                bool(res.success),
+                int(res.nfev),
+                str(res.message),
+            )  # fmt: skip
         )
 
     best = max(runs, key=lambda r: r.value)

@@ -151,6 +151,8 @@ class Kernel(ABC):
 
     def check_input_dim(self, d: int) -> None:
         """Raise ValueError if the kernel cannot take inputs with ``d`` columns."""
+        if d < 1:
+            raise ValueError(f"inputs need at least one column, got {d}")
 
     # ---------------------------------------------------------------- combinations
     def __add__(self, other: Kernel) -> Sum:

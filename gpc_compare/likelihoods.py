@@ -152,9 +152,10 @@ class Likelihood(ABC):
                     j = idx[chunk]
                     step = 12.0 * sd[chunk] / K
                     fk = fhat[chunk, None] + step[:, None] * np.arange(-K, K + 1)[None, :]
-                    terms = self.log_prob(np.broadcast_to(y[j, None], fk.shape), fk) - 0.5 * (
-                        fk - mean[j, None]
-                    ) ** 2 / var[j, None]
+                    terms = (
+                        self.log_prob(np.broadcast_to(y[j, None], fk.shape), fk)
+                        - 0.5 * (fk - mean[j, None]) ** 2 / var[j, None]
+                    )
                     lse = logsumexp(terms, axis=1)
                     log_z[j] = lse + np.log(step) - 0.5 * (LOG_2PI + np.log(var[j]))
                     omega = np.exp(terms - lse[:, None])

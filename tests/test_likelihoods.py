@@ -23,7 +23,9 @@ def test_derivatives_match_finite_differences(lik, y):
     np.testing.assert_allclose(derivs[0], lik.log_prob(ys, f), rtol=1e-15)
     for k in range(3):
         numeric = (lik.derivatives(ys, f + h)[k] - lik.derivatives(ys, f - h)[k]) / (2 * h)
-        np.testing.assert_allclose(derivs[k + 1], numeric, rtol=2e-6, atol=1e-9, err_msg=f"d{k+1}")
+        np.testing.assert_allclose(
+            derivs[k + 1], numeric, rtol=2e-6, atol=1e-9, err_msg=f"d{k + 1}"
+        )
 
 
 def _mp_log_lik(name: str, y: float):
@@ -101,16 +103,19 @@ def _mp_logistic_log_z(y: float, m: float, v: float) -> float:
         s = mpmath.sqrt(v)
 
         def integrand(f):
-            return mpmath.exp(-(f - m) ** 2 / (2 * v)) / (s * mpmath.sqrt(2 * mpmath.pi)) / (
-                1 + mpmath.exp(-y * f)
+            return (
+                mpmath.exp(-((f - m) ** 2) / (2 * v))
+                / (s * mpmath.sqrt(2 * mpmath.pi))
+                / (1 + mpmath.exp(-y * f))
             )
 
         pts = sorted({m - 40 * s, min(max(0.0, m - 40 * s), m + 40 * s), m, m + 40 * s})
         return float(mpmath.log(mpmath.quad(integrand, pts)))
 
 
-@pytest.mark.parametrize(("m", "v"), [(0.0, 1.0), (3.0, 0.01), (30.0, 1.0), (-30.0, 4.0),
-                                      (30.0, 100.0), (-2.0, 10.0)])
+@pytest.mark.parametrize(
+    ("m", "v"), [(0.0, 1.0), (3.0, 0.01), (30.0, 1.0), (-30.0, 4.0), (30.0, 100.0), (-2.0, 10.0)]
+)
 @pytest.mark.parametrize("y", [1.0, -1.0])
 def test_logistic_quadrature_equals_brute_force(m, v, y):
     ours = Logistic().log_predictive(y, m, v)

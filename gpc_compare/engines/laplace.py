@@ -156,16 +156,19 @@ def infer(
         new_alpha = b - sW * cho_solve(L, sW * (K @ b))  # lines 7-8: Newton step in alpha
         step = new_alpha - alpha
         s = 1.0
-        while True:  # step halving: Psi must not increase
+        # step halving: Psi must not increase (beyond rounding, so that the last, tiny
+        # Newton correction is always taken and the mode is exact to machine precision)
+        slack = 1e-13 * max(1.0, abs(psi))
+        while True:
             cand = alpha + s * step
             f_c, derivs_c, psi_c = state(cand)
-            if np.isfinite(psi_c) and psi_c <= psi:
+            if np.isfinite(psi_c) and psi_c <= psi + slack:
                 break
             s *= 0.5
             if s < 1e-12:
                 f_c, derivs_c, psi_c, cand = f, derivs, psi, alpha
                 break
-        change = psi - psi_c
+        change = max(psi - psi_c, 0.0)
         alpha, f, derivs, psi = cand, f_c, derivs_c, psi_c
         if change < tol:
             converged = True

@@ -1,0 +1,75 @@
+"""Bad input: a ValueError whose message names the problem."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import gpc_compare as gc
+from gpc_compare.kernels import SquaredExponential
+
+from .helpers import toy_data
+
+X, Y = toy_data(n=10, d=2)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"y": np.array([1, 2] * 5)}, r"binary labels .* got the values \[1.0, 2.0\]"),
+        ({"y": np.array([0, -1] * 5)}, "binary labels"),
+        ({"y": np.array(["a", "b"] * 5)}, "binary labels"),
+        ({"y": np.ones(10)}, "single class"),
+        ({"y": np.zeros(10, dtype=bool)}, "single class"),
+        ({"y": np.r_[np.nan, Y[1:]]}, "y contains NaN or infinity"),
+        ({"y": np.r_[np.inf, Y[1:]]}, "y contains NaN or infinity"),
+        ({"y": Y[:9]}, "X has 10 samples but y has 9 labels"),
+        ({"y": np.ones((10, 2))}, "y must be a 1-D array"),
+        ({"X": np.where(np.eye(10, 2) > 0, np.nan, X)}, r"X contains NaN or infinity .* row 0"),
+        ({"X": np.where(np.eye(10, 2) > 0, np.inf, X)}, "X contains NaN or infinity"),
+        ({"X": X[:, 0]}, r"X must be a 2-D array .*X.reshape\(-1, 1\)"),
+        ({"X": np.zeros((0, 2)), "y": np.zeros(0)}, "X is empty"),
+        ({"X": np.zeros((10, 0))}, "X has 0 features"),
+        ({"X": [["a", "b"]] * 10}, "X must be numeric"),
+        ({"X": None}, "X is None"),
+        ({"method": "vb"}, "method must be one of"),
+        ({"likelihood": "cauchit"}, "likelihood must be one of"),
+        ({"kernel": "rbf"}, "kernel must be a gpc_compare Kernel"),
+        ({"kernel": SquaredExponential([1.0, 1.0, 1.0])}, "3 length-scales but X has 2 columns"),
+        ({"mean": np.nan}, "mean must be finite"),
+        ({"tolerance": 1e-3}, r"unknown option\(s\) \['tolerance'\]"),
+    ],
+)
+def test_bad_input_raises_a_named_value_error(kwargs, message):
+    args = {"X": X, "y": Y, **kwargs}
+    with pytest.raises(ValueError, match=message):
+        gc.fit(**args)
+
+
+@pytest.mark.parametrize(
+    "labels",
+    [
+        lambda y: (y > 0).astype(int),
+        lambda y: y.astype(int),
+        lambda y: y > 0,
+        lambda y: (y > 0).astype(float).tolist(),
+    ],
+    ids=["0/1", "-1/+1", "bool", "list"],
+)
+def test_label_encodings_give_the_same_fit(labels):
+    ref = gc.fit(X, Y, kernel=SquaredExponential(1.0, 1.0))
+    post = gc.fit(X, labels(Y), kernel=SquaredExponential(1.0, 1.0))
+    assert post.log_marginal_likelihood == ref.log_marginal_likelihood
+    np.testing.assert_array_equal(post.y, ref.y)
+
+
+def test_prediction_input_is_checked():
+    post = gc.fit(X, Y)
+    with pytest.raises(ValueError, match="Xs has 3 features but the model was fit with 2"):
+        post.predict_proba(np.zeros((4, 3)))
+    with pytest.raises(ValueError, match="Xs contains NaN"):
+        post.predict_latent(np.full((1, 2), np.nan))
+    with pytest.raises(ValueError, match="Xs has 2 samples but ys has 3 labels"):
+        post.log_predictive(np.zeros((2, 2)), [1, 0, 1])
+    # a test fold may hold one class only
+    assert post.log_predictive(np.zeros((2, 2)), [1, 1]).shape == (2,)
