@@ -26,6 +26,7 @@ def fit(
     n_restarts: int = 3,
     random_seed: int | np.random.Generator | None = None,
     mean_bounds: tuple[float, float] = (-10.0, 10.0),
+    objective: str = "evidence",
     **options,
 ) -> Posterior:
     """Approximate the posterior of a binary GP classifier.
@@ -36,7 +37,7 @@ def fit(
         Training inputs (finite; a 1-D array is refused: reshape it to one column).
     y : array_like, shape (n,)
         Labels in {0, 1}, {-1, +1} or booleans, both classes present.
-    method : {"laplace"}
+    method : {"laplace", "ep"}
         The engine (see :mod:`gpc_compare.engines`).
     kernel : Kernel, optional
         Covariance function; ``SquaredExponential(lengthscale=1, variance=1)`` by default.
@@ -51,9 +52,12 @@ def fit(
     n_restarts : int
         Extra optimiser starts, drawn uniformly in log space within the bounds.
     random_seed : int or Generator, optional
-        Seeds the restarts.
+        Seeds the restarts, and the engine's own randomness (EP's sequential order).
     mean_bounds : (float, float)
         Bounds of the prior mean during optimisation.
+    objective : {"evidence", "loo"}
+        What ``optimize`` maximises: the engine's log marginal likelihood, or (EP only)
+        the leave-one-out predictive log-likelihood with its total gradient (seed 004).
     **options
         Engine options, e.g. ``tol``, ``max_iter``, ``warm_start`` for Laplace.
 
@@ -79,6 +83,16 @@ def fit(
         mean = float(mean)
         if not np.isfinite(mean):
             raise ValueError(f"mean must be finite, got {mean}")
+    if objective not in ("evidence", "loo"):
+        raise ValueError(f"objective must be 'evidence' or 'loo', got {objective!r}")
+    value_and_gradient = None
+    if objective == "loo":
+        if engine.__name__.rsplit(".", 1)[-1] != "ep":
+            raise ValueError("objective='loo' needs method='ep' (EP's cavity LOO predictive)")
+
+        def value_and_gradient(post):
+            return post.loo_log_predictive, post.loo_log_predictive_gradient(total=True)
+
     if optimize:
         return maximize(
             engine,
@@ -90,6 +104,10 @@ def fit(
             n_restarts=n_restarts,
             random_seed=random_seed,
             mean_bounds=mean_bounds,
+            objective=objective,
+            value_and_gradient=value_and_gradient,
             **options,
         )
+    if "random_seed" in engine.OPTIONS:  # the engine's own randomness, seeded likewise
+        options["random_seed"] = random_seed
     return engine.infer(X, y, kernel, lik, mean, **options)

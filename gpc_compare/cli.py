@@ -147,6 +147,7 @@ def run_demo(
         The held-out scores, as :func:`gpc_compare.metrics.score` returns them.
     """
     from sklearn.model_selection import train_test_split
+    from threadpoolctl import threadpool_limits
 
     import gpc_compare as gc
 
@@ -166,19 +167,21 @@ def run_demo(
 
     ell0 = float(np.sqrt(d))
     kernel = gc.kernels.SquaredExponential(lengthscale=ell0, variance=1.0)
-    post = gc.fit(
-        X_train,
-        y_train,
-        method="laplace",
-        kernel=kernel,
-        likelihood=likelihood,
-        optimize=True,
-        n_restarts=restarts,
-        random_seed=seed,
-    )
-
-    p1 = post.predict_proba(X_test)
-    log_p = post.log_predictive(X_test, y_test)
+    # One BLAS thread: a 426 x 426 problem gains nothing from more, and OpenBLAS threads
+    # spinning against another busy process slowed this demo from 3 s to 3 min on 2 cores.
+    with threadpool_limits(limits=1, user_api="blas"):
+        post = gc.fit(
+            X_train,
+            y_train,
+            method="laplace",
+            kernel=kernel,
+            likelihood=likelihood,
+            optimize=True,
+            n_restarts=restarts,
+            random_seed=seed,
+        )
+        p1 = post.predict_proba(X_test)
+        log_p = post.log_predictive(X_test, y_test)
     scores = metrics.score(y_test, p1, log_p, base_rate)
     n_wrong = int(np.sum((p1 > 0.5) != (y_test == 1)))
 
@@ -200,39 +203,51 @@ def run_demo(
     def counts(y: np.ndarray) -> str:
         return f"{int(np.sum(y == 1)):3d} {pos} / {int(np.sum(y == 0)):3d} {neg}"
 
+    h_bits = metrics.base_rate_entropy_bits(base_rate)
+
+    def row(label: str, value: str) -> str:
+        return f"  {label:<28} {value}"
+
     lines = [
         f"{PROG} demo: Laplace GP classification of the Wisconsin breast cancer data",
         "",
-        f"Data       {data.name} (scikit-learn): d = {d} inputs; positive class (y = 1) = {pos}",
-        f"  train    {n_train} cases: {counts(y_train)}  (base rate {base_rate:.3f})",
-        f"  test     {n_test} cases: {counts(y_test)}",
-        f"  split    stratified, test_size 0.25, random_state {seed}; inputs standardised "
-        "with training-fold mean and sd",
+        f"Data: {data.name} (scikit-learn), d = {d} inputs, positive class (y = 1) = {pos}",
+        row("train", f"{n_train} cases: {counts(y_train)}  (base rate {base_rate:.3f})"),
+        row("test", f"{n_test} cases: {counts(y_test)}"),
+        row("split", f"stratified, test_size 0.25, random_state {seed}"),
+        row("inputs", "standardised with the training fold's mean and sd"),
         "",
-        f"Model      squared-exponential kernel (isotropic), {likelihood} likelihood, zero mean",
+        f"Model: squared-exponential kernel (isotropic), {likelihood} likelihood, zero mean",
         "Hyperparameters (type-II maximum likelihood, natural scale)",
-        f"  lengthscale ell           {post.kernel.lengthscale:10.4g}   "
-        f"(start sqrt(d) = {ell0:.4g})",
-        f"  signal variance sigma_f^2 {post.kernel.variance:10.4g}   (start 1)",
-        f"  at a bound                {', '.join(at_bound) if at_bound else 'none'}",
-        f"Log marginal likelihood     {post.log_marginal_likelihood:10.4f}   (Laplace approximation)",
-        f"Optimiser  L-BFGS-B: best run converged: {_yes(opt.converged)}; "
-        f"{opt.n_evaluations} objective evaluations over {len(runs)} runs "
-        f"(initial start + {len(runs) - 1} random restarts); "
-        f"{n_runs_converged} of {len(runs)} runs converged",
-        f"Newton     Laplace mode found: converged: {_yes(newton.converged)} in "
-        f"{newton.iterations} iterations",
+        row("lengthscale ell", f"{post.kernel.lengthscale:.4g}  (start sqrt(d) = {ell0:.4g})"),
+        row("signal variance sigma_f^2", f"{post.kernel.variance:.4g}  (start 1)"),
+        row("on a bound", ", ".join(at_bound) if at_bound else "none"),
+        row("log marginal likelihood", f"{post.log_marginal_likelihood:.4f}  (Laplace approx.)"),
+        "Optimiser (L-BFGS-B on log hyperparameters)",
+        row("best run converged", _yes(opt.converged)),
+        row(
+            "runs",
+            f"{len(runs)} (initial start + {len(runs) - 1} random restarts), "
+            f"{n_runs_converged} converged",
+        ),
+        row("objective evaluations", f"{opt.n_evaluations}"),
+        "Laplace mode (Newton, at the fitted hyperparameters)",
+        row("converged", f"{_yes(newton.converged)}, {newton.iterations} iterations"),
         "",
         f"Held-out scores ({n_test} test cases)",
-        f"  mean log predictive prob.  {scores['mean_log_predictive']:8.4f} nats  (higher is better)",
-        f"  information about targets  {scores['information_bits']:8.4f} bits  "
-        f"(H(train base rate) = {metrics.base_rate_entropy_bits(base_rate):.4f} bits "
-        "+ mean log2 p; GPML 3.7.3)",
-        f"  error rate                 {scores['error_rate']:8.4f}       ({n_wrong} of {n_test})",
-        f"  Brier score                {scores['brier']:8.4f}",
-        f"  AUC                        {scores['auc']:8.4f}",
+        row("mean log predictive prob.", f"{scores['mean_log_predictive']:.4f} nats"),
+        row(
+            "information about targets",
+            f"{scores['information_bits']:.4f} bits  "
+            f"(= H(train base rate) {h_bits:.4f} + mean log2 p; GPML sec. 3.7.3)",
+        ),
+        row("error rate", f"{scores['error_rate']:.4f}  ({n_wrong} of {n_test} wrong at p = 0.5)"),
+        row("Brier score", f"{scores['brier']:.4f}"),
+        row("AUC", f"{scores['auc']:.4f}"),
         "",
-        f"Wrote {plot_path} and {scores_path}  ({elapsed:.1f} s)",
+        f"Wrote {plot_path}",
+        f"Wrote {scores_path}",
+        f"Done in {elapsed:.1f} s",
     ]
     print("\n".join(lines), file=out)
     return scores
@@ -271,17 +286,18 @@ def _plot(
     from matplotlib.figure import Figure
     from sklearn.calibration import calibration_curve
 
-    fig = Figure(figsize=(12, 5.2), layout="constrained")
+    fig = Figure(figsize=(12.5, 6.2), layout="constrained")
     FigureCanvasAgg(fig)
-    left, right = fig.subplots(1, 2)
+    grid = fig.add_gridspec(2, 2, height_ratios=(3, 1))
+    left = fig.add_subplot(grid[:, 0])
+    right = fig.add_subplot(grid[0, 1])
+    hist = fig.add_subplot(grid[1, 1], sharex=right)
+    classes = ((1, positive, "tab:red", "o"), (0, negative, "tab:blue", "s"))
 
     order = np.argsort(p1, kind="stable")
     rank = np.arange(1, p1.size + 1)
     ps, ys = p1[order], y[order]
-    for cls, name, colour, marker in (
-        (1, positive, "tab:red", "o"),
-        (0, negative, "tab:blue", "s"),
-    ):
+    for cls, name, colour, marker in classes:
         m = ys == cls
         left.scatter(
             rank[m],
@@ -305,29 +321,43 @@ def _plot(
     n_bins = 10
     y01 = (y == 1).astype(int)
     frac_pos, mean_pred = calibration_curve(y01, p1, n_bins=n_bins, strategy="uniform")
-    right.plot([0, 1], [0, 1], color="0.4", linestyle="--", linewidth=1, label="perfectly calibrated")
+    right.plot(
+        [0, 1], [0, 1], color="0.4", linestyle="--", linewidth=1, label="perfectly calibrated"
+    )
     right.plot(mean_pred, frac_pos, marker="o", color="tab:purple", label="Laplace GPC")
-    edges = np.linspace(0.0, 1.0, n_bins + 1)
-    counts = np.bincount(np.searchsorted(edges[1:-1], p1, side="right"), minlength=n_bins)
-    counts = counts[counts > 0]
-    if counts.size == mean_pred.size:  # label each point with its bin's size
-        for x, f, n in zip(mean_pred, frac_pos, counts, strict=True):
-            right.annotate(
-                f"n={n}",
-                (x, f),
-                textcoords="offset points",
-                xytext=(6, -12) if f > 0.5 else (6, 6),
-                fontsize=8,
-                color="0.25",
-            )
     right.set_xlim(-0.02, 1.02)
     right.set_ylim(-0.02, 1.02)
-    right.set_aspect("equal")
-    right.set_xlabel(f"mean predicted P({positive}) in bin")
     right.set_ylabel(f"observed fraction {positive}")
     right.set_title(f"Reliability diagram ({n_bins} equal-width bins)")
     right.legend(loc="upper left", frameon=True)
     right.grid(alpha=0.3)
+    right.tick_params(labelbottom=False)
+
+    # cases per bin, stacked by true class (same bins as calibration_curve)
+    edges = np.linspace(0.0, 1.0, n_bins + 1)
+    bottom = np.zeros(n_bins)
+    for cls, name, colour, _marker in classes:
+        n_cls, _ = np.histogram(p1[y == cls], bins=edges)
+        hist.bar(
+            edges[:-1],
+            n_cls,
+            width=0.1,
+            align="edge",
+            bottom=bottom,
+            color=colour,
+            alpha=0.8,
+            edgecolor="white",
+            label=f"truly {name}",
+        )
+        bottom += n_cls
+    for left_edge, n in zip(edges[:-1], bottom, strict=True):
+        if n > 0:
+            hist.text(left_edge + 0.05, n, f"{int(n)}", ha="center", va="bottom", fontsize=8)
+    hist.set_ylim(0, bottom.max() * 1.35)
+    hist.set_xlabel(f"predicted P({positive}) (bin mean above, bin edges below)")
+    hist.set_ylabel("cases per bin")
+    hist.grid(alpha=0.3, axis="y")
+    hist.legend(loc="upper center", ncol=2, fontsize=8, frameon=False)
 
     fig.suptitle(
         f"Laplace GP classifier ({likelihood} likelihood, squared-exponential kernel) on "

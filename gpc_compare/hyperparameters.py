@@ -161,6 +161,8 @@ def maximize(
         def value_and_gradient(post: Posterior) -> tuple[float, np.ndarray]:
             return post.log_marginal_likelihood, post.log_marginal_likelihood_gradient
 
+    if "random_seed" in engine.OPTIONS and "random_seed" not in options:
+        options["random_seed"] = random_seed  # the engine's own randomness, seeded too
     if theta0.size == 0:  # nothing to fit
         post = engine.infer(X, y, kernel, likelihood, mean, **options)
         value = value_and_gradient(post)[0]

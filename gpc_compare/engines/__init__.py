@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from . import laplace
+from . import ep, laplace
 
-ENGINES: dict[str, ModuleType] = {"laplace": laplace}
+ENGINES: dict[str, ModuleType] = {"laplace": laplace, "ep": ep}
 
 
 def get_engine(method: str) -> ModuleType:

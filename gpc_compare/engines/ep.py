@@ -1,0 +1,417 @@
+"""Expectation propagation for binary GP classification (R&W section 3.6, Alg. 3.5, 3.6).
+
+Each likelihood term is replaced by an unnormalised Gaussian site in canonical form,
+t~_i(f_i) = exp(nu~_i f_i - tau~_i f_i^2 / 2); the posterior is
+N(f | mu, Sigma), Sigma = (K^-1 + T~)^-1, mu = Sigma (K^-1 m + nu~). A site update removes
+the site from the marginal to form the cavity (R&W eq. 3.56; seed 004 eqs. 5-12)
+
+    tau_-i = 1/Sigma_ii - tau~_i,       nu_-i = mu_i/Sigma_ii - nu~_i,
+
+matches the moments of the tilted distribution p(y_i | f_i) N(f_i | nu_-i/tau_-i, 1/tau_-i)
+(closed form for probit, quadrature otherwise) and puts back the site that reproduces
+them (R&W eq. 3.59): tau~_i = 1/s^2 - tau_-i, nu~_i = mu^/s^2 - nu_-i.
+
+Naming (R&W): ``ttau, tnu`` site precisions and precision-means; ``tau_cav, nu_cav`` the
+cavities; ``sW = sqrt(ttau)``; ``L = chol(I + sW K sW)``; ``p = nu~ - tau~ m`` and
+``q = nu_- - tau_- m`` the sites and cavities of g = f - m, which has a zero-mean prior.
+
+The leave-one-out predictive log-likelihood (seed 004 eqs. 1-3) is the sum of the log
+tilted normalisers, sum_i log Phi(y_i mu_-i / sqrt(1 + s^2_-i)) for probit. Its gradient
+comes in two forms (:meth:`EPPosterior.loo_log_predictive_gradient`): with the sites held
+fixed (seed 004 eqs. 4-24), and the total derivative, in which the sites move with the
+hyperparameters, computed through the EP fixed point by the implicit function theorem.
+"""
+
+from __future__ import annotations
+
+import warnings
+from functools import cached_property
+
+import numpy as np
+import scipy.linalg
+
+from ..kernels import Kernel
+from ..likelihoods import Likelihood, Probit
+from ..numerics import cho_solve, cholesky, probit_ratio, solve_lower
+from ..posterior import Convergence, GaussianPosterior
+
+__all__ = ["EPPosterior", "infer"]
+
+#: Options ``gc.fit(method="ep", ...)`` accepts, with their defaults.
+OPTIONS = {
+    "schedule": "sequential",
+    "damping": None,
+    "tol": 1e-10,
+    "site_tol": 1e-9,
+    "min_sweeps": 2,
+    "max_sweeps": 200,
+    "warm_start": None,
+    "random_seed": None,
+}
+
+_SCHEDULES = ("sequential", "parallel")
+
+
+class _SiteState:
+    """The Gaussian approximation implied by a set of sites (R&W Alg. 3.5 lines 10-13).
+
+    Built from scratch with one Cholesky: sW, L, V = L^-1 sW K, diag(Sigma), mu, the
+    cavities and the log evidence.
+    """
+
+    def __init__(self, K, y, lik, ttau, tnu, m):
+        n = K.shape[0]
+        self.ttau, self.tnu = ttau, tnu
+        self.sW = np.sqrt(ttau)
+        self.L = cholesky(np.eye(n) + self.sW[:, None] * K * self.sW[None, :], what="matrix B")
+        self.V = solve_lower(self.L, self.sW[:, None] * K)
+        self.dSigma = np.diag(K) - np.einsum("ij,ij->j", self.V, self.V)
+        self.p = tnu - ttau * m  # sites of g = f - m
+        Kp = K @ self.p
+        self.Sigma_p = Kp - self.V.T @ (self.V @ self.p)  # Sigma p
+        self.mu = m + self.Sigma_p  # mu = Sigma (K^-1 m + nu~) = m + Sigma p
+        self.tau_cav = 1.0 / self.dSigma - ttau
+        self.nu_cav = self.mu / self.dSigma - tnu
+        ok = self.tau_cav > 0
+        self.log_z = np.full(n, -np.inf)
+        if np.all(ok):
+            self.log_z = lik.tilted_moments(y, self.nu_cav / self.tau_cav, 1.0 / self.tau_cav)[0]
+        q = self.nu_cav - self.tau_cav * m  # cavities of g
+        tau_sum = self.tau_cav + ttau
+        # log Z_EP, R&W eq. 3.65 in the stable form of Alg. 3.5 (GPML's epComputeParams):
+        # sum log Z_i - sum log L_ii + 1/2 sum log(1 + ttau/tau_-) + 1/2 p^T Sigma p
+        # + 1/2 q^T ((ttau/tau_-) q - 2p) / (ttau + tau_-) - 1/2 sum p^2 / (tau_- + ttau)
+        self.log_marginal_likelihood = float(
+            self.log_z.sum()
+            - np.log(np.diag(self.L)).sum()
+            + 0.5 * np.log1p(ttau / self.tau_cav).sum()
+            + 0.5 * self.p @ self.Sigma_p
+            + 0.5 * q @ ((ttau / self.tau_cav * q - 2.0 * self.p) / tau_sum)
+            - 0.5 * (self.p**2 / tau_sum).sum()
+        )
+
+    def alpha(self, K):
+        """alpha = (K + T~^-1)^-1 (mu~ - m) = p - sW B^-1 sW K p (R&W Alg. 3.6 line 5)."""
+        return self.p - self.sW * cho_solve(self.L, self.sW * (K @ self.p))
+
+
+def _site_update(lik, y, tau_cav, nu_cav):
+    """New site parameters from the cavities by moment matching (R&W eq. 3.59)."""
+    _, mhat, vhat = lik.tilted_moments(y, nu_cav / tau_cav, 1.0 / tau_cav)
+    ttau = 1.0 / vhat - tau_cav
+    tnu = mhat / vhat - nu_cav
+    return ttau, tnu
+
+
+class EPPosterior(GaussianPosterior):
+    """The EP approximation N(f | mu, (K^-1 + T~)^-1): the Posterior contract, plus
+    the site parameters ``ttau``, ``tnu``, the cavities ``tau_cav``, ``nu_cav``, and the
+    leave-one-out predictive log-likelihood with its gradients."""
+
+    method = "ep"
+
+    def __init__(self, *args, state: _SiteState, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._state = state
+        self.ttau, self.tnu = state.ttau, state.tnu
+        self.tau_cav, self.nu_cav = state.tau_cav, state.nu_cav
+
+    @property
+    def latent_mean(self) -> np.ndarray:
+        return self._state.mu
+
+    @cached_property
+    def latent_var(self) -> np.ndarray:
+        return self._state.dSigma.copy()
+
+    @property
+    def warm_start(self) -> tuple[np.ndarray, np.ndarray]:
+        """(ttau, tnu): pass as ``warm_start`` to start a nearby fit from these sites."""
+        return self.ttau.copy(), self.tnu.copy()
+
+    @cached_property
+    def log_marginal_likelihood_gradient(self) -> np.ndarray:
+        """Gradient of the EP evidence (R&W eq. 5.27): at the fixed point the sites' own
+        dependence on theta contributes nothing, so
+        d log Z / d theta_j = 1/2 alpha^T dK alpha - 1/2 tr(R dK), R = sW B^-1 sW,
+        and d log Z / d m = sum(alpha)."""
+        R = self.sW[:, None] * cho_solve(self.L, np.diag(self.sW))
+        grads = [
+            0.5 * self.alpha @ dK @ self.alpha - 0.5 * np.sum(R * dK)
+            for dK in self.kernel.gradient(self.X)
+        ]
+        if self.mean is not None:
+            grads.append(float(self.alpha.sum()))
+        return np.asarray(grads, dtype=float)
+
+    # --------------------------------------------------- leave-one-out predictive
+    @property
+    def loo_log_predictive(self) -> float:
+        """sum_i log p(y_i | cavity_i) = sum_i log Phi(y_i mu_-i / sqrt(1 + s2_-i)) for
+        probit (seed 004 eqs. 1-3): EP's leave-one-out predictive log-likelihood."""
+        return float(self._state.log_z.sum())
+
+    def loo_log_predictive_gradient(self, total: bool = False) -> np.ndarray:
+        """Gradient of :attr:`loo_log_predictive`, in the order of ``hyperparameter_names``.
+
+        Parameters
+        ----------
+        total : bool
+            False: the sites held at their fixed point (seed 004 eqs. 4-24).
+            True: the true derivative, the sites re-converging as the hyperparameters
+            move, by the implicit function theorem at the EP fixed point.
+        """
+        if not isinstance(self.likelihood, Probit):
+            raise NotImplementedError(
+                "the leave-one-out gradient is implemented for the probit likelihood "
+                f"(seed 004), not for {self.likelihood.name}"
+            )
+        return self._loo_gradient(total)
+
+    @cached_property
+    def _Sigma(self) -> np.ndarray:
+        return self.latent_cov
+
+    def _cavity_terms(self):
+        """Cavity moments and the probit quantities every LOO derivative is built from."""
+        tau_c, nu_c = self.tau_cav, self.nu_cav
+        mu_c, v_c = nu_c / tau_c, 1.0 / tau_c
+        s = np.sqrt(1.0 + v_c)
+        z = self.y * mu_c / s
+        r, gap, cgap = probit_ratio(z)
+        return tau_c, nu_c, mu_c, v_c, s, z, r, gap, cgap
+
+    def _loo_gradient(self, total: bool) -> np.ndarray:
+        y = self.y
+        n = y.size
+        tau_c, nu_c, mu_c, v_c, s, z, r, gap, cgap = self._cavity_terms()
+        # seed 004 eq. 4 through (mu_c, v_c): J_i = log Phi(z), z = y mu_c / sqrt(1 + v_c)
+        dJ_dmu = y * r / s
+        dJ_dv = -r * z / (2.0 * s**2)
+        # ... and through the canonical cavity (seed 004 eqs. 5-8): mu_c = nu/tau, v_c = 1/tau
+        g_tau = -dJ_dmu * mu_c / tau_c - dJ_dv / tau_c**2
+        g_nu = dJ_dmu / tau_c
+        if total:
+            g_tau, g_nu = self._adjoint(g_tau, g_nu, y, tau_c)
+        # d cavity / d theta at fixed sites (seed 004 eqs. 9-24):
+        # d tau_- = -dSigma_ii / Sigma_ii^2, d nu_- = dmu_i / Sigma_ii - mu_i dSigma_ii / Sigma_ii^2
+        dS = self._state.dSigma
+        mu = self._state.mu
+        a = -g_tau / dS**2 - g_nu * mu / dS**2  # coefficient of dSigma_ii
+        b = g_nu / dS  # coefficient of dmu_i
+        # dSigma = A dK A^T, dmu = A dK A^T p (+ A 1 dm), A = Sigma K^-1 = I - Sigma T~
+        A = np.eye(n) - self._Sigma * self.ttau[None, :]
+        M = A.T @ (a[:, None] * A)
+        u, v = A.T @ b, A.T @ self._state.p
+        grads = [np.sum(M * dK) + u @ dK @ v for dK in self.kernel.gradient(self.X)]
+        if self.mean is not None:
+            grads.append(float(b @ A.sum(axis=1)))
+        return np.asarray(grads, dtype=float)
+
+    def _adjoint(self, g_tau, g_nu, y, tau_c):
+        """lambda = (I - C_s D)^-T g: the sensitivity of the objective to the cavities
+        once the sites re-converge (d cav / d theta = (I - C_s D)^-1 C_theta)."""
+        n = y.size
+        Sigma = self._Sigma
+        dS = np.diag(Sigma)
+        mu = self._state.mu
+        D_tt_tau, D_tt_nu, D_tn_tau, D_tn_nu = _probit_site_jacobian(y, tau_c, self.nu_cav)
+        # C_s: d(tau_-, nu_-) / d(ttau, tnu), from dSigma_ii/dttau_j = -Sigma_ij^2,
+        # dmu_i/dttau_j = -Sigma_ij mu_j, dmu_i/dtnu_j = Sigma_ij
+        S2 = Sigma**2
+        I = np.eye(n)
+        Ctau_tt = S2 / dS[:, None] ** 2 - I
+        Cnu_tt = -Sigma * mu[None, :] / dS[:, None] + mu[:, None] * S2 / dS[:, None] ** 2
+        Cnu_tn = Sigma / dS[:, None] - I
+        # C_s D in blocks [[tau<-tau, tau<-nu], [nu<-tau, nu<-nu]] (Ctau_tn = 0)
+        CD = np.block(
+            [
+                [Ctau_tt * D_tt_tau[None, :], Ctau_tt * D_tt_nu[None, :]],
+                [
+                    Cnu_tt * D_tt_tau[None, :] + Cnu_tn * D_tn_tau[None, :],
+                    Cnu_tt * D_tt_nu[None, :] + Cnu_tn * D_tn_nu[None, :],
+                ],
+            ]
+        )
+        lam = scipy.linalg.solve((np.eye(2 * n) - CD).T, np.concatenate([g_tau, g_nu]))
+        return lam[:n], lam[n:]
+
+
+def _probit_site_jacobian(y, tau_c, nu_c):
+    """d(ttau, tnu) / d(tau_-, nu_-) of the probit site update, per site.
+
+    With alpha1 = d log Z / d mu_c and beta = -d2 log Z / d mu_c^2 (closed form for
+    log Z = log Phi(y mu_c / sqrt(1 + v_c))), the update is ttau = beta / (1 - beta v_c),
+    tnu = (alpha1 + mu_c beta) / (1 - beta v_c) (GPML's likErf EP form of R&W eq. 3.59).
+
+    Returns
+    -------
+    dttau_dtau, dttau_dnu, dtnu_dtau, dtnu_dnu : ndarray
+    """
+    mu_c, v_c = nu_c / tau_c, 1.0 / tau_c
+    s = np.sqrt(1.0 + v_c)
+    z = y * mu_c / s
+    r, gap, cgap = probit_ratio(z)
+    alpha1 = y * r / s
+    beta = r * gap / s**2
+    da_dmu, da_dv = -beta, y * r * (gap * z - 1.0) / (2.0 * s**3)
+    db_dmu, db_dv = -y * r * cgap / s**3, r * (cgap * z / 2.0 - gap) / s**4
+    den = 1.0 - beta * v_c
+    # derivatives with respect to (mu_c, v_c)
+    dtt_dmu = db_dmu / den**2
+    dtt_dv = (db_dv + beta**2) / den**2
+    num = alpha1 + mu_c * beta
+    dtn_dmu = (da_dmu + beta + mu_c * db_dmu) / den + num * (db_dmu * v_c) / den**2
+    dtn_dv = (da_dv + mu_c * db_dv) / den + num * (db_dv * v_c + beta) / den**2
+    # chain to (tau_-, nu_-): mu_c = nu/tau, v_c = 1/tau
+    dmu_dtau, dmu_dnu, dv_dtau = -mu_c / tau_c, 1.0 / tau_c, -1.0 / tau_c**2
+    return (
+        dtt_dmu * dmu_dtau + dtt_dv * dv_dtau,
+        dtt_dmu * dmu_dnu,
+        dtn_dmu * dmu_dtau + dtn_dv * dv_dtau,
+        dtn_dmu * dmu_dnu,
+    )
+
+
+def infer(
+    X: np.ndarray,
+    y: np.ndarray,
+    kernel: Kernel,
+    likelihood: Likelihood,
+    mean: float | None = None,
+    *,
+    schedule: str = OPTIONS["schedule"],
+    damping: float | None = OPTIONS["damping"],
+    tol: float = OPTIONS["tol"],
+    site_tol: float = OPTIONS["site_tol"],
+    min_sweeps: int = OPTIONS["min_sweeps"],
+    max_sweeps: int = OPTIONS["max_sweeps"],
+    warm_start: tuple[np.ndarray, np.ndarray] | None = None,
+    random_seed: int | np.random.Generator | None = OPTIONS["random_seed"],
+) -> EPPosterior:
+    """Run EP at fixed hyperparameters.
+
+    Parameters
+    ----------
+    X, y, kernel, likelihood, mean
+        As for the Laplace engine (:func:`gpc_compare.engines.laplace.infer`).
+    schedule : {"sequential", "parallel"}
+        "sequential": sites updated one at a time in random order with rank-one updates
+        of Sigma, the posterior rebuilt from a fresh Cholesky after each sweep (R&W
+        Alg. 3.5). "parallel": every site from the same posterior, one Cholesky a sweep.
+    damping : float in (0, 1], optional
+        New sites are (1 - damping) old + damping new, in natural parameters. Default 1
+        (none) for sequential, 0.5 for parallel.
+    tol : float
+        Converged when a sweep changes the log evidence by less than ``tol`` ...
+    site_tol : float
+        ... and no site parameter by more than ``site_tol``. The evidence is stationary
+        in the sites, so a tolerance on it alone leaves the sites (and the predictions
+        and leave-one-out quantities, which are not stationary) converged only to about
+        sqrt(tol); the site tolerance closes that gap.
+    min_sweeps, max_sweeps : int
+        Bounds on the number of sweeps; not converging by ``max_sweeps`` warns.
+    warm_start : (ttau, tnu), optional
+        Site parameters to start from (e.g. ``previous.warm_start``).
+    random_seed : int or Generator, optional
+        Seeds the sequential schedule's random order.
+    """
+    if schedule not in _SCHEDULES:
+        raise ValueError(f"schedule must be one of {_SCHEDULES}, got {schedule!r}")
+    if damping is None:
+        damping = 1.0 if schedule == "sequential" else 0.5
+    if not 0.0 < damping <= 1.0:
+        raise ValueError(f"damping must be in (0, 1], got {damping}")
+    n = X.shape[0]
+    m = 0.0 if mean is None else float(mean)
+    K = kernel(X)
+    rng = np.random.default_rng(random_seed)
+    if warm_start is not None:
+        ttau, tnu = (np.asarray(a, dtype=float).copy() for a in warm_start)
+        if ttau.shape != (n,) or tnu.shape != (n,) or np.any(ttau < 0):
+            raise ValueError(f"warm_start must be two arrays of shape ({n},) with ttau >= 0")
+    else:
+        ttau, tnu = np.zeros(n), np.zeros(n)
+    state = _SiteState(K, y, likelihood, ttau, tnu, m)
+    if warm_start is not None:
+        zero = _SiteState(K, y, likelihood, np.zeros(n), np.zeros(n), m)
+        if not zero.log_marginal_likelihood < state.log_marginal_likelihood:
+            state, ttau, tnu = zero, np.zeros(n), np.zeros(n)
+    sweeps, converged = 0, False
+    change = site_change = np.inf
+    while sweeps < max_sweeps:
+        sweeps += 1
+        old_ttau, old_tnu = ttau.copy(), tnu.copy()
+        if schedule == "sequential":
+            ttau, tnu = _sequential_sweep(K, y, likelihood, state, ttau, tnu, damping, rng)
+        else:
+            new_ttau, new_tnu = _site_update(likelihood, y, state.tau_cav, state.nu_cav)
+            ok = state.tau_cav > 0
+            new_ttau = np.maximum(new_ttau, 0.0)  # tau~ kept non-negative
+            ttau = np.where(ok, (1 - damping) * ttau + damping * new_ttau, ttau)
+            tnu = np.where(ok, (1 - damping) * tnu + damping * new_tnu, tnu)
+        new_state = _SiteState(K, y, likelihood, ttau, tnu, m)
+        change = abs(new_state.log_marginal_likelihood - state.log_marginal_likelihood)
+        site_change = max(np.max(np.abs(ttau - old_ttau)), np.max(np.abs(tnu - old_tnu)))
+        state = new_state
+        if not np.isfinite(state.log_marginal_likelihood):
+            raise FloatingPointError(
+                "EP produced a non-finite evidence (a cavity lost positive precision); "
+                "try schedule='sequential' or stronger damping"
+            )
+        if sweeps >= min_sweeps and change < tol and site_change < site_tol:
+            converged = True
+            break
+    if converged:
+        message = (
+            f"converged after {sweeps} sweeps: evidence change {change:.2e}, "
+            f"site change {site_change:.2e}"
+        )
+    else:
+        message = (
+            f"not converged after {max_sweeps} sweeps (evidence change {change:.2e}, "
+            f"site change {site_change:.2e}; tol {tol:g}, site_tol {site_tol:g})"
+        )
+        warnings.warn(f"EP {message}", RuntimeWarning, stacklevel=2)
+    return EPPosterior(
+        X,
+        y,
+        kernel,
+        likelihood,
+        mean,
+        K=K,
+        alpha=state.alpha(K),
+        sW=state.sW,
+        L=state.L,
+        log_marginal_likelihood=state.log_marginal_likelihood,
+        convergence=Convergence(converged, sweeps, float(change), message),
+        state=state,
+    )
+
+
+def _sequential_sweep(K, y, lik, state, ttau, tnu, damping, rng):
+    """One sweep of R&W Alg. 3.5 lines 4-9 in random order, with rank-one updates."""
+    n = K.shape[0]
+    Sigma = np.asfortranarray(K - state.V.T @ state.V)
+    mu = state.mu.copy()
+    ttau, tnu = ttau.copy(), tnu.copy()
+    for i in rng.permutation(n):
+        Sii = Sigma[i, i]
+        tau_cav = 1.0 / Sii - ttau[i]
+        if tau_cav <= 0:  # cannot form the cavity: leave the site as it is
+            continue
+        nu_cav = mu[i] / Sii - tnu[i]
+        new_tt, new_tn = _site_update(lik, y[i : i + 1], np.array([tau_cav]), np.array([nu_cav]))
+        new_tt = max(float(new_tt[0]), 0.0)  # tau~ kept non-negative
+        new_tt = (1 - damping) * ttau[i] + damping * new_tt
+        new_tn = (1 - damping) * tnu[i] + damping * float(new_tn[0])
+        d_tau, d_nu = new_tt - ttau[i], new_tn - tnu[i]
+        ttau[i], tnu[i] = new_tt, new_tn
+        # Sigma <- Sigma - d_tau / (1 + d_tau Sigma_ii) s s^T (R&W Alg. 3.5 line 8), and
+        # mu <- mu + s (d_nu - d_tau mu_i) / (1 + d_tau Sigma_ii) (the same update of
+        # mu = Sigma (K^-1 m + nu~), derived from Sherman-Morrison)
+        si = Sigma[:, i].copy()
+        denom = 1.0 + d_tau * Sii
+        mu += si * ((d_nu - d_tau * mu[i]) / denom)
+        Sigma -= (d_tau / denom) * np.outer(si, si)
+    return ttau, tnu
