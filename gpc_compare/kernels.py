@@ -320,7 +320,32 @@ class Matern52(_Stationary):
         return (5.0 / 3.0) * (1.0 + u) * np.exp(-u)
 
 
-class Linear(Kernel):
+class _VarianceOnly(Kernel):
+    """A kernel sigma^2 k0(x, x') with a single hyperparameter, the variance sigma^2."""
+
+    def __init__(
+        self, variance: float = 1.0, *, variance_bounds: Bounds = DEFAULT_VARIANCE_BOUNDS
+    ) -> None:
+        if np.size(variance) != 1:
+            raise ValueError("variance must be a single positive number")
+        self._variance = _Param(
+            "variance", _positive(variance, "variance"), _check_bounds(variance_bounds, "variance")
+        )
+
+    def _params(self) -> list[_Param]:
+        return [self._variance]
+
+    @property
+    def variance(self) -> float:
+        return float(self._variance.value[0])
+
+    def gradient(self, X: np.ndarray) -> np.ndarray:
+        if self._variance.fixed:
+            return np.zeros((0, X.shape[0], X.shape[0]))
+        return self(X)[None]  # dK/d log sigma^2 = K
+
+
+class Linear(_VarianceOnly):
     """Linear (dot-product) kernel sigma^2 x . x'.
 
     GPC with this kernel is Bayesian logistic (or probit) regression with the prior
@@ -333,33 +358,14 @@ class Linear(Kernel):
     variance_bounds : (float, float) or "fixed"
     """
 
-    def __init__(self, variance: float = 1.0, *, variance_bounds: Bounds = DEFAULT_VARIANCE_BOUNDS):
-        if np.size(variance) != 1:
-            raise ValueError("variance must be a single positive number")
-        self._variance = _Param(
-            "variance", _positive(variance, "variance"), _check_bounds(variance_bounds, "variance")
-        )
-
-    def _params(self) -> list[_Param]:
-        return [self._variance]
-
-    @property
-    def variance(self) -> float:
-        return float(self._variance.value[0])
-
     def __call__(self, X: np.ndarray, X2: np.ndarray | None = None) -> np.ndarray:
         return self.variance * (X @ (X if X2 is None else X2).T)
 
     def diag(self, X: np.ndarray) -> np.ndarray:
         return self.variance * np.einsum("ij,ij->i", X, X)
 
-    def gradient(self, X: np.ndarray) -> np.ndarray:
-        if self._variance.fixed:
-            return np.zeros((0, X.shape[0], X.shape[0]))
-        return self(X)[None]
 
-
-class Constant(Kernel):
+class Constant(_VarianceOnly):
     """Constant kernel sigma^2 (a random offset shared by all inputs).
 
     Parameters
@@ -368,31 +374,12 @@ class Constant(Kernel):
     variance_bounds : (float, float) or "fixed"
     """
 
-    def __init__(self, variance: float = 1.0, *, variance_bounds: Bounds = DEFAULT_VARIANCE_BOUNDS):
-        if np.size(variance) != 1:
-            raise ValueError("variance must be a single positive number")
-        self._variance = _Param(
-            "variance", _positive(variance, "variance"), _check_bounds(variance_bounds, "variance")
-        )
-
-    def _params(self) -> list[_Param]:
-        return [self._variance]
-
-    @property
-    def variance(self) -> float:
-        return float(self._variance.value[0])
-
     def __call__(self, X: np.ndarray, X2: np.ndarray | None = None) -> np.ndarray:
         m = X.shape[0] if X2 is None else X2.shape[0]
         return np.full((X.shape[0], m), self.variance)
 
     def diag(self, X: np.ndarray) -> np.ndarray:
         return np.full(X.shape[0], self.variance)
-
-    def gradient(self, X: np.ndarray) -> np.ndarray:
-        if self._variance.fixed:
-            return np.zeros((0, X.shape[0], X.shape[0]))
-        return self(X)[None]
 
 
 class _Combination(Kernel):

@@ -172,19 +172,13 @@ class EPPosterior(GaussianPosterior):
     def _Sigma(self) -> np.ndarray:
         return self.latent_cov
 
-    def _cavity_terms(self):
-        """Cavity moments and the probit quantities every LOO derivative is built from."""
-        tau_c, nu_c = self.tau_cav, self.nu_cav
-        mu_c, v_c = nu_c / tau_c, 1.0 / tau_c
-        s = np.sqrt(1.0 + v_c)
-        z = self.y * mu_c / s
-        r, gap, cgap = probit_ratio(z)
-        return tau_c, nu_c, mu_c, v_c, s, z, r, gap, cgap
-
     def _loo_gradient(self, total: bool) -> np.ndarray:
-        y = self.y
-        n = y.size
-        tau_c, nu_c, mu_c, v_c, s, z, r, gap, cgap = self._cavity_terms()
+        y, n = self.y, self.y.size
+        tau_c = self.tau_cav
+        mu_c, v_c = self.nu_cav / tau_c, 1.0 / tau_c  # cavity moments (seed 004 eqs. 5-6)
+        s = np.sqrt(1.0 + v_c)
+        z = y * mu_c / s
+        r, _, _ = probit_ratio(z)
         # seed 004 eq. 4 through (mu_c, v_c): J_i = log Phi(z), z = y mu_c / sqrt(1 + v_c)
         dJ_dmu = y * r / s
         dJ_dv = -r * z / (2.0 * s**2)
@@ -192,7 +186,7 @@ class EPPosterior(GaussianPosterior):
         g_tau = -dJ_dmu * mu_c / tau_c - dJ_dv / tau_c**2
         g_nu = dJ_dmu / tau_c
         if total:
-            g_tau, g_nu = self._adjoint(g_tau, g_nu, y, tau_c)
+            g_tau, g_nu = self._adjoint(g_tau, g_nu)
         # d cavity / d theta at fixed sites (seed 004 eqs. 9-24):
         # d tau_- = -dSigma_ii / Sigma_ii^2, d nu_- = dmu_i / Sigma_ii - mu_i dSigma_ii / Sigma_ii^2
         dS = self._state.dSigma
@@ -208,14 +202,16 @@ class EPPosterior(GaussianPosterior):
             grads.append(float(b @ A.sum(axis=1)))
         return np.asarray(grads, dtype=float)
 
-    def _adjoint(self, g_tau, g_nu, y, tau_c):
+    def _adjoint(self, g_tau: np.ndarray, g_nu: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """lambda = (I - C_s D)^-T g: the sensitivity of the objective to the cavities
         once the sites re-converge (d cav / d theta = (I - C_s D)^-1 C_theta)."""
-        n = y.size
+        n = self.y.size
         Sigma = self._Sigma
         dS = np.diag(Sigma)
         mu = self._state.mu
-        D_tt_tau, D_tt_nu, D_tn_tau, D_tn_nu = _probit_site_jacobian(y, tau_c, self.nu_cav)
+        D_tt_tau, D_tt_nu, D_tn_tau, D_tn_nu = _probit_site_jacobian(
+            self.y, self.tau_cav, self.nu_cav
+        )
         # C_s: d(tau_-, nu_-) / d(ttau, tnu), from dSigma_ii/dttau_j = -Sigma_ij^2,
         # dmu_i/dttau_j = -Sigma_ij mu_j, dmu_i/dtnu_j = Sigma_ij
         S2 = Sigma**2
