@@ -38,7 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG,
         description=(
-            "Approximate inference for Gaussian-process classification (Laplace, EP, MCMC), "
+            "Approximate inference for Gaussian-process classification (Laplace and EP), "
             "compared."
         ),
     )

@@ -29,6 +29,8 @@ from functools import cached_property
 
 import numpy as np
 import scipy.linalg
+from scipy.linalg import blas
+from threadpoolctl import threadpool_limits
 
 from ..kernels import Kernel
 from ..likelihoods import Likelihood, Probit
@@ -386,28 +388,36 @@ def infer(
 
 
 def _sequential_sweep(K, y, lik, state, ttau, tnu, damping, rng):
-    """One sweep of R&W Alg. 3.5 lines 4-9 in random order, with rank-one updates."""
+    """One sweep of R&W Alg. 3.5 lines 4-9 in random order, with rank-one updates.
+
+    Sigma is kept as its lower triangle (Fortran order) and updated in place by BLAS
+    ``dsyr`` on one thread: level-2 BLAS gains nothing from threads at these sizes and
+    loses badly on a loaded machine.
+    """
     n = K.shape[0]
     Sigma = np.asfortranarray(K - state.V.T @ state.V)
     mu = state.mu.copy()
     ttau, tnu = ttau.copy(), tnu.copy()
-    for i in rng.permutation(n):
-        Sii = Sigma[i, i]
-        tau_cav = 1.0 / Sii - ttau[i]
-        if tau_cav <= 0:  # cannot form the cavity: leave the site as it is
-            continue
-        nu_cav = mu[i] / Sii - tnu[i]
-        new_tt, new_tn = _site_update(lik, y[i : i + 1], np.array([tau_cav]), np.array([nu_cav]))
-        new_tt = max(float(new_tt[0]), 0.0)  # tau~ kept non-negative
-        new_tt = (1 - damping) * ttau[i] + damping * new_tt
-        new_tn = (1 - damping) * tnu[i] + damping * float(new_tn[0])
-        d_tau, d_nu = new_tt - ttau[i], new_tn - tnu[i]
-        ttau[i], tnu[i] = new_tt, new_tn
-        # Sigma <- Sigma - d_tau / (1 + d_tau Sigma_ii) s s^T (R&W Alg. 3.5 line 8), and
-        # mu <- mu + s (d_nu - d_tau mu_i) / (1 + d_tau Sigma_ii) (the same update of
-        # mu = Sigma (K^-1 m + nu~), derived from Sherman-Morrison)
-        si = Sigma[:, i].copy()
-        denom = 1.0 + d_tau * Sii
-        mu += si * ((d_nu - d_tau * mu[i]) / denom)
-        Sigma -= (d_tau / denom) * np.outer(si, si)
+    with threadpool_limits(1, user_api="blas"):
+        for i in rng.permutation(n):
+            Sii = Sigma[i, i]
+            tau_cav = 1.0 / Sii - ttau[i]
+            if tau_cav <= 0:  # cannot form the cavity: leave the site as it is
+                continue
+            nu_cav = mu[i] / Sii - tnu[i]
+            new_tt, new_tn = _site_update(
+                lik, y[i : i + 1], np.array([tau_cav]), np.array([nu_cav])
+            )
+            new_tt = max(float(new_tt[0]), 0.0)  # tau~ kept non-negative
+            new_tt = (1 - damping) * ttau[i] + damping * new_tt
+            new_tn = (1 - damping) * tnu[i] + damping * float(new_tn[0])
+            d_tau, d_nu = new_tt - ttau[i], new_tn - tnu[i]
+            ttau[i], tnu[i] = new_tt, new_tn
+            # Sigma <- Sigma - d_tau / (1 + d_tau Sigma_ii) s s^T (R&W Alg. 3.5 line 8), and
+            # mu <- mu + s (d_nu - d_tau mu_i) / (1 + d_tau Sigma_ii) (the same update of
+            # mu = Sigma (K^-1 m + nu~), derived from Sherman-Morrison)
+            si = np.concatenate((Sigma[i, :i], Sigma[i:, i]))  # column i from the lower half
+            denom = 1.0 + d_tau * Sii
+            mu += si * ((d_nu - d_tau * mu[i]) / denom)
+            blas.dsyr(-d_tau / denom, si, a=Sigma, lower=1, overwrite_a=1)
     return ttau, tnu
