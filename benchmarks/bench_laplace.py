@@ -23,6 +23,10 @@ n = 2000) are the point. The script also checks that our log marginal likelihood
 scikit-learn's ``log_marginal_likelihood_value_`` (relative difference), so that the
 comparison is like-for-like, and reports our Newton iteration count.
 
+On a small shared machine, ``--blas-threads 1`` gives far steadier numbers: multi-threaded
+OpenBLAS slows down by an order of magnitude or more whenever another process holds one of
+the cores, and that hits the short Cholesky and the long fits unevenly.
+
 Outputs: a table on stdout, ``<output>/laplace.csv`` (tidy: columns n, what, value) and
 ``<output>/laplace.md`` (the ratios plus machine facts and the command used).
 

@@ -18,8 +18,9 @@ from scipy import special
 __all__ = [
     "JITTER",
     "LOG_2PI",
-    "cholesky",
     "cho_solve",
+    "chol_B",
+    "cholesky",
     "log_phi",
     "log_sigmoid",
     "probit_ratio",
@@ -130,6 +131,17 @@ def cholesky(A: np.ndarray, *, jitter: float = 0.0, what: str = "matrix") -> np.
         raise np.linalg.LinAlgError(
             f"the {what} is not positive definite (Cholesky failed): {exc}"
         ) from exc
+
+
+def chol_B(K: np.ndarray, sW: np.ndarray) -> np.ndarray:
+    """Lower Cholesky factor of B = I + sW K sW (R&W eq. 3.26), built in one buffer.
+
+    B's eigenvalues are at least one, so it needs no jitter (R&W section 3.4.3).
+    """
+    B = np.multiply(K, sW[:, None])
+    B *= sW[None, :]
+    B.flat[:: B.shape[0] + 1] += 1.0
+    return scipy.linalg.cholesky(B, lower=True, overwrite_a=True, check_finite=False)
 
 
 def cho_solve(L: np.ndarray, b: np.ndarray) -> np.ndarray:

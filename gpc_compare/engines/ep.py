@@ -34,7 +34,7 @@ from threadpoolctl import threadpool_limits
 
 from ..kernels import Kernel
 from ..likelihoods import Likelihood, Probit
-from ..numerics import cho_solve, cholesky, probit_ratio, solve_lower
+from ..numerics import cho_solve, chol_B, probit_ratio, solve_lower
 from ..posterior import Convergence, GaussianPosterior
 
 __all__ = ["EPPosterior", "infer"]
@@ -65,7 +65,7 @@ class _SiteState:
         n = K.shape[0]
         self.ttau, self.tnu = ttau, tnu
         self.sW = np.sqrt(ttau)
-        self.L = cholesky(np.eye(n) + self.sW[:, None] * K * self.sW[None, :], what="matrix B")
+        self.L = chol_B(K, self.sW)
         self.V = solve_lower(self.L, self.sW[:, None] * K)
         self.dSigma = np.diag(K) - np.einsum("ij,ij->j", self.V, self.V)
         self.p = tnu - ttau * m  # sites of g = f - m

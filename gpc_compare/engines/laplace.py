@@ -27,7 +27,7 @@ import numpy as np
 
 from ..kernels import Kernel
 from ..likelihoods import Likelihood
-from ..numerics import cho_solve, cholesky
+from ..numerics import cho_solve, chol_B
 from ..posterior import Convergence, GaussianPosterior
 
 __all__ = ["LaplacePosterior", "infer"]
@@ -151,7 +151,7 @@ def infer(
         lp, d1, d2, _ = derivs
         W = -d2
         sW = np.sqrt(W)
-        L = cholesky(np.eye(n) + sW[:, None] * K * sW[None, :], what="matrix B = I + sW K sW")
+        L = chol_B(K, sW)
         b = W * (f - m) + d1  # R&W Alg. 3.1 line 6
         new_alpha = b - sW * cho_solve(L, sW * (K @ b))  # lines 7-8: Newton step in alpha
         step = new_alpha - alpha
@@ -185,7 +185,7 @@ def infer(
     lp, d1, d2, d3 = derivs
     W = -d2
     sW = np.sqrt(W)
-    L = cholesky(np.eye(n) + sW[:, None] * K * sW[None, :], what="matrix B = I + sW K sW")
+    L = chol_B(K, sW)
     # R&W Alg. 3.1 line 10 / eq. 3.32 / Bishop 6.90:
     # log q(y|X) = -1/2 alpha^T (f^ - m) + sum log p(y|f^) - sum log diag L
     lml = -psi - float(np.log(np.diag(L)).sum())
