@@ -29,7 +29,7 @@ from functools import cached_property
 
 import numpy as np
 import scipy.linalg
-from scipy.linalg import blas
+from scipy.linalg import blas, lapack
 from threadpoolctl import threadpool_limits
 
 from ..kernels import Kernel
@@ -57,20 +57,22 @@ _SCHEDULES = ("sequential", "parallel")
 class _SiteState:
     """The Gaussian approximation implied by a set of sites (R&W Alg. 3.5 lines 10-13).
 
-    Built from scratch with one Cholesky: sW, L, V = L^-1 sW K, diag(Sigma), mu, the
-    cavities and the log evidence.
+    Built from scratch with one Cholesky of B = I + sW K sW: diag(Sigma), mu, the
+    cavities and the log evidence. V = L^-1 sW K (for the whole of Sigma) is computed
+    only when asked for.
     """
 
     def __init__(self, K, y, lik, ttau, tnu, m):
         n = K.shape[0]
+        self.K = K
         self.ttau, self.tnu = ttau, tnu
         self.sW = np.sqrt(ttau)
         self.L = chol_B(K, self.sW)
-        self.V = solve_lower(self.L, self.sW[:, None] * K)
-        self.dSigma = np.diag(K) - np.einsum("ij,ij->j", self.V, self.V)
+        self.dSigma = self._diag_sigma()
         self.p = tnu - ttau * m  # sites of g = f - m
         Kp = K @ self.p
-        self.Sigma_p = Kp - self.V.T @ (self.V @ self.p)  # Sigma p
+        # Sigma p = K p - K sW B^-1 sW K p  (O(n^2) given L)
+        self.Sigma_p = Kp - K @ (self.sW * cho_solve(self.L, self.sW * Kp))
         self.mu = m + self.Sigma_p  # mu = Sigma (K^-1 m + nu~) = m + Sigma p
         self.tau_cav = 1.0 / self.dSigma - ttau
         self.nu_cav = self.mu / self.dSigma - tnu
@@ -91,6 +93,34 @@ class _SiteState:
             + 0.5 * q @ ((ttau / self.tau_cav * q - 2.0 * self.p) / tau_sum)
             - 0.5 * (self.p**2 / tau_sum).sum()
         )
+
+    def _diag_sigma(self) -> np.ndarray:
+        """diag(Sigma) at the cost of a triangular inverse rather than V = L^-1 sW K.
+
+        Sigma = T~^-1/2 (I - B^-1) T~^-1/2, so ttau_i Sigma_ii = 1 - [B^-1]_ii, with
+        diag(B^-1) the column sums of (L^-1)^2. Where ttau_i Sigma_ii < 1e-4 (weak or
+        absent sites) that difference would cancel, so those Sigma_ii come from
+        K_ii - |L^-1 sW K e_i|^2 instead; if they are many, from V for every site.
+        """
+        K, sW, ttau = self.K, self.sW, self.ttau
+        n = K.shape[0]
+        Linv = lapack.dtrtri(self.L, lower=1)[0]
+        ts = 1.0 - np.einsum("ij,ij->j", Linv, Linv)  # ttau_i Sigma_ii
+        strong = (ttau > 0) & (ts > 1e-4)
+        weak = np.flatnonzero(~strong)
+        if weak.size > n // 8:
+            return np.diag(K) - np.einsum("ij,ij->j", self.V, self.V)
+        d = np.empty(n)
+        d[strong] = ts[strong] / ttau[strong]
+        if weak.size:
+            Vw = Linv @ (sW[:, None] * K[:, weak])
+            d[weak] = K[weak, weak] - np.einsum("ij,ij->j", Vw, Vw)
+        return d
+
+    @cached_property
+    def V(self) -> np.ndarray:
+        """V = L^-1 sW K, so that Sigma = K - V^T V."""
+        return solve_lower(self.L, self.sW[:, None] * self.K)
 
     def alpha(self, K):
         """alpha = (K + T~^-1)^-1 (mu~ - m) = p - sW B^-1 sW K p (R&W Alg. 3.6 line 5)."""
