@@ -44,7 +44,7 @@ OPTIONS = {
     "schedule": "sequential",
     "damping": None,
     "tol": 1e-10,
-    "site_tol": 1e-9,
+    "site_tol": 1e-6,
     "min_sweeps": 2,
     "max_sweeps": 200,
     "warm_start": None,
@@ -328,8 +328,10 @@ def infer(
         of Sigma, the posterior rebuilt from a fresh Cholesky after each sweep (R&W
         Alg. 3.5). "parallel": every site from the same posterior, one Cholesky a sweep.
     damping : float in (0, 1], optional
-        New sites are (1 - damping) old + damping new, in natural parameters. Default 1
-        (none) for sequential, 0.5 for parallel.
+        New sites are (1 - damping) old + damping new, in natural parameters. Default
+        (None): 1 for sequential; for parallel, adaptive: it starts at 1 and is halved
+        (down to 0.05) whenever a sweep moves the sites more than the sweep before, the
+        sign of the oscillation parallel EP is prone to.
     tol : float
         Converged when a sweep changes the log evidence by less than ``tol`` ...
     site_tol : float
@@ -346,8 +348,9 @@ def infer(
     """
     if schedule not in _SCHEDULES:
         raise ValueError(f"schedule must be one of {_SCHEDULES}, got {schedule!r}")
+    adaptive = damping is None and schedule == "parallel"
     if damping is None:
-        damping = 1.0 if schedule == "sequential" else 0.5
+        damping = 1.0
     if not 0.0 < damping <= 1.0:
         raise ValueError(f"damping must be in (0, 1], got {damping}")
     n = X.shape[0]
@@ -380,7 +383,10 @@ def infer(
             tnu = np.where(ok, (1 - damping) * tnu + damping * new_tnu, tnu)
         new_state = _SiteState(K, y, likelihood, ttau, tnu, m)
         change = abs(new_state.log_marginal_likelihood - state.log_marginal_likelihood)
+        previous_site_change = site_change
         site_change = max(np.max(np.abs(ttau - old_ttau)), np.max(np.abs(tnu - old_tnu)))
+        if adaptive and site_change > previous_site_change:
+            damping = max(0.5 * damping, 0.05)
         state = new_state
         if not np.isfinite(state.log_marginal_likelihood):
             raise FloatingPointError(
