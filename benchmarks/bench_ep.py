@@ -59,16 +59,11 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import csv
-import datetime as dt
 import io
-import os
-import platform
 import pstats
 import shlex
 import statistics
 import sys
-import time
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -78,12 +73,12 @@ import numpy as np
 import scipy
 import scipy.linalg
 from GPy.inference.latent_function_inference import EP
-from threadpoolctl import threadpool_info, threadpool_limits
+from threadpoolctl import threadpool_limits
 
 import gpc_compare as gc
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_laplace import SEED, make_data  # noqa: E402  (the same synthetic data)
+from _common import SEED, machine_facts, make_data, timed, verdict, write_csv  # noqa: E402
 
 LENGTHSCALE = 1.0
 VARIANCE = 1.0
@@ -151,13 +146,6 @@ def gpy_fit(X: np.ndarray, y: np.ndarray, parallel: bool) -> GPy.core.GP:
     )
 
 
-def _timed(fn: Callable[[], object]) -> tuple[float, object]:
-    """Run ``fn`` once and return (elapsed seconds by ``time.perf_counter``, its result)."""
-    t0 = time.perf_counter()
-    out = fn()
-    return time.perf_counter() - t0, out
-
-
 def bench_one(n: int, repeats: int, max_seconds: float) -> dict[str, float]:
     """Time both our schedules, GPy's EP (both schedules) and one Cholesky at one n.
 
@@ -207,7 +195,7 @@ def bench_one(n: int, repeats: int, max_seconds: float) -> dict[str, float]:
     times: dict[str, list[float]] = {name: [] for name in tasks}
     repeated: list[str] = []
     for name, fn in tasks.items():  # warm-up, and the fits to compare
-        elapsed, results[name] = _timed(fn)
+        elapsed, results[name] = timed(fn)
         if elapsed > max_seconds:
             times[name].append(elapsed)
             print(f"    n = {n}: {name} took {elapsed:.1f} s > {max_seconds:g} s: timed once")
@@ -215,7 +203,7 @@ def bench_one(n: int, repeats: int, max_seconds: float) -> dict[str, float]:
             repeated.append(name)
     for _ in range(repeats):
         for name in repeated:
-            elapsed, _ = _timed(tasks[name])
+            elapsed, _ = timed(tasks[name])
             times[name].append(elapsed)
 
     med = {name: statistics.median(ts) for name, ts in times.items()}
@@ -283,28 +271,6 @@ def profile_fit(n: int, schedule: str, top: int = 15) -> str:
     return buf.getvalue()
 
 
-def machine_facts() -> dict[str, str]:
-    """CPU count, library versions, platform, date: what the numbers depend on."""
-    return {
-        "os.cpu_count()": str(os.cpu_count()),
-        "python": platform.python_version(),
-        "numpy": np.__version__,
-        "scipy": scipy.__version__,
-        "GPy": GPy.__version__,
-        "gpc_compare": gc.__version__,
-        "BLAS/OpenMP threads": ", ".join(
-            f"{i['internal_api']} {i.get('version') or ''} x{i['num_threads']}".replace("  ", " ")
-            for i in threadpool_info()
-        ),
-        "platform": platform.platform(),
-        "date (UTC)": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M"),
-    }
-
-
-def _verdict(ok: bool) -> str:
-    return "yes" if ok else "**NO**"
-
-
 def format_table(rows: dict[int, dict[str, float]]) -> str:
     """A plain-text table of the results for stdout."""
     head = (
@@ -330,16 +296,6 @@ def format_table(rows: dict[int, dict[str, float]]) -> str:
             f"{r['lml_absdiff_parallel_gpy']:>10.1e} {r['lml_absdiff_sequential_gpy']:>10.1e}"
         )
     return "\n".join(lines)
-
-
-def write_csv(rows: dict[int, dict[str, float]], path: Path) -> None:
-    """Write the results in tidy form: one (n, what, value) row per number."""
-    with path.open("w", newline="") as fh:
-        w = csv.writer(fh)
-        w.writerow(["n", "what", "value"])
-        for n, r in rows.items():
-            for what, value in r.items():
-                w.writerow([n, what, repr(float(value))])
 
 
 def write_markdown(
@@ -425,19 +381,19 @@ def write_markdown(
             ratio = t[f"ratio_ours_{name}_gpy"]
             out.append(
                 f"- ours ({label}) / GPy at n = {TARGET_N}: {ratio:.3f} (target <= "
-                f"{TARGET_VS_GPY:g}, i.e. 10x faster): {_verdict(ratio <= TARGET_VS_GPY)}"
+                f"{TARGET_VS_GPY:g}, i.e. 10x faster): {verdict(ratio <= TARGET_VS_GPY)}"
             )
         ratio = t["ratio_ours_parallel_cholesky"]
         out.append(
             f"- ours (parallel) / cholesky at n = {TARGET_N}: {ratio:.1f} (target <= "
-            f"{TARGET_VS_CHOLESKY:g}): {_verdict(ratio <= TARGET_VS_CHOLESKY)}"
+            f"{TARGET_VS_CHOLESKY:g}): {verdict(ratio <= TARGET_VS_CHOLESKY)}"
         )
         worst = max(
             r[f"lml_absdiff_{s}_gpy"] for r in rows.values() for s in ("parallel", "sequential")
         )
         out.append(
             f"- evidence, ours vs GPy, worst over n and schedules: {worst:.1e} (target <= "
-            f"{EVIDENCE_TOL:g}): {_verdict(worst <= EVIDENCE_TOL)}"
+            f"{EVIDENCE_TOL:g}): {verdict(worst <= EVIDENCE_TOL)}"
         )
     out += ["", "## Settings", ""]
     out += [f"- {k}: {v}" for k, v in settings.items()]
@@ -490,7 +446,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         threadpool_limits(args.blas_threads)
     command = shlex.join(["python", sys.argv[0], *(sys.argv[1:] if argv is None else argv)])
 
-    facts = machine_facts()
+    facts = machine_facts(**{"GPy": GPy.__version__})
     settings = {
         "ours": "gc.fit defaults for EP: tol 1e-10 (evidence change), site_tol 1e-9 (max "
         "site change), damping 0.5 (parallel) / none (sequential), random_seed "

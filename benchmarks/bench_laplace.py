@@ -44,18 +44,13 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import csv
-import datetime as dt
 import io
-import os
-import platform
 import pstats
 import shlex
 import statistics
 import sys
-import time
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -64,55 +59,27 @@ import scipy.linalg
 import sklearn
 from sklearn.gaussian_process import GaussianProcessClassifier
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel
-from threadpoolctl import threadpool_info, threadpool_limits
+from threadpoolctl import threadpool_limits
 
 import gpc_compare as gc
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import (  # noqa: E402  (the benchmarks' shared helpers)
+    LABEL_NOISE,
+    machine_facts,
+    make_data,
+    timed,
+    verdict,
+    write_csv,
+)
+
 LENGTHSCALE = 1.0
 VARIANCE = 1.0
-LABEL_NOISE = 0.1
-SEED = 20240601
 
 #: Targets from the issue: ours/sklearn at every n, ours/cholesky at the largest n.
 TARGET_VS_SKLEARN = 1.0
 TARGET_VS_CHOLESKY = 10.0
 TARGET_CHOLESKY_N = 2000
-
-
-def make_data(n: int, seed: int = SEED) -> tuple[np.ndarray, np.ndarray]:
-    """Synthetic 2-D binary data: a smooth decision function plus label noise.
-
-    Parameters
-    ----------
-    n : int
-        Number of points.
-    seed : int
-        Seed of the generator (the same n and seed give the same data).
-
-    Returns
-    -------
-    X : ndarray, shape (n, 2)
-        Inputs, 1.5 * N(0, I_2).
-    y : ndarray, shape (n,)
-        Labels in {0, 1}: the sign of sin(1.5 x_1) + 0.5 x_2^2 - 0.5, each flipped with
-        probability ``LABEL_NOISE``; both classes are present.
-    """
-    rng = np.random.default_rng(seed + n)
-    X = 1.5 * rng.standard_normal((n, 2))
-    g = np.sin(1.5 * X[:, 0]) + 0.5 * X[:, 1] ** 2 - 0.5
-    y = (g > 0).astype(int)
-    flip = rng.random(n) < LABEL_NOISE
-    y[flip] = 1 - y[flip]
-    if y.min() == y.max():  # pragma: no cover - practically impossible at these sizes
-        raise RuntimeError("synthetic data has a single class; change the seed")
-    return X, y
-
-
-def _timed(fn: Callable[[], object]) -> tuple[float, object]:
-    """Run ``fn`` once and return (elapsed seconds by ``time.perf_counter``, its result)."""
-    t0 = time.perf_counter()
-    out = fn()
-    return time.perf_counter() - t0, out
 
 
 def bench_one(n: int, repeats: int) -> dict[str, float]:
@@ -152,7 +119,7 @@ def bench_one(n: int, repeats: int) -> dict[str, float]:
     times: dict[str, list[float]] = {name: [] for name in tasks}
     for _ in range(repeats):
         for name, fn in tasks.items():
-            elapsed, _ = _timed(fn)
+            elapsed, _ = timed(fn)
             times[name].append(elapsed)
 
     post = results["ours"]
@@ -209,28 +176,6 @@ def profile_fit(n: int, top: int = 15) -> str:
     return buf.getvalue()
 
 
-def machine_facts() -> dict[str, str]:
-    """CPU count, library versions, platform, date: what the numbers depend on."""
-    return {
-        "os.cpu_count()": str(os.cpu_count()),
-        "python": platform.python_version(),
-        "numpy": np.__version__,
-        "scipy": scipy.__version__,
-        "scikit-learn": sklearn.__version__,
-        "gpc_compare": gc.__version__,
-        "BLAS/OpenMP threads": ", ".join(
-            f"{i['internal_api']} {i.get('version') or ''} x{i['num_threads']}".replace("  ", " ")
-            for i in threadpool_info()
-        ),
-        "platform": platform.platform(),
-        "date (UTC)": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M"),
-    }
-
-
-def _verdict(ok: bool) -> str:
-    return "yes" if ok else "**NO**"
-
-
 def format_table(rows: dict[int, dict[str, float]]) -> str:
     """A plain-text table of the results for stdout."""
     head = (
@@ -252,16 +197,6 @@ def format_table(rows: dict[int, dict[str, float]]) -> str:
             f"{r['lml_ours']:>12.4f} {r['lml_rel_diff']:>13.1e}"
         )
     return "\n".join(lines)
-
-
-def write_csv(rows: dict[int, dict[str, float]], path: Path) -> None:
-    """Write the results in tidy form: one (n, what, value) row per number."""
-    with path.open("w", newline="") as fh:
-        w = csv.writer(fh)
-        w.writerow(["n", "what", "value"])
-        for n, r in rows.items():
-            for what, value in r.items():
-                w.writerow([n, what, repr(float(value))])
 
 
 def write_markdown(
@@ -290,7 +225,7 @@ def write_markdown(
             chol += f" ({'<= 10' if r['ratio_ours_cholesky'] <= TARGET_VS_CHOLESKY else '> 10!'})"
         out.append(
             f"| {n} | {r['ours_s']:.4f} | {r['sklearn_s']:.4f} | {r['cholesky_s']:.4f} "
-            f"| {r['ratio_ours_sklearn']:.2f} | {_verdict(ok_skl)} | {chol} "
+            f"| {r['ratio_ours_sklearn']:.2f} | {verdict(ok_skl)} | {chol} "
             f"| {r['ratio_ours_sklearn_min']:.2f} | {r['ratio_ours_cholesky_min']:.1f} "
             f"| {int(r['newton_iterations'])} | {r['lml_rel_diff']:.1e} |"
         )
@@ -343,7 +278,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         threadpool_limits(args.blas_threads)
     command = shlex.join(["python", sys.argv[0], *(sys.argv[1:] if argv is None else argv)])
 
-    facts = machine_facts()
+    facts = machine_facts(**{"scikit-learn": sklearn.__version__})
     print("Laplace benchmark: " + ", ".join(f"{k} {v}" for k, v in facts.items()))
     rows: dict[int, dict[str, float]] = {}
     with warnings.catch_warnings():
