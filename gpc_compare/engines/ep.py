@@ -67,7 +67,8 @@ class _SiteState:
         self.K = K
         self.ttau, self.tnu = ttau, tnu
         self.sW = np.sqrt(ttau)
-        self.L = chol_B(K, self.sW)
+        # with no site information yet B = I: nothing to factorise
+        self.L = chol_B(K, self.sW) if np.any(ttau) else np.eye(n)
         self.dSigma = self._diag_sigma()
         self.p = tnu - ttau * m  # sites of g = f - m
         Kp = K @ self.p
@@ -104,6 +105,8 @@ class _SiteState:
         """
         K, sW, ttau = self.K, self.sW, self.ttau
         n = K.shape[0]
+        if not np.any(ttau):  # no site carries information yet: Sigma = K
+            return np.diag(K).copy()
         Linv = lapack.dtrtri(self.L, lower=1)[0]
         ts = 1.0 - np.einsum("ij,ij->j", Linv, Linv)  # ttau_i Sigma_ii
         strong = (ttau > 0) & (ts > 1e-4)
