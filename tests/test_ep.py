@@ -133,7 +133,11 @@ def test_default_tolerance_gives_the_evidence_to_1e8(data):
         assert post.log_marginal_likelihood == pytest.approx(
             tight.log_marginal_likelihood, abs=1e-8
         )
-        np.testing.assert_allclose(post.latent_mean, tight.latent_mean, atol=1e-7)
+        # the sites stop moving by site_tol = 1e-6 a sweep, so the posterior means are
+        # settled to about that; the evidence, stationary in the sites, to far better
+        np.testing.assert_allclose(post.latent_mean, tight.latent_mean, atol=1e-6)
+        again = gc.fit(X, y, method="ep", kernel=k, schedule=schedule)
+        assert again.log_marginal_likelihood == post.log_marginal_likelihood  # reproducible
 
 
 def test_not_converged_warns_and_says_so(data):
