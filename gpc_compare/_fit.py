@@ -37,7 +37,7 @@ def fit(
         Training inputs (finite; a 1-D array is refused: reshape it to one column).
     y : array_like, shape (n,)
         Labels in {0, 1}, {-1, +1} or booleans, both classes present.
-    method : {"laplace", "ep"}
+    method : {"laplace", "ep", "mcmc"}
         The engine (see :mod:`gpc_compare.engines`).
     kernel : Kernel, optional
         Covariance function; ``SquaredExponential(lengthscale=1, variance=1)`` by default.
@@ -93,6 +93,11 @@ def fit(
         def value_and_gradient(post):
             return post.loo_log_predictive, post.loo_log_predictive_gradient(total=True)
 
+    if optimize and engine.__name__.rsplit(".", 1)[-1] == "mcmc":
+        raise ValueError(
+            "optimize=True needs an evidence gradient, which the MCMC engine does not give: "
+            "fit the hyperparameters with method='laplace' or 'ep' and pass the kernel"
+        )
     if optimize:
         return maximize(
             engine,

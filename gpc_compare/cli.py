@@ -38,8 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG,
         description=(
-            "Approximate inference for Gaussian-process classification (Laplace and EP), "
-            "compared."
+            "Approximate inference for Gaussian-process classification (Laplace and EP), compared."
         ),
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from . import ep, laplace
+from . import ep, laplace, mcmc
 
-ENGINES: dict[str, ModuleType] = {"laplace": laplace, "ep": ep}
+ENGINES: dict[str, ModuleType] = {"laplace": laplace, "ep": ep, "mcmc": mcmc}
 
 
 def get_engine(method: str) -> ModuleType:

@@ -1,0 +1,145 @@
+"""The MCMC reference against closed forms, brute-force integration and EP.
+
+MCMC fits are the slow part of the suite (a few seconds each, mostly compilation), so
+there are few of them, with small n and short chains.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats
+
+import gpc_compare as gc
+from gpc_compare.engines import mcmc
+from gpc_compare.kernels import Constant, SquaredExponential
+from gpc_compare.likelihoods import Probit
+
+from .helpers import toy_data
+from .test_ep import _brute_force
+
+FAST = {"draws": 1000, "tune": 500, "chains": 2, "random_seed": 3}
+
+
+def _mcse(draws: np.ndarray, ess: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Monte Carlo standard errors of the mean and of the variance (normal approximation)."""
+    var = draws.var(axis=0)
+    return np.sqrt(var / ess), var * np.sqrt(2.0 / ess)
+
+
+def _ess(post) -> np.ndarray:
+    import arviz as az
+
+    return az.ess(post.idata, var_names=["f"], method="bulk")["f"].values
+
+
+def test_one_probit_point_matches_the_tilted_gaussian():
+    m, k = -0.5, 4.0
+    post = mcmc.infer(np.zeros((1, 1)), np.ones(1), Constant(k), Probit(), m, **FAST)
+    z = m / np.sqrt(1 + k)
+    r = np.exp(stats.norm.logpdf(z) - stats.norm.logcdf(z))
+    mean = m + k * r / np.sqrt(1 + k)  # R&W eq. 3.58: the tilted moments are exact here
+    var = k - k**2 * r * (z + r) / (1 + k)
+    se_mean, se_var = _mcse(post.f_draws, _ess(post))
+    assert abs(post.latent_mean[0] - mean) < 4 * se_mean[0]
+    assert abs(post.latent_var[0] - var) < 4 * se_var[0]
+    assert post.diagnostics.passed
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_small_problems_match_brute_force(n):
+    X = np.array([[0.0], [0.8], [1.5]])[:n]
+    y = np.array([1.0, -1.0, 1.0])[:n]
+    kernel = SquaredExponential(1.0, 4.0)
+    exact = _brute_force(X, y, kernel, Probit(), 0.3)
+    post = mcmc.infer(X, y, kernel, Probit(), 0.3, evidence=True, **FAST)
+    se_mean, se_var = _mcse(post.f_draws, _ess(post))
+    assert np.all(np.abs(post.latent_mean - exact[1]) < 4 * se_mean)
+    assert np.all(np.abs(post.latent_var - exact[2]) < 4 * se_var)
+    # the AIS evidence within four of its standard errors (and the error bar is small)
+    assert abs(post.log_marginal_likelihood - exact[0]) < 4 * post.log_marginal_likelihood_se
+    assert post.log_marginal_likelihood_se < 0.02
+
+
+def test_ais_one_point_closed_form_and_reproducible():
+    L = np.array([[np.sqrt(3.0)]])
+    lz, se = mcmc.ais_log_evidence(L, 0.7, np.array([-1.0]), Probit(), random_seed=0)
+    exact = stats.norm.logcdf(-0.7 / 2.0)
+    assert abs(lz - exact) < 4 * se and se < 0.02
+    assert mcmc.ais_log_evidence(L, 0.7, np.array([-1.0]), Probit(), random_seed=0) == (lz, se)
+
+
+@pytest.fixture(scope="module")
+def easy():
+    X, y = toy_data(n=30, d=2, seed=0)
+    k = SquaredExponential(1.0, 2.0)
+    post = gc.fit(X, y, method="mcmc", kernel=k, evidence=True, **FAST)
+    return X, y, k, post
+
+
+def test_agrees_with_ep_on_an_easy_problem(easy):
+    X, y, k, post = easy
+    ep = gc.fit(X, y, method="ep", kernel=k)
+    # EP is close to exact on easy probit problems (Kuss & Rasmussen 2005); the residual
+    # is Monte Carlo error, sd / sqrt(ESS) ~ 0.6 / sqrt(600) ~ 0.025, plus EP's own
+    # small bias: 0.1 is four Monte Carlo standard errors
+    np.testing.assert_allclose(post.latent_mean, ep.latent_mean, atol=0.1)
+    np.testing.assert_allclose(post.latent_var, ep.latent_var, rtol=0.25)
+    assert abs(post.log_marginal_likelihood - ep.log_marginal_likelihood) < max(
+        4 * post.log_marginal_likelihood_se, 0.1
+    )
+    np.testing.assert_allclose(post.predict_proba(X[:10]), ep.predict_proba(X[:10]), atol=0.03)
+
+
+def test_prediction_at_training_points_returns_the_draws_moments(easy):
+    X, y, k, post = easy
+    mean, var = post.predict_latent(X[:5] + 1e-9)
+    np.testing.assert_allclose(mean, post.latent_mean[:5], atol=1e-5)
+    np.testing.assert_allclose(var, post.latent_var[:5], rtol=1e-4, atol=1e-6)
+    # per-draw integration, averaged: probit in closed form
+    expected = stats.norm.cdf(post.f_draws[:, :5] / np.sqrt(1.0 + 0.0)).mean(axis=0)
+    np.testing.assert_allclose(post.predict_proba(X[:5]), expected, atol=1e-4)
+    lp = post.log_predictive(X[:5], y[:5])
+    assert np.all(np.isfinite(lp)) and np.all(lp < 0)
+
+
+def test_inference_data_and_diagnostics(easy):
+    X, y, k, post = easy
+    idata = post.to_inference_data(X[:4], random_seed=0)
+    for group in ("posterior", "sample_stats", "observed_data", "predictions"):
+        assert group in idata.groups()
+    assert idata.posterior["f"].shape == (2, 1000, 30)
+    assert idata.predictions["f_star"].shape == (2, 1000, 4)
+    d = post.diagnostics
+    assert d.passed and d.r_hat_max <= 1.01 and d.ess_bulk_min >= 400 and d.divergences == 0
+    assert post.hyperparameter_names == ["log_lengthscale", "log_variance"]
+
+
+def test_no_evidence_gradient_says_why(easy):
+    with pytest.raises(NotImplementedError, match="too noisy"):
+        easy[3].log_marginal_likelihood_gradient  # noqa: B018
+
+
+def test_a_starved_run_is_reported_as_not_passed():
+    X, y = toy_data(n=20, d=2, seed=1)
+    with pytest.warns(RuntimeWarning, match="not passed"):
+        post = gc.fit(X, y, method="mcmc", draws=30, tune=30, chains=2, random_seed=0)
+    assert not post.diagnostics.passed
+    assert "bulk ESS" in post.diagnostics.message
+    with pytest.raises(ValueError, match="evidence=True"):
+        post.log_marginal_likelihood  # noqa: B018
+    with pytest.warns(RuntimeWarning, match="R-hat undefined"):
+        gc.fit(X, y, method="mcmc", draws=30, tune=30, chains=1, random_seed=0)
+    with pytest.raises(ValueError, match="optimize=True needs an evidence gradient"):
+        gc.fit(X, y, method="mcmc", optimize=True)
+
+
+def test_same_seed_same_draws():
+    X, y = toy_data(n=8, d=1, seed=2)
+    a = gc.fit(
+        X, y, method="mcmc", draws=50, tune=50, chains=2, random_seed=5, rhat_max=np.inf, ess_min=0
+    )
+    b = gc.fit(
+        X, y, method="mcmc", draws=50, tune=50, chains=2, random_seed=5, rhat_max=np.inf, ess_min=0
+    )
+    np.testing.assert_array_equal(a.f_draws, b.f_draws)
