@@ -149,6 +149,24 @@ class Kernel(ABC):
     def gradient(self, X: np.ndarray) -> np.ndarray:
         """dK(X, X)/d theta_j for the free log hyperparameters, shape (p, n, n)."""
 
+    def symbolic(self, X: np.ndarray, theta):
+        """K(X, X) as a PyTensor expression of ``theta``, the free log hyperparameters in
+        ``hyperparameter_names`` order (used to sample hyperparameters with PyMC)."""
+        raise NotImplementedError(f"{type(self).__name__} has no symbolic form")
+
+    def _symbolic_params(self, theta) -> list:
+        """Each hyperparameter block as a tensor: exp(theta) if free, a constant if fixed."""
+        import pytensor.tensor as pt
+
+        out, i = [], 0
+        for p in self._params():
+            if p.fixed:
+                out.append(pt.as_tensor_variable(p.value))
+            else:
+                out.append(pt.exp(theta[i : i + p.value.size]))
+                i += p.value.size
+        return out
+
     def check_input_dim(self, d: int) -> None:
         """Raise ValueError if the kernel cannot take inputs with ``d`` columns."""
         if d < 1:
@@ -235,7 +253,9 @@ class _Stationary(Kernel):
             )
 
     @abstractmethod
-    def _kappa(self, r2: np.ndarray) -> np.ndarray: ...
+    def _kappa(self, r2, xp=np, eps: float = 0.0):
+        """The profile kappa(r^2); ``xp`` is numpy or pytensor.tensor, and ``eps`` keeps
+        the square root differentiable at r = 0 in the symbolic form."""
 
     @abstractmethod
     def _g(self, r2: np.ndarray) -> np.ndarray: ...
@@ -252,6 +272,14 @@ class _Stationary(Kernel):
 
     def diag(self, X: np.ndarray) -> np.ndarray:
         return np.full(X.shape[0], self.variance * float(self._kappa(np.zeros(1))[0]))
+
+    def symbolic(self, X: np.ndarray, theta):
+        import pytensor.tensor as pt
+
+        ell, variance = self._symbolic_params(theta)
+        S = pt.as_tensor_variable(X) / (ell if self.ard else ell[0])
+        r2 = pt.sum((S[:, None, :] - S[None, :, :]) ** 2, axis=-1)
+        return variance[0] * self._kappa(r2, xp=pt, eps=1e-12)
 
     def gradient(self, X: np.ndarray) -> np.ndarray:
         r2 = self._r2(X, None)
@@ -284,8 +312,8 @@ class SquaredExponential(_Stationary):
         holds the value and drops it from ``theta``.
     """
 
-    def _kappa(self, r2: np.ndarray) -> np.ndarray:
-        return np.exp(-0.5 * r2)
+    def _kappa(self, r2, xp=np, eps: float = 0.0):
+        return xp.exp(-0.5 * r2)
 
     def _g(self, r2: np.ndarray) -> np.ndarray:
         return np.exp(-0.5 * r2)  # d/d log ell_d exp(-r^2/2) = exp(-r^2/2) D_d
@@ -297,9 +325,9 @@ class Matern32(_Stationary):
     Parameters as for :class:`SquaredExponential`.
     """
 
-    def _kappa(self, r2: np.ndarray) -> np.ndarray:
-        u = np.sqrt(3.0 * r2)
-        return (1.0 + u) * np.exp(-u)
+    def _kappa(self, r2, xp=np, eps: float = 0.0):
+        u = xp.sqrt(3.0 * r2 + eps)
+        return (1.0 + u) * xp.exp(-u)
 
     def _g(self, r2: np.ndarray) -> np.ndarray:
         return 3.0 * np.exp(-np.sqrt(3.0 * r2))  # -u e^-u * du/dlog ell_d, du = -3 D_d / u
@@ -311,9 +339,9 @@ class Matern52(_Stationary):
     Parameters as for :class:`SquaredExponential`.
     """
 
-    def _kappa(self, r2: np.ndarray) -> np.ndarray:
-        u = np.sqrt(5.0 * r2)
-        return (1.0 + u + u * u / 3.0) * np.exp(-u)
+    def _kappa(self, r2, xp=np, eps: float = 0.0):
+        u = xp.sqrt(5.0 * r2 + eps)
+        return (1.0 + u + u * u / 3.0) * xp.exp(-u)
 
     def _g(self, r2: np.ndarray) -> np.ndarray:
         u = np.sqrt(5.0 * r2)
@@ -364,6 +392,10 @@ class Linear(_VarianceOnly):
     def diag(self, X: np.ndarray) -> np.ndarray:
         return self.variance * np.einsum("ij,ij->i", X, X)
 
+    def symbolic(self, X: np.ndarray, theta):
+        (variance,) = self._symbolic_params(theta)
+        return variance[0] * (X @ X.T)
+
 
 class Constant(_VarianceOnly):
     """Constant kernel sigma^2 (a random offset shared by all inputs).
@@ -380,6 +412,10 @@ class Constant(_VarianceOnly):
 
     def diag(self, X: np.ndarray) -> np.ndarray:
         return np.full(X.shape[0], self.variance)
+
+    def symbolic(self, X: np.ndarray, theta):
+        (variance,) = self._symbolic_params(theta)
+        return variance[0] * np.ones((X.shape[0], X.shape[0]))
 
 
 class _Combination(Kernel):
@@ -433,6 +469,10 @@ class Sum(_Combination):
     def diag(self, X: np.ndarray) -> np.ndarray:
         return self.k1.diag(X) + self.k2.diag(X)
 
+    def symbolic(self, X: np.ndarray, theta):
+        p1 = self.k1.n_hyperparameters
+        return self.k1.symbolic(X, theta[:p1]) + self.k2.symbolic(X, theta[p1:])
+
     def gradient(self, X: np.ndarray) -> np.ndarray:
         return np.concatenate([self.k1.gradient(X), self.k2.gradient(X)])
 
@@ -445,6 +485,10 @@ class Product(_Combination):
 
     def diag(self, X: np.ndarray) -> np.ndarray:
         return self.k1.diag(X) * self.k2.diag(X)
+
+    def symbolic(self, X: np.ndarray, theta):
+        p1 = self.k1.n_hyperparameters
+        return self.k1.symbolic(X, theta[:p1]) * self.k2.symbolic(X, theta[p1:])
 
     def gradient(self, X: np.ndarray) -> np.ndarray:
         K1, K2 = self.k1(X), self.k2(X)

@@ -119,3 +119,21 @@ def test_hyperparameters_names_bounds_and_copies():
 def test_bad_hyperparameters_raise(make, message):
     with pytest.raises(ValueError, match=message):
         make()
+
+
+@pytest.mark.parametrize("name", list(_kernels(1.0)))
+def test_symbolic_form_matches_values_and_gradients(name, X):
+    """The PyTensor form (used to sample hyperparameters) equals K, and its autodiff
+    gradient equals the analytic dK/d theta."""
+    import pytensor
+    import pytensor.tensor as pt
+
+    kernel = _kernels(0.8)[name]
+    theta = pt.dvector("theta")
+    K = pytensor.function([theta], kernel.symbolic(X, theta))(kernel.theta)
+    np.testing.assert_allclose(K, kernel(X), rtol=1e-10, atol=1e-11)
+    w = np.random.default_rng(0).normal(size=(12, 12))
+    grad = pytensor.function([theta], pytensor.grad((kernel.symbolic(X, theta) * w).sum(), theta))
+    np.testing.assert_allclose(
+        grad(kernel.theta), np.einsum("pij,ij->p", kernel.gradient(X), w), rtol=1e-8, atol=1e-9
+    )

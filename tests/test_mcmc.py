@@ -143,3 +143,33 @@ def test_same_seed_same_draws():
         X, y, method="mcmc", draws=50, tune=50, chains=2, random_seed=5, rhat_max=np.inf, ess_min=0
     )
     np.testing.assert_array_equal(a.f_draws, b.f_draws)
+
+
+def test_full_bayes_with_a_tight_prior_is_the_fixed_hyperparameter_posterior(easy):
+    """A prior on the log hyperparameters with sd 1e-3 pins them: the latent posterior must
+    then be the fixed-hyperparameter one, within Monte Carlo error."""
+    X, y, k, fixed = easy
+    tight = {
+        name: (value, 1e-3) for name, value in zip(k.hyperparameter_names, k.theta, strict=True)
+    }
+    post = gc.fit(X, y, method="mcmc", kernel=k, full_bayes=True, priors=tight, **FAST)
+    assert post.theta_draws.shape == (2000, 2)
+    np.testing.assert_allclose(post.theta_draws.mean(axis=0), k.theta, atol=2e-4)
+    np.testing.assert_allclose(post.latent_mean, fixed.latent_mean, atol=0.1)
+    np.testing.assert_allclose(post.predict_proba(X[:5]), fixed.predict_proba(X[:5]), atol=0.03)
+    assert post.diagnostics.passed
+
+
+def test_full_bayes_learns_the_hyperparameters():
+    X, y = toy_data(n=25, d=1, seed=4)
+    k = SquaredExponential(1.0, 1.0)
+    post = gc.fit(X, y, method="mcmc", kernel=k, mean=0.0, full_bayes=True, **FAST)
+    assert post.theta_draws.shape == (2000, 3)
+    names = post.idata.posterior["theta"].coords["hyperparameter"].values.tolist()
+    assert names == ["log_lengthscale", "log_variance", "mean"]
+    mean, var = post.predict_latent(X[:4])
+    assert np.all(np.isfinite(mean)) and np.all(var > 0)
+    with pytest.raises(ValueError, match="does not combine with full_bayes"):
+        gc.fit(X, y, method="mcmc", full_bayes=True, evidence=True)
+    with pytest.raises(ValueError, match="unknown hyperparameter 'log_ell'"):
+        gc.fit(X, y, method="mcmc", full_bayes=True, priors={"log_ell": (0, 1)})

@@ -42,6 +42,8 @@ OPTIONS = {
     "random_seed": None,
     "target_accept": 0.9,
     "nuts_sampler": None,
+    "full_bayes": False,
+    "priors": None,
     "evidence": False,
     "ais_temperatures": 2000,
     "ais_runs": 32,
@@ -51,13 +53,17 @@ OPTIONS = {
 }
 
 # Predictions integrate the link per draw; without a closed form (logistic) at most this
-# many evenly spaced draws are used.
+# many evenly spaced draws are used; in full Bayes, where every draw has its own kernel
+# matrix to factorise, at most _MAX_FULL_BAYES_DRAWS.
 _MAX_QUADRATURE_DRAWS = 500
+_MAX_FULL_BAYES_DRAWS = 200
+#: Prior standard deviation of each log hyperparameter (and the mean) in full Bayes.
+DEFAULT_PRIOR_SD = 1.0
 
 
 @dataclass(frozen=True)
 class Diagnostics:
-    """Convergence diagnostics of an MCMC fit, computed on the latent f.
+    """Convergence diagnostics of an MCMC fit, over f (and theta in full Bayes).
 
     Attributes
     ----------
@@ -106,9 +112,11 @@ class SamplePosterior(Posterior):
         diagnostics: Diagnostics,
         evidence: tuple[float, float] | None,
         convergence: Convergence,
+        theta_draws: np.ndarray | None = None,
     ) -> None:
         super().__init__(X, y, kernel, likelihood, mean)
         self.f_draws = f_draws  # (draws * chains, n)
+        self.theta_draws = theta_draws  # (draws * chains, p) in full Bayes, else None
         self.idata = idata
         self.K = K
         self.L = L
@@ -152,30 +160,43 @@ class SamplePosterior(Posterior):
         return self.f_draws.var(axis=0)
 
     def _conditional(self, Xs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Per-draw conditional moments of f*: means (S, ns) and the shared variance."""
-        Ks = self.kernel(self.X, Xs)
-        A = cho_solve(self.L, Ks)  # K^-1 K*
-        means = self.prior_mean + (self.f_draws - self.prior_mean) @ A
-        var = np.maximum(self.kernel.diag(Xs) - np.einsum("ij,ij->j", Ks, A), 0.0)
-        return means, var
+        """Per-draw conditional moments of f* | f: means (S, ns) and variances (S or 1, ns)."""
+        if self.theta_draws is None:
+            Ks = self.kernel(self.X, Xs)
+            A = cho_solve(self.L, Ks)  # K^-1 K*
+            means = self.prior_mean + (self.f_draws - self.prior_mean) @ A
+            var = np.maximum(self.kernel.diag(Xs) - np.einsum("ij,ij->j", Ks, A), 0.0)
+            return means, var[None, :]
+        # full Bayes: each draw has its own hyperparameters, so its own K
+        S = self.f_draws.shape[0]
+        idx = np.linspace(0, S - 1, min(S, _MAX_FULL_BAYES_DRAWS)).round().astype(int)
+        p = self.kernel.n_hyperparameters
+        means, variances = [], []
+        for s in idx:
+            k = self.kernel.with_theta(self.theta_draws[s, :p])
+            m = self.theta_draws[s, p] if self.mean is not None else self.prior_mean
+            L = cholesky(k(self.X), jitter=JITTER, what="kernel matrix K")
+            Ks = k(self.X, Xs)
+            A = cho_solve(L, Ks)
+            means.append(m + (self.f_draws[s] - m) @ A)
+            variances.append(np.maximum(k.diag(Xs) - np.einsum("ij,ij->j", Ks, A), 0.0))
+        return np.array(means), np.array(variances)
 
     def _predict_latent(self, Xs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         means, var = self._conditional(Xs)
-        return means.mean(axis=0), var + means.var(axis=0)  # law of total variance
+        # law of total variance over the draws
+        return means.mean(axis=0), var.mean(axis=0) + means.var(axis=0)
 
-    def _draws_for_integration(self, means: np.ndarray) -> np.ndarray:
+    def _draws_for_integration(self, means: np.ndarray, var: np.ndarray):
         if isinstance(self.likelihood, Probit) or means.shape[0] <= _MAX_QUADRATURE_DRAWS:
-            return means
+            return means, var
         idx = np.linspace(0, means.shape[0] - 1, _MAX_QUADRATURE_DRAWS).round().astype(int)
-        return means[idx]
+        return means[idx], (var if var.shape[0] == 1 else var[idx])
 
     def predict_proba(self, Xs: np.ndarray, *, integration: str = "exact") -> np.ndarray:
         """P(y* = +1 | x*, data): the link integrated against f* | f per draw, averaged."""
-        means, var = self._conditional(self._check_Xs(Xs))
-        means = self._draws_for_integration(means)
-        return self.likelihood.predict_proba(means, var[None, :], integration=integration).mean(
-            axis=0
-        )
+        means, var = self._draws_for_integration(*self._conditional(self._check_Xs(Xs)))
+        return self.likelihood.predict_proba(means, var, integration=integration).mean(axis=0)
 
     def log_predictive(
         self, Xs: np.ndarray, ys: np.ndarray, *, integration: str = "exact"
@@ -187,11 +208,8 @@ class SamplePosterior(Posterior):
         ys = check_labels(ys, name="ys", both_classes=False)
         if ys.shape[0] != Xs.shape[0]:
             raise ValueError(f"Xs has {Xs.shape[0]} samples but ys has {ys.shape[0]} labels")
-        means, var = self._conditional(Xs)
-        means = self._draws_for_integration(means)
-        lp = self.likelihood.log_predictive(
-            ys[None, :], means, var[None, :], integration=integration
-        )
+        means, var = self._draws_for_integration(*self._conditional(Xs))
+        lp = self.likelihood.log_predictive(ys[None, :], means, var, integration=integration)
         return logsumexp(lp, axis=0) - np.log(lp.shape[0])
 
     def to_inference_data(self, Xs: np.ndarray | None = None, random_seed=None):
@@ -199,9 +217,11 @@ class SamplePosterior(Posterior):
         a ``predictions`` group holding a draw of f* | f for every posterior draw."""
         idata = self.idata.copy()
         if Xs is not None:
+            if self.theta_draws is not None:
+                raise ValueError("predictions in to_inference_data need fixed hyperparameters")
             means, var = self._conditional(self._check_Xs(Xs))
             rng = np.random.default_rng(random_seed)
-            fs = means + np.sqrt(var)[None, :] * rng.standard_normal(means.shape)
+            fs = means + np.sqrt(var) * rng.standard_normal(means.shape)
             post = idata.posterior
             fs = fs.reshape(post.sizes["chain"], post.sizes["draw"], -1)
             idata.add_groups(
@@ -308,14 +328,17 @@ def _default_sampler() -> str:
     return "nutpie"
 
 
-def _diagnose(idata, rhat_max: float, ess_min: float) -> Diagnostics:
+def _diagnose(idata, rhat_max: float, ess_min: float, var_names: list[str]) -> Diagnostics:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         import arviz as az
 
-        rhat = float(az.rhat(idata, var_names=["f"])["f"].max())
-        bulk = float(az.ess(idata, var_names=["f"], method="bulk")["f"].min())
-        tail = float(az.ess(idata, var_names=["f"], method="tail")["f"].min())
+        def extreme(ds, how):
+            return float(how([float(getattr(ds[v], how.__name__)()) for v in var_names]))
+
+        rhat = extreme(az.rhat(idata, var_names=var_names), max)
+        bulk = extreme(az.ess(idata, var_names=var_names, method="bulk"), min)
+        tail = extreme(az.ess(idata, var_names=var_names, method="tail"), min)
     div = int(idata.sample_stats["diverging"].sum()) if "diverging" in idata.sample_stats else 0
     problems = []
     if np.isnan(rhat):
@@ -343,6 +366,8 @@ def infer(
     random_seed: int | None = OPTIONS["random_seed"],
     target_accept: float = OPTIONS["target_accept"],
     nuts_sampler: str | None = OPTIONS["nuts_sampler"],
+    full_bayes: bool = OPTIONS["full_bayes"],
+    priors: dict[str, tuple[float, float]] | None = OPTIONS["priors"],
     evidence: bool = OPTIONS["evidence"],
     ais_temperatures: int = OPTIONS["ais_temperatures"],
     ais_runs: int = OPTIONS["ais_runs"],
@@ -360,8 +385,17 @@ def infer(
         As in :func:`pymc.sample`; a given ``random_seed`` makes the run reproducible.
     nuts_sampler : {"nutpie", "pymc"}, optional
         Default: nutpie when it is installed (compiled, faster), else PyMC's sampler.
+    full_bayes : bool
+        Sample the hyperparameters jointly with f (f = m + chol(K(theta)) v inside the
+        graph) instead of holding them at the kernel's values.
+    priors : dict, optional
+        Full Bayes: ``{name: (mu, sigma)}``, a normal prior on each log hyperparameter
+        (and on ``"mean"``), by ``hyperparameter_names``. Default: centred on the given
+        kernel's values (and the given mean), standard deviation 1 (a factor of e
+        either way on the natural scale).
     evidence : bool
-        Also estimate log p(y | X, theta) by annealed importance sampling.
+        Also estimate log p(y | X, theta) by annealed importance sampling (fixed
+        hyperparameters only).
     ais_temperatures, ais_runs : int
         The AIS schedule length and number of independent runs.
     rhat_max, ess_min : float
@@ -385,13 +419,28 @@ def infer(
         import pytensor.tensor as pt
         from pymc.distributions.dist_math import normal_lcdf
 
+    if full_bayes and evidence:
+        raise ValueError(
+            "evidence=True estimates p(y | X, theta) at fixed hyperparameters; "
+            "it does not combine with full_bayes=True"
+        )
     n = X.shape[0]
     m = 0.0 if mean is None else float(mean)
     K = kernel(X)
     L = cholesky(K, jitter=JITTER, what="kernel matrix K")
-    with pm.Model(coords={"obs": np.arange(n)}) as model:
+    names = kernel.hyperparameter_names + ([] if mean is None else ["mean"])
+    with pm.Model(coords={"obs": np.arange(n), "hyperparameter": names}) as model:
         v = pm.Normal("v", 0.0, 1.0, dims="obs")
-        f = pm.Deterministic("f", m + pt.dot(L, v), dims="obs")  # non-centred, L fixed
+        if full_bayes:
+            mu, sd = _prior_moments(kernel, mean, names, priors)
+            theta = pm.Normal("theta", mu, sd, dims="hyperparameter")
+            p = kernel.n_hyperparameters
+            Kt = kernel.symbolic(X, theta[:p])
+            Kt = Kt + JITTER * max(float(np.mean(np.diag(K))), 1.0) * np.eye(n)
+            m_t = theta[p] if mean is not None else m
+            f = pm.Deterministic("f", m_t + pt.dot(pt.linalg.cholesky(Kt), v), dims="obs")
+        else:
+            f = pm.Deterministic("f", m + pt.dot(L, v), dims="obs")  # non-centred, L fixed
         if isinstance(likelihood, Probit):
             # log Phi(y f) through PyMC's stable log normal CDF (exact in the tails)
             pm.Potential("log_likelihood", normal_lcdf(0.0, 1.0, y * f).sum())
@@ -412,7 +461,10 @@ def infer(
     if "observed_data" not in idata.groups():
         idata.add_groups(observed_data=xr.Dataset({"y": ("obs", y)}, coords={"obs": np.arange(n)}))
     f_draws = idata.posterior["f"].values.reshape(-1, n)
-    diagnostics = _diagnose(idata, rhat_max, ess_min)
+    theta_draws = (
+        idata.posterior["theta"].values.reshape(f_draws.shape[0], -1) if full_bayes else None
+    )
+    diagnostics = _diagnose(idata, rhat_max, ess_min, ["f", "theta"] if full_bayes else ["f"])
     if not diagnostics.passed:
         warnings.warn(f"MCMC diagnostics {diagnostics.message}", RuntimeWarning, stacklevel=2)
     ev = None
@@ -436,4 +488,22 @@ def infer(
         convergence=Convergence(
             diagnostics.passed, int(draws) + int(tune), diagnostics.r_hat_max, diagnostics.message
         ),
+        theta_draws=theta_draws,
     )
+
+
+def _prior_moments(kernel, mean, names, priors):
+    """Normal prior means and sds of the log hyperparameters (and the mean) by name."""
+    centre = np.append(kernel.theta, [] if mean is None else [float(mean)])
+    mu, sd = centre.copy(), np.full(centre.size, DEFAULT_PRIOR_SD)
+    for name, value in (priors or {}).items():
+        if name not in names:
+            raise ValueError(f"priors names unknown hyperparameter {name!r}; expected {names}")
+        try:
+            mu_i, sd_i = (float(v) for v in value)
+        except (TypeError, ValueError):
+            raise ValueError(f"the prior of {name!r} must be a pair (mu, sigma)") from None
+        if not (np.isfinite(mu_i) and sd_i > 0):
+            raise ValueError(f"the prior of {name!r} needs a finite mu and sigma > 0")
+        mu[names.index(name)], sd[names.index(name)] = mu_i, sd_i
+    return mu, sd
