@@ -160,6 +160,9 @@ def test_full_bayes_with_a_tight_prior_is_the_fixed_hyperparameter_posterior(eas
     assert post.diagnostics.passed
 
 
+# the chains are kept short for the suite's time; hyperparameters mix slowly, so at this
+# length their diagnostics may legitimately fail (the warning), which is not tested here
+@pytest.mark.filterwarnings("ignore:MCMC diagnostics not passed")
 def test_full_bayes_learns_the_hyperparameters():
     X, y = toy_data(n=25, d=1, seed=4)
     k = SquaredExponential(1.0, 1.0)
