@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validation import check_Xy
+from ._validation import check_count, check_Xy
 from .engines import get_engine
 from .hyperparameters import maximize
 from .kernels import Kernel, SquaredExponential
@@ -80,18 +80,33 @@ def fit(
     kernel.check_input_dim(X.shape[1])
     lik = get_likelihood(likelihood)
     if mean is not None:
-        mean = float(mean)
+        if np.ndim(mean) != 0:
+            raise ValueError(f"mean must be a single number (a constant prior mean), got {mean!r}")
+        try:
+            mean = float(mean)
+        except (TypeError, ValueError):
+            raise ValueError(f"mean must be a number, got {mean!r}") from None
         if not np.isfinite(mean):
             raise ValueError(f"mean must be finite, got {mean}")
+    n_restarts = check_count(n_restarts, "n_restarts", minimum=0)
+    if np.shape(mean_bounds) != (2,):
+        raise ValueError(f"mean_bounds must be a pair (low, high), got {mean_bounds!r}")
     if objective not in ("evidence", "loo"):
         raise ValueError(f"objective must be 'evidence' or 'loo', got {objective!r}")
-    value_and_gradient = None
+    value_and_gradient = value = None
     if objective == "loo":
         if engine.__name__.rsplit(".", 1)[-1] != "ep":
             raise ValueError("objective='loo' needs method='ep' (EP's cavity LOO predictive)")
+        if lik.name != "probit":
+            raise ValueError("objective='loo' needs the probit likelihood (seed 004)")
+        if not optimize:
+            raise ValueError("objective='loo' applies to optimize=True")
 
         def value_and_gradient(post):
             return post.loo_log_predictive, post.loo_log_predictive_gradient(total=True)
+
+        def value(post):
+            return post.loo_log_predictive
 
     if optimize and engine.__name__.rsplit(".", 1)[-1] == "mcmc":
         raise ValueError(
@@ -111,6 +126,7 @@ def fit(
             mean_bounds=mean_bounds,
             objective=objective,
             value_and_gradient=value_and_gradient,
+            value=value,
             **options,
         )
     if "random_seed" in engine.OPTIONS:  # the engine's own randomness, seeded likewise

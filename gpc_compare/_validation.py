@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["check_X", "check_Xy", "check_labels"]
+__all__ = [
+    "check_X",
+    "check_Xy",
+    "check_count",
+    "check_kernel_matrix",
+    "check_labels",
+    "check_positive",
+]
 
 
 def check_X(X: object, *, name: str = "X", n_features: int | None = None) -> np.ndarray:
@@ -88,3 +95,37 @@ def check_Xy(X: object, y: object) -> tuple[np.ndarray, np.ndarray]:
     if X.shape[0] != y.shape[0]:
         raise ValueError(f"X has {X.shape[0]} samples but y has {y.shape[0]} labels")
     return X, y
+
+
+def check_positive(value: object, name: str) -> float:
+    """A finite positive number, or a ValueError naming the option."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a positive number, got {value!r}") from None
+    if not (np.isfinite(v) and v > 0):
+        raise ValueError(f"{name} must be a positive number, got {value!r}")
+    return v
+
+
+def check_count(value: object, name: str, minimum: int = 1) -> int:
+    """A whole number >= ``minimum``, or a ValueError naming the option."""
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        if not (isinstance(value, float) and value.is_integer()):
+            raise ValueError(f"{name} must be a whole number >= {minimum}, got {value!r}")
+    if int(value) < minimum:
+        raise ValueError(f"{name} must be a whole number >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def check_kernel_matrix(kernel, X: np.ndarray) -> np.ndarray:
+    """K = kernel(X), which must be finite: inputs or hyperparameters so extreme that it
+    overflows give a ValueError here rather than a NaN evidence later."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        K = kernel(X)
+    if not np.all(np.isfinite(K)):
+        raise ValueError(
+            "the kernel matrix contains NaN or infinity: the inputs or the kernel's "
+            "hyperparameters are too extreme (standardise X, or bound the variance)"
+        )
+    return K

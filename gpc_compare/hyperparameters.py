@@ -120,6 +120,7 @@ def maximize(
     mean_bounds: tuple[float, float] = (-10.0, 10.0),
     objective: str = "evidence",
     value_and_gradient: Callable[[Posterior], tuple[float, np.ndarray]] | None = None,
+    value: Callable[[Posterior], float] | None = None,
     **options,
 ) -> Posterior:
     """Fit the hyperparameters by maximising an engine's objective; return the posterior there.
@@ -141,11 +142,13 @@ def maximize(
     value_and_gradient : callable, optional
         Maps a posterior to (objective, gradient); by default its log marginal
         likelihood and that's gradient.
+    value : callable, optional
+        Maps a posterior to the objective alone (no gradient), for the final record.
     **options
         Passed to ``engine.infer``.
     """
     if n_restarts < 0:
-        raise ValueError(f"n_restarts must be non-negative, got {n_restarts}")
+        raise ValueError(f"n_restarts must be a whole number >= 0, got {n_restarts}")
     has_mean = mean is not None
     names = kernel.hyperparameter_names + (["mean"] if has_mean else [])
     bounds = kernel.bounds
@@ -156,20 +159,26 @@ def maximize(
             raise ValueError(f"mean_bounds must be (low, high) with low < high, got {mean_bounds}")
         bounds = np.vstack([bounds, [[lo, hi]]])
         theta0 = np.append(theta0, float(mean))
+    if value is None:
+
+        def value(post: Posterior) -> float:
+            return post.log_marginal_likelihood
+
     if value_and_gradient is None:
 
         def value_and_gradient(post: Posterior) -> tuple[float, np.ndarray]:
             return post.log_marginal_likelihood, post.log_marginal_likelihood_gradient
 
+    rng = np.random.default_rng(random_seed)
     if "random_seed" in engine.OPTIONS and "random_seed" not in options:
-        options["random_seed"] = random_seed  # the engine's own randomness, seeded too
+        # one fixed seed for the engine's own randomness, so that the objective is a
+        # deterministic function of theta (a shared Generator would make it drift)
+        options["random_seed"] = int(rng.integers(2**32))
     if theta0.size == 0:  # nothing to fit
         post = engine.infer(X, y, kernel, likelihood, mean, **options)
-        value = value_and_gradient(post)[0]
-        post.optimization = OptimizationResult(objective, names, theta0, value, True, 1, [])
+        post.optimization = OptimizationResult(objective, names, theta0, value(post), True, 1, [])
         return post
 
-    rng = np.random.default_rng(random_seed)
     starts = [np.clip(theta0, bounds[:, 0], bounds[:, 1])]
     starts += [rng.uniform(bounds[:, 0], bounds[:, 1]) for _ in range(n_restarts)]
     uses_warm_start = "warm_start" in engine.OPTIONS and "warm_start" not in options
@@ -208,7 +217,7 @@ def maximize(
         objective=objective,
         names=names,
         theta=best.theta,
-        best_value=value_and_gradient(post)[0],
+        best_value=value(post),
         converged=best.converged,
         n_evaluations=sum(r.n_evaluations for r in runs) + 1,
         restarts=runs,

@@ -141,7 +141,13 @@ def chol_B(K: np.ndarray, sW: np.ndarray) -> np.ndarray:
     B = np.multiply(K, sW[:, None])
     B *= sW[None, :]
     B.flat[:: B.shape[0] + 1] += 1.0
-    return scipy.linalg.cholesky(B, lower=True, overwrite_a=True, check_finite=False)
+    try:
+        return scipy.linalg.cholesky(B, lower=True, overwrite_a=True, check_finite=False)
+    except np.linalg.LinAlgError:
+        raise np.linalg.LinAlgError(
+            "B = I + sW K sW is not positive definite in floating point: the kernel's scale "
+            f"(largest entry of K {np.max(np.abs(K)):.3g}) is too large for double precision"
+        ) from None
 
 
 def cho_solve(L: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -198,7 +198,7 @@ def test_library_value_error_exits_2_with_message(
     assert code == 2
     err = capsys.readouterr().err
     assert err.startswith("gpc-compare: error: ")
-    assert "n_restarts must be non-negative" in err
+    assert "n_restarts must be a whole number >= 0" in err
 
 
 def test_help_and_missing_command(capsys: pytest.CaptureFixture[str]) -> None:

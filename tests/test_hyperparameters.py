@@ -77,5 +77,5 @@ def test_fixed_hyperparameters_stay_fixed():
     assert post.hyperparameter_names == ["log_lengthscale"]
     assert post.kernel.variance == 1.0
     assert post.kernel.lengthscale != 1.0
-    with pytest.raises(ValueError, match="n_restarts must be non-negative"):
+    with pytest.raises(ValueError, match="n_restarts must be a whole number >= 0"):
         gc.fit(X, y, optimize=True, n_restarts=-1)

@@ -197,3 +197,21 @@ def test_laplace_evidence_is_below_the_truth_for_one_probit_point():
     exact = stats.norm.logcdf(-1.0 / np.sqrt(5.0))
     assert post.log_marginal_likelihood < exact
     assert post.log_marginal_likelihood == pytest.approx(exact, abs=0.2)
+
+
+@pytest.mark.parametrize(("ell", "sf2"), [(1.0, 2.0), (0.1, 1e5), (1.0, 1e4)])
+def test_default_tolerance_gives_the_evidence_to_1e8(ell, sf2):
+    """Where Psi is nearly flat (large sf2) a small decrease in Psi alone does not mean
+    the mode has settled; the stopping rule also asks for a small Newton step in f."""
+    X, y = toy_data(n=60, d=2, seed=3)
+    k = SquaredExponential(ell, sf2)
+    default = gc.fit(X, y, kernel=k)
+    tight = gc.fit(X, y, kernel=k, tol=1e-15)
+    assert default.convergence.converged
+    assert default.log_marginal_likelihood == pytest.approx(tight.log_marginal_likelihood, abs=1e-8)
+    np.testing.assert_allclose(
+        default.log_marginal_likelihood_gradient,
+        tight.log_marginal_likelihood_gradient,
+        rtol=1e-6,
+        atol=1e-8,
+    )

@@ -73,3 +73,34 @@ def test_prediction_input_is_checked():
         post.log_predictive(np.zeros((2, 2)), [1, 0, 1])
     # a test fold may hold one class only
     assert post.log_predictive(np.zeros((2, 2)), [1, 1]).shape == (2,)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"tol": None}, "tol must be a positive number"),
+        ({"max_iter": 2.5}, "max_iter must be a whole number"),
+        ({"warm_start": np.full(10, np.inf)}, "warm_start contains NaN"),
+        ({"method": "ep", "warm_start": np.zeros(10)}, "warm_start must be a pair"),
+        ({"method": "ep", "min_sweeps": 10, "max_sweeps": 3}, "exceeds max_sweeps"),
+        ({"method": "ep", "damping": "strong"}, r"damping must be in \(0, 1\]"),
+        ({"method": "ep", "site_tol": -1.0}, "site_tol must be a positive number"),
+        ({"mean": np.array([1.0, 2.0])}, "mean must be a single number"),
+        ({"n_restarts": 1.5, "optimize": True}, "n_restarts must be a whole number"),
+        ({"mean_bounds": (0, 1, 2), "optimize": True}, "mean_bounds must be a pair"),
+        ({"method": "ep", "objective": "loo"}, "applies to optimize=True"),
+        (
+            {"method": "ep", "likelihood": "logistic", "objective": "loo", "optimize": True},
+            "needs the probit likelihood",
+        ),
+        ({"X": X * 1e200, "kernel": gc.kernels.Linear(1.0)}, "kernel matrix contains NaN"),
+    ],
+)
+def test_bad_options_raise_a_named_value_error(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        gc.fit(**{"X": X, "y": Y, **kwargs})
+
+
+def test_a_kernel_scale_beyond_double_precision_says_so():
+    with pytest.raises(np.linalg.LinAlgError, match="too large for double precision"):
+        gc.fit(X, Y, kernel=gc.kernels.Linear(1e300))

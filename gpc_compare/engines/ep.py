@@ -32,6 +32,7 @@ import scipy.linalg
 from scipy.linalg import blas, lapack
 from threadpoolctl import threadpool_limits
 
+from .._validation import check_count, check_kernel_matrix, check_positive
 from ..kernels import Kernel
 from ..likelihoods import Likelihood, Probit
 from ..numerics import cho_solve, chol_B, probit_ratio, solve_lower
@@ -75,12 +76,17 @@ class _SiteState:
         # Sigma p = K p - K sW B^-1 sW K p  (O(n^2) given L)
         self.Sigma_p = Kp - K @ (self.sW * cho_solve(self.L, self.sW * Kp))
         self.mu = m + self.Sigma_p  # mu = Sigma (K^-1 m + nu~) = m + Sigma p
+        # rounding noise of the evidence: p^T Sigma p is a difference of terms of size
+        # |p|^T |K p|, which a large prior mean or signal variance makes huge
+        self.noise = 4.0 * np.finfo(float).eps * float(np.abs(self.p) @ np.abs(Kp))
         self.tau_cav = 1.0 / self.dSigma - ttau
         self.nu_cav = self.mu / self.dSigma - tnu
-        ok = self.tau_cav > 0
         self.log_z = np.full(n, -np.inf)
-        if np.all(ok):
-            self.log_z = lik.tilted_moments(y, self.nu_cav / self.tau_cav, 1.0 / self.tau_cav)[0]
+        self.tilted_mean = self.tilted_var = None
+        if np.all(self.tau_cav > 0):
+            self.log_z, self.tilted_mean, self.tilted_var = lik.tilted_moments(
+                y, self.nu_cav / self.tau_cav, 1.0 / self.tau_cav
+            )
         q = self.nu_cav - self.tau_cav * m  # cavities of g
         tau_sum = self.tau_cav + ttau
         # log Z_EP, R&W eq. 3.65 in the stable form of Alg. 3.5 (GPML's epComputeParams):
@@ -130,12 +136,13 @@ class _SiteState:
         return self.p - self.sW * cho_solve(self.L, self.sW * (K @ self.p))
 
 
-def _site_update(lik, y, tau_cav, nu_cav):
-    """New site parameters from the cavities by moment matching (R&W eq. 3.59)."""
-    _, mhat, vhat = lik.tilted_moments(y, nu_cav / tau_cav, 1.0 / tau_cav)
-    ttau = 1.0 / vhat - tau_cav
-    tnu = mhat / vhat - nu_cav
-    return ttau, tnu
+def _site_update(lik, y, tau_cav, nu_cav, moments=None):
+    """New site parameters from the cavities by moment matching (R&W eq. 3.59); the
+    tilted mean and variance are computed unless given."""
+    if moments is None:
+        moments = lik.tilted_moments(y, nu_cav / tau_cav, 1.0 / tau_cav)[1:]
+    mhat, vhat = moments
+    return 1.0 / vhat - tau_cav, mhat / vhat - nu_cav
 
 
 class EPPosterior(GaussianPosterior):
@@ -336,9 +343,12 @@ def infer(
         (down to 0.05) whenever a sweep moves the sites more than the sweep before, the
         sign of the oscillation parallel EP is prone to.
     tol : float
-        Converged when a sweep changes the log evidence by less than ``tol`` ...
+        Converged when a sweep changes the log evidence by less than ``tol`` (or than
+        its rounding noise, where a large prior mean or signal variance makes that
+        larger) ...
     site_tol : float
-        ... and no site parameter by more than ``site_tol``. The evidence is stationary
+        ... and the undamped update would move no site parameter by more than
+        ``site_tol``. The evidence is stationary
         in the sites, so a tolerance on it alone leaves the sites (and the predictions
         and leave-one-out quantities, which are not stationary) converged only to about
         sqrt(tol); the site tolerance closes that gap.
@@ -352,6 +362,16 @@ def infer(
     """
     if schedule not in _SCHEDULES:
         raise ValueError(f"schedule must be one of {_SCHEDULES}, got {schedule!r}")
+    tol, site_tol = check_positive(tol, "tol"), check_positive(site_tol, "site_tol")
+    min_sweeps = check_count(min_sweeps, "min_sweeps")
+    max_sweeps = check_count(max_sweeps, "max_sweeps")
+    if min_sweeps > max_sweeps:
+        raise ValueError(f"min_sweeps ({min_sweeps}) exceeds max_sweeps ({max_sweeps})")
+    if damping is not None:
+        try:
+            damping = float(damping)
+        except (TypeError, ValueError):
+            raise ValueError(f"damping must be in (0, 1], got {damping!r}") from None
     adaptive = damping is None and schedule == "parallel"
     if damping is None:
         damping = 1.0
@@ -359,12 +379,23 @@ def infer(
         raise ValueError(f"damping must be in (0, 1], got {damping}")
     n = X.shape[0]
     m = 0.0 if mean is None else float(mean)
-    K = kernel(X)
+    K = check_kernel_matrix(kernel, X)
     rng = np.random.default_rng(0 if random_seed is None else random_seed)
     if warm_start is not None:
-        ttau, tnu = (np.asarray(a, dtype=float).copy() for a in warm_start)
-        if ttau.shape != (n,) or tnu.shape != (n,) or np.any(ttau < 0):
-            raise ValueError(f"warm_start must be two arrays of shape ({n},) with ttau >= 0")
+        try:
+            ttau, tnu = (np.asarray(a, dtype=float).copy() for a in warm_start)
+        except (TypeError, ValueError):
+            ttau = tnu = np.zeros(0)
+        if (
+            ttau.shape != (n,)
+            or tnu.shape != (n,)
+            or np.any(ttau < 0)
+            or not (np.all(np.isfinite(ttau)) and np.all(np.isfinite(tnu)))
+        ):
+            raise ValueError(
+                f"warm_start must be a pair (ttau, tnu) of finite arrays of shape ({n},) "
+                "with ttau >= 0, as posterior.warm_start gives"
+            )
     else:
         ttau, tnu = np.zeros(n), np.zeros(n)
     state = _SiteState(K, y, likelihood, ttau, tnu, m)
@@ -380,15 +411,18 @@ def infer(
         if schedule == "sequential":
             ttau, tnu = _sequential_sweep(K, y, likelihood, state, ttau, tnu, damping, rng)
         else:
-            new_ttau, new_tnu = _site_update(likelihood, y, state.tau_cav, state.nu_cav)
-            ok = state.tau_cav > 0
+            # the state's tilted moments are those of these cavities: no recomputation
+            new_ttau, new_tnu = _site_update(
+                likelihood, y, state.tau_cav, state.nu_cav, (state.tilted_mean, state.tilted_var)
+            )
             new_ttau = np.maximum(new_ttau, 0.0)  # tau~ kept non-negative
-            ttau = np.where(ok, (1 - damping) * ttau + damping * new_ttau, ttau)
-            tnu = np.where(ok, (1 - damping) * tnu + damping * new_tnu, tnu)
+            ttau = (1 - damping) * ttau + damping * new_ttau
+            tnu = (1 - damping) * tnu + damping * new_tnu
         new_state = _SiteState(K, y, likelihood, ttau, tnu, m)
         change = abs(new_state.log_marginal_likelihood - state.log_marginal_likelihood)
         previous_site_change = site_change
-        site_change = max(np.max(np.abs(ttau - old_ttau)), np.max(np.abs(tnu - old_tnu)))
+        # the undamped step: damping shrinks the change without bringing the sites closer
+        site_change = max(np.max(np.abs(ttau - old_ttau)), np.max(np.abs(tnu - old_tnu))) / damping
         if adaptive and site_change > previous_site_change:
             damping = max(0.5 * damping, 0.05)
         state = new_state
@@ -397,7 +431,8 @@ def infer(
                 "EP produced a non-finite evidence (a cavity lost positive precision); "
                 "try schedule='sequential' or stronger damping"
             )
-        if sweeps >= min_sweeps and change < tol and site_change < site_tol:
+        evidence_tol = max(tol, state.noise)  # no tighter than the evidence's rounding
+        if sweeps >= min_sweeps and change < evidence_tol and site_change < site_tol:
             converged = True
             break
     if converged:

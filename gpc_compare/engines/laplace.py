@@ -25,6 +25,7 @@ from functools import cached_property
 
 import numpy as np
 
+from .._validation import check_count, check_kernel_matrix, check_positive
 from ..kernels import Kernel
 from ..likelihoods import Likelihood
 from ..numerics import cho_solve, chol_B
@@ -112,8 +113,9 @@ def infer(
     mean : float or None
         Constant prior mean (a hyperparameter), or None for a fixed zero mean.
     tol : float
-        Newton stops when a step lowers Psi = -log p(y|f) - log p(f) by less than this;
-        Newton's quadratic convergence then leaves the evidence accurate to ~tol.
+        Newton stops when a step lowers Psi = -log p(y|f) - log p(f) by less than this
+        and the Newton step moves f by less than sqrt(tol); Newton's quadratic
+        convergence then leaves the evidence accurate to about tol.
     max_iter : int
         Most Newton iterations; not converging by then warns and is recorded.
     warm_start : ndarray, shape (n,), optional
@@ -126,7 +128,8 @@ def infer(
     """
     n = X.shape[0]
     m = 0.0 if mean is None else float(mean)
-    K = kernel(X)
+    tol, max_iter = check_positive(tol, "tol"), check_count(max_iter, "max_iter")
+    K = check_kernel_matrix(kernel, X)
     lik = likelihood
 
     def state(alpha: np.ndarray):
@@ -137,9 +140,14 @@ def infer(
     alpha = np.zeros(n)
     f, derivs, psi = state(alpha)
     if warm_start is not None:
-        a0 = np.asarray(warm_start, dtype=float)
+        try:
+            a0 = np.asarray(warm_start, dtype=float)
+        except (TypeError, ValueError):
+            raise ValueError("warm_start must be an array of alpha values") from None
         if a0.shape != (n,):
             raise ValueError(f"warm_start must have shape ({n},), got {a0.shape}")
+        if not np.all(np.isfinite(a0)):
+            raise ValueError("warm_start contains NaN or infinity")
         f0, d0, psi0 = state(a0)
         if psi0 < psi:  # as GPML: fall back to zero if the warm start is worse
             alpha, f, derivs, psi = a0, f0, d0, psi0
@@ -169,10 +177,16 @@ def infer(
                 f_c, derivs_c, psi_c, cand = f, derivs, psi, alpha
                 break
         change = max(psi - psi_c, 0.0)
+        # the full Newton step in f: where Psi is nearly flat (large sf2) a small decrease
+        # in Psi does not mean f has settled, so both must be small
+        newton_df = float(np.max(np.abs(K @ step)))
         alpha, f, derivs, psi = cand, f_c, derivs_c, psi_c
-        if change < tol:
+        if change < tol and newton_df < np.sqrt(tol):
             converged = True
-            message = f"converged: Psi changed by {change:.2e} < tol = {tol:g} at iteration {it}"
+            message = (
+                f"converged at iteration {it}: Psi changed by {change:.2e} < tol = {tol:g}, "
+                f"Newton step in f {newton_df:.1e}"
+            )
             break
     if not converged:
         message = (

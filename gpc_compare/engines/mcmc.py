@@ -30,6 +30,7 @@ import scipy.linalg
 import xarray as xr
 from scipy.special import logsumexp
 
+from .._validation import check_kernel_matrix
 from ..kernels import Kernel
 from ..likelihoods import Likelihood, Logistic, Probit
 from ..numerics import JITTER, cho_solve, cholesky, solve_lower
@@ -441,7 +442,7 @@ def infer(
         )
     n = X.shape[0]
     m = 0.0 if mean is None else float(mean)
-    K = kernel(X)
+    K = check_kernel_matrix(kernel, X)
     L = cholesky(K, jitter=JITTER, what="kernel matrix K")
     names = kernel.hyperparameter_names + ([] if mean is None else ["mean"])
     if parameterization not in ("laplace", "prior"):
