@@ -161,10 +161,7 @@ class Posterior(ABC):
         self, Xs: np.ndarray, ys: np.ndarray, *, integration: str = "exact"
     ) -> np.ndarray:
         """log p(y* | x*, data) for test inputs and their labels, computed in log space."""
-        Xs = self._check_Xs(Xs)
-        ys = check_labels(ys, name="ys", both_classes=False)
-        if ys.shape[0] != Xs.shape[0]:
-            raise ValueError(f"Xs has {Xs.shape[0]} samples but ys has {ys.shape[0]} labels")
+        Xs, ys = self._check_test_set(Xs, ys)
         mean, var = self._predict_latent(Xs)
         return self.likelihood.log_predictive(ys, mean, var, integration=integration)
 
@@ -175,6 +172,14 @@ class Posterior(ABC):
     # ------------------------------------------------------------------ helpers
     def _check_Xs(self, Xs: np.ndarray) -> np.ndarray:
         return check_X(Xs, name="Xs", n_features=self.X.shape[1])
+
+    def _check_test_set(self, Xs: np.ndarray, ys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Test inputs and labels (one class allowed), or a ValueError naming the problem."""
+        Xs = self._check_Xs(Xs)
+        ys = check_labels(ys, name="ys", both_classes=False)
+        if ys.shape[0] != Xs.shape[0]:
+            raise ValueError(f"Xs has {Xs.shape[0]} samples but ys has {ys.shape[0]} labels")
+        return Xs, ys
 
     def __repr__(self) -> str:
         return (

@@ -207,12 +207,7 @@ class SamplePosterior(Posterior):
         self, Xs: np.ndarray, ys: np.ndarray, *, integration: str = "exact"
     ) -> np.ndarray:
         """log p(y* | x*, data) = log mean_s p(y* | f_s), by log-sum-exp over draws."""
-        from .._validation import check_labels
-
-        Xs = self._check_Xs(Xs)
-        ys = check_labels(ys, name="ys", both_classes=False)
-        if ys.shape[0] != Xs.shape[0]:
-            raise ValueError(f"Xs has {Xs.shape[0]} samples but ys has {ys.shape[0]} labels")
+        Xs, ys = self._check_test_set(Xs, ys)
         means, var = self._draws_for_integration(*self._conditional(Xs))
         lp = self.likelihood.log_predictive(ys[None, :], means, var, integration=integration)
         return logsumexp(lp, axis=0) - np.log(lp.shape[0])
