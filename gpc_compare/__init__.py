@@ -10,6 +10,7 @@ See :mod:`gpc_compare.posterior` for the ``Posterior`` contract every engine hon
 
 from . import engines, kernels, likelihoods, numerics
 from ._fit import fit
+from .estimator import GPClassifier
 from .hyperparameters import OptimizationResult
 from .posterior import Convergence, GaussianPosterior, Posterior
 
@@ -17,6 +18,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Convergence",
+    "GPClassifier",
     "GaussianPosterior",
     "OptimizationResult",
     "Posterior",
