@@ -86,3 +86,13 @@ def write_csv(rows: dict[int, dict[str, float]], path: Path) -> None:
         for n, r in rows.items():
             for what, value in r.items():
                 w.writerow([n, what, repr(float(value))])
+
+
+def markdown_tail(sections: dict[str, dict[str, str]], command: str) -> list[str]:
+    """Markdown lines: a bulleted section per entry (settings, machine, ...), then the
+    command that produced the file."""
+    out: list[str] = []
+    for title, items in sections.items():
+        out += ["", f"## {title}", ""]
+        out += [f"- {k}: {v}" for k, v in items.items()]
+    return out + ["", "## Command", "", "```", command, "```", ""]

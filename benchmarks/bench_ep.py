@@ -79,7 +79,7 @@ from threadpoolctl import threadpool_limits
 import gpc_compare as gc
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import SEED, machine_facts, make_data, timed, verdict, write_csv  # noqa: E402
+from _common import SEED, machine_facts, make_data, markdown_tail, timed, verdict, write_csv  # noqa: E402
 
 LENGTHSCALE = 1.0
 VARIANCE = 1.0
@@ -396,11 +396,7 @@ def write_markdown(
             f"- evidence, ours vs GPy, worst over n and schedules: {worst:.1e} (target <= "
             f"{EVIDENCE_TOL:g}): {verdict(worst <= EVIDENCE_TOL)}"
         )
-    out += ["", "## Settings", ""]
-    out += [f"- {k}: {v}" for k, v in settings.items()]
-    out += ["", "## Machine", ""]
-    out += [f"- {k}: {v}" for k, v in facts.items()]
-    out += ["", "## Command", "", "```", command, "```", ""]
+    out += markdown_tail({"Settings": settings, "Machine": facts}, command)
     path.write_text("\n".join(out))
 
 

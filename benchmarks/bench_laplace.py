@@ -68,6 +68,7 @@ from _common import (  # noqa: E402  (the benchmarks' shared helpers)
     LABEL_NOISE,
     machine_facts,
     make_data,
+    markdown_tail,
     timed,
     verdict,
     write_csv,
@@ -233,12 +234,8 @@ def write_markdown(
         "",
         f"Targets: ours/sklearn <= {TARGET_VS_SKLEARN:g} at every n; ours/cholesky <= "
         f"{TARGET_VS_CHOLESKY:g} at n = {TARGET_CHOLESKY_N}.",
-        "",
-        "## Machine",
-        "",
     ]
-    out += [f"- {k}: {v}" for k, v in facts.items()]
-    out += ["", "## Command", "", "```", command, "```", ""]
+    out += markdown_tail({"Machine": facts}, command)
     path.write_text("\n".join(out))
 
 

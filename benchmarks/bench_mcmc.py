@@ -104,7 +104,7 @@ import gpc_compare as gc
 from gpc_compare.engines import mcmc as mcmc_engine
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import SEED, machine_facts, make_data, timed, verdict, write_csv  # noqa: E402
+from _common import SEED, machine_facts, make_data, markdown_tail, timed, verdict, write_csv  # noqa: E402
 
 LENGTHSCALE = 1.0
 VARIANCE = 1.0
@@ -444,13 +444,12 @@ def write_markdown(
             f"{verdict(ratio >= TARGET_RATIO)}; ours (pymc): {ratio_p:.2f}: "
             f"{verdict(ratio_p >= TARGET_RATIO)}"
         )
-    out += ["", "## Settings", ""]
-    out += [f"- {k}: {v}" for k, v in settings.items()]
-    out += ["", "## pm.sample() defaults as resolved on this machine", ""]
-    out += [f"- {k}: {v}" for k, v in defaults.items()]
-    out += ["", "## Machine", ""]
-    out += [f"- {k}: {v}" for k, v in facts.items()]
-    out += ["", "## Command", "", "```", command, "```", ""]
+    sections = {
+        "Settings": settings,
+        "pm.sample() defaults as resolved on this machine": defaults,
+        "Machine": facts,
+    }
+    out += markdown_tail(sections, command)
     path.write_text("\n".join(out))
 
 
