@@ -43,7 +43,14 @@ def test_metrics_match_hand_computed_values(labels: np.ndarray) -> None:
     # positive/negative pairs ranked correctly: (0.9, 0.2), (0.9, 0.5), (0.4, 0.2) of 4
     assert metrics.auc(labels, P1) == 0.75
     scores = metrics.score(labels, P1, LOG_P, 0.5)
-    assert list(scores) == ["mean_log_predictive", "information_bits", "error_rate", "brier", "auc"]
+    assert list(scores) == [
+        "mean_log_predictive",
+        "information_bits",
+        "error_rate",
+        "brier",
+        "auc",
+        "ece",
+    ]
     assert scores["mean_log_predictive"] == pytest.approx(mean_lp, rel=1e-14)
     assert scores["auc"] == 0.75
 
@@ -148,6 +155,7 @@ def test_demo_exits_zero_and_writes_plot_and_scores(demo_run) -> None:
         "error_rate",
         "brier",
         "auc",
+        "ece",
     ]
 
 
