@@ -1,12 +1,16 @@
 """The ``gpc-compare`` command line.
 
-``gpc-compare demo`` fits a Laplace GP classifier to the Wisconsin breast cancer data
-(bundled with scikit-learn) and reports the fitted hyperparameters, the optimiser's
-outcome and held-out scores, with a probability plot and a CSV of the scores.
+- ``gpc-compare run studies/NAME.toml`` runs a study (every engine on the same splits of
+  the same data sets), resumable, and writes ``results/NAME/`` with its report;
+- ``gpc-compare report results/NAME`` (re)writes the figures and ``report.md``;
+- ``gpc-compare list [datasets|engines|studies]`` shows what there is;
+- ``gpc-compare demo`` fits a Laplace GP classifier to the Wisconsin breast cancer data.
 
 Exit codes: 0 on success; 2 for a usage error (argparse's own message) or an invalid
-value refused by the library (``gpc-compare: error: <message>`` on stderr); 1 when the
-output cannot be written.
+value, such as a malformed study file (``gpc-compare: error: <message>`` on stderr,
+naming the field); 1 when jobs of a study failed (they are recorded, the rest ran) or
+the output cannot be written; 130 when interrupted (finished jobs are kept: rerun the
+same command to resume).
 """
 
 from __future__ import annotations
@@ -42,6 +46,69 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    run = sub.add_parser(
+        "run",
+        help="run a study (resumable) and write its report",
+        description=(
+            "Expand a study file into jobs (data set x split x engine), run them on local "
+            "worker processes or a Dask cluster, write each job's result as it finishes, "
+            "skip finished jobs when rerun, and write results/NAME/results.csv (one row per "
+            "data set, split, engine and metric) and the report."
+        ),
+    )
+    run.add_argument("study", metavar="STUDY.toml", help="the study file, e.g. studies/quick.toml")
+    run.add_argument(
+        "--output",
+        default="results",
+        metavar="DIR",
+        help="results go to DIR/NAME (default: %(default)s)",
+    )
+    run.add_argument(
+        "--workers",
+        type=_positive_int,
+        default=None,
+        help="local worker processes (default: the number of CPUs; 1 runs in this process)",
+    )
+    run.add_argument(
+        "--scheduler",
+        default=None,
+        metavar="ADDRESS",
+        help="run on the Dask distributed cluster at ADDRESS (e.g. tcp://host:8786)",
+    )
+    run.add_argument(
+        "--no-retry-failed",
+        dest="retry_failed",
+        action="store_false",
+        help="keep earlier failures instead of rerunning them",
+    )
+    run.add_argument("--no-report", dest="report", action="store_false", help="skip the report")
+    run.set_defaults(func=_run_command)
+
+    report = sub.add_parser(
+        "report",
+        help="write the figures and report.md of a study's results",
+        description="Write results/NAME/report.md and results/NAME/figures/*.png.",
+    )
+    report.add_argument("results", metavar="RESULTS_DIR", help="e.g. results/quick")
+    report.set_defaults(func=_report_command)
+
+    lister = sub.add_parser(
+        "list",
+        help="list the data sets, engines and studies",
+        description="List the bundled data sets, the engines and the study files.",
+    )
+    lister.add_argument(
+        "what",
+        nargs="?",
+        choices=("datasets", "engines", "studies", "all"),
+        default="all",
+        help="what to list (default: %(default)s)",
+    )
+    lister.add_argument(
+        "--studies-dir", default="studies", metavar="DIR", help="(default: %(default)s)"
+    )
+    lister.set_defaults(func=_list_command)
+
     demo = sub.add_parser(
         "demo",
         help="Laplace GP classification of the Wisconsin breast cancer data",
@@ -106,6 +173,106 @@ def main(argv: Sequence[str | os.PathLike[str]] | None = None) -> int:
     except OSError as exc:
         print(f"{PROG}: error: cannot write the output: {exc}", file=sys.stderr)
         return 1
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
+    return value
+
+
+def _run_command(args: argparse.Namespace) -> int:
+    from .study import load_study, run_study
+
+    config = load_study(args.study)
+    out = sys.stdout
+    print(f"{PROG} run: study {config.name!r} from {args.study}", file=out)
+    where = (
+        f"the Dask cluster at {args.scheduler}"
+        if args.scheduler
+        else (f"{args.workers or os.cpu_count()} local worker process(es)")
+    )
+    print(
+        f"  {len(config.datasets)} data set(s) x engines {list(config.engines)}; on {where}",
+        file=out,
+        flush=True,
+    )
+    try:
+        summary = run_study(
+            config,
+            args.output,
+            workers=args.workers,
+            scheduler=args.scheduler,
+            retry_failed=args.retry_failed,
+            progress=sys.stderr,
+        )
+    except KeyboardInterrupt:
+        print(
+            f"\n{PROG}: interrupted; finished jobs are saved under {args.output}/{config.name}: "
+            "rerun the same command to resume",
+            file=sys.stderr,
+        )
+        return 130
+    print(
+        f"  jobs: {summary.total} ({summary.skipped} done earlier, {summary.done} run now, "
+        f"{summary.failed} failed) in {summary.seconds:.1f} s",
+        file=out,
+    )
+    print(f"  wrote {summary.result_dir / 'results.csv'} ({len(summary.table)} rows)", file=out)
+    for failure in summary.failures:
+        print(f"  FAILED {failure}", file=out)
+    if args.report and not summary.table.empty:
+        from .report import write_report
+
+        path = write_report(summary.result_dir)
+        print(f"  wrote {path} and {path.parent / 'figures'}/", file=out)
+    if summary.failed:
+        print(
+            f"{PROG}: {summary.failed} job(s) failed (tracebacks in "
+            f"{summary.result_dir / 'jobs'}); rerun to retry them",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
+
+
+def _report_command(args: argparse.Namespace) -> int:
+    from .report import write_report
+
+    path = write_report(args.results)
+    print(f"wrote {path} and {path.parent / 'figures'}/")
+    return 0
+
+
+def _list_command(args: argparse.Namespace) -> int:
+    from . import datasets
+    from .engines import ENGINES
+    from .study import list_studies
+
+    if args.what in ("datasets", "all"):
+        print("Data sets (gpc_compare.datasets.load(NAME)):")
+        for row in datasets.list_datasets():
+            print(
+                f"  {row['name']:<16} n={row['n']:<5} d={row['d']:<3} "
+                f"classes={row['classes']:<2} {row['kind']:<9} {row['description']}"
+            )
+    if args.what in ("engines", "all"):
+        print("Engines (method=NAME):")
+        for name, module in ENGINES.items():
+            doc = (module.__doc__ or "").strip().splitlines()[0]
+            print(f"  {name:<8} {doc}")
+    if args.what in ("studies", "all"):
+        print(f"Studies ({args.studies_dir}/*.toml; run with gpc-compare run FILE):")
+        studies = list_studies(args.studies_dir)
+        if not studies:
+            print("  (none found)")
+        for row in studies:
+            print(f"  {row['name']:<16} {row['jobs']:>4} jobs  {row['description'].strip()}")
+    return 0
 
 
 def _demo_command(args: argparse.Namespace) -> int:

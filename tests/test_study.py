@@ -1,0 +1,391 @@
+"""The study runner: study files, jobs, execution (serial, processes, Dask), resuming,
+the tidy table, the report and the command line."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import gpc_compare as gc
+from gpc_compare import datasets, study
+from gpc_compare.cli import main
+from gpc_compare.report import summarize
+
+# A small, fast study: 2 folds of 80 breast-cancer cases, Laplace and EP with their
+# own hyperparameters. Every job takes well under a second.
+FAST = """
+name = "{name}"
+description = "test study"
+seed = 3
+likelihood = "probit"
+datasets = [{{name = "breast_cancer", subsample = 80}}]
+
+[kernel]
+name = "squared_exponential"
+lengthscale = "sqrt_d"
+
+[hyperparameters]
+policy = "optimize"
+n_restarts = 0
+
+[splits]
+kind = "kfold"
+n_splits = {n_splits}
+
+[engines.laplace]
+[engines.ep]
+"""
+
+
+def write_study(tmp_path: Path, name: str = "fast", n_splits: int = 2, text: str = FAST) -> Path:
+    path = tmp_path / f"{name}.toml"
+    path.write_text(text.format(name=name, n_splits=n_splits))
+    return path
+
+
+def reproducible(table: pd.DataFrame) -> pd.DataFrame:
+    """The table without wall-clock columns, in a canonical order."""
+    t = table.drop(columns=study.TIMING_COLUMNS)
+    return t.sort_values(["dataset", "split", "engine", "metric"]).reset_index(drop=True)
+
+
+# --------------------------------------------------------------------------- study files
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (("[splits]", "[splits]\nbogus = 1"), r"splits: unknown field\(s\) \['bogus'\]"),
+        (('name = "breast_cancer"', 'name = "nope"'), r"datasets\[0\]\.name: unknown data set"),
+        (("[engines.ep]", "[engines.vi]"), r"engines\.vi: unknown engine 'vi'"),
+        (("[engines.ep]", "[engines.ep]\nsweeps = 3"), r"engines\.ep: unknown field"),
+        (("n_splits = 2", "n_splits = 1"), r"splits\.n_splits: must be an integer >= 2"),
+        (('likelihood = "probit"', 'likelihood = "cauchit"'), r"likelihood:"),
+        (('policy = "optimize"', 'policy = "guess"'), r"hyperparameters\.policy"),
+        (('lengthscale = "sqrt_d"', "lengthscale = -1"), r"kernel\.lengthscale"),
+        (('kind = "kfold"', 'kind = "kfold"\ntest_size = 0.2'), r"splits: test_size"),
+        (("seed = 3", "seed = [3"), r"not valid TOML"),
+        (("[engines.laplace]", "[engines.laplace]\n[engines.mcmc]"), None),  # valid
+    ],
+)
+def test_malformed_study_names_the_field(tmp_path: Path, edit, message, capsys) -> None:
+    path = write_study(tmp_path)
+    path.write_text(path.read_text().replace(*edit))
+    if message is None:
+        config = study.load_study(path)
+        assert config.source == "ep"  # MCMC takes EP's values under "optimize"
+        return
+    with pytest.raises(study.StudyError, match=message):
+        study.load_study(path)
+    # the command line: exit code 2 and the same message, no traceback
+    assert main(["run", str(path), "--output", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("gpc-compare: error: ") and str(path) in err
+    assert "Traceback" not in err
+
+
+def test_missing_study_file_and_results(tmp_path: Path, capsys) -> None:
+    assert main(["run", str(tmp_path / "absent.toml")]) == 2
+    assert "no such study file" in capsys.readouterr().err
+    assert main(["report", str(tmp_path)]) == 2
+    assert "no study results" in capsys.readouterr().err
+
+
+def test_expand_jobs_ids_and_dependencies(tmp_path: Path) -> None:
+    path = write_study(tmp_path, n_splits=3)
+    text = path.read_text().replace('policy = "optimize"', 'policy = "shared"\nsource = "ep"')
+    path.write_text(text + "[engines.mcmc]\ndraws = 50\n")
+    config = study.load_study(path)
+    jobs = study.expand(config)
+    assert len(jobs) == 1 * 3 * 3
+    assert [j.engine for j in jobs[:3]] == ["ep", "laplace", "mcmc"]  # the source first
+    by_id = {j.id: j for j in jobs}
+    for job in jobs:
+        if job.engine == "ep":
+            assert job.depends_on is None
+        else:
+            dep = by_id[job.depends_on]
+            assert (dep.engine, dep.split) == ("ep", job.split)
+    # ids are stable across expansions and change with anything that changes a result
+    assert [j.id for j in study.expand(study.load_study(path))] == [j.id for j in jobs]
+    path.write_text(text.replace("seed = 3", "seed = 4") + "[engines.mcmc]\ndraws = 50\n")
+    assert not set(j.id for j in study.expand(study.load_study(path))) & set(by_id)
+    assert len({j.seed for j in jobs}) == len(jobs)  # every job its own seed
+
+
+# --------------------------------------------------------------------------- running
+def test_run_scores_match_a_direct_fit(tmp_path: Path) -> None:
+    """The table's numbers are those of gc.fit on the same standardised fold."""
+    path = write_study(tmp_path)
+    summary = study.run_study(path, tmp_path / "out", workers=1)
+    assert (summary.total, summary.done, summary.failed) == (4, 4, 0)
+    table = pd.read_csv(tmp_path / "out" / "fast" / "results.csv")
+    assert list(table.columns) == study.TABLE_COLUMNS
+    assert set(table.metric) >= {
+        "mean_log_predictive",
+        "information_bits",
+        "error_rate",
+        "brier",
+        "ece",
+        "auc",
+        "log_evidence",
+    }
+    assert table.groupby(["dataset", "split", "engine", "metric"]).size().max() == 1
+
+    # redo split 1 of EP by hand, with the same seeds the runner derives
+    job = next(j for j in study.expand(study.load_study(path)) if (j.split, j.engine) == (1, "ep"))
+    data = study._load_dataset(job.dataset)
+    assert data.n_samples == 80 and data.y.sum() == round(80 * 212 / 569)
+    train, test = study._split(data, job.splits, 1, study._stable_seed("split", "breast_cancer"))
+    assert train.size + test.size == 80 and not set(train) & set(test)
+    Xtr, Xte = datasets.standardize(data.X[train], data.X[test])
+    kernel = gc.kernels.SquaredExponential(lengthscale=np.sqrt(30.0))
+    post = gc.fit(
+        Xtr,
+        data.y[train],
+        method="ep",
+        kernel=kernel,
+        optimize=True,
+        n_restarts=0,
+        random_seed=job.seed,
+    )
+    lp = post.log_predictive(Xte, data.y[test])
+    rows = table[(table.split == 1) & (table.engine == "ep")].set_index("metric")["value"]
+    assert rows["mean_log_predictive"] == pytest.approx(np.mean(lp), abs=1e-9)
+    assert rows["log_evidence"] == pytest.approx(post.log_marginal_likelihood, abs=1e-9)
+    p1 = post.predict_proba(Xte)
+    assert rows["error_rate"] == pytest.approx(np.mean((p1 > 0.5) != (data.y[test] == 1)))
+    hp = json.loads(table[(table.split == 1) & (table.engine == "ep")]["hyperparameters"].iloc[0])
+    assert list(hp.values()) == pytest.approx(list(post.hyperparameters), abs=1e-9)
+
+
+def test_processes_and_serial_give_the_same_table(tmp_path: Path) -> None:
+    path = write_study(tmp_path)
+    serial = study.run_study(path, tmp_path / "serial", workers=1).table
+    parallel = study.run_study(path, tmp_path / "parallel", workers=2).table
+    pd.testing.assert_frame_equal(reproducible(serial), reproducible(parallel))
+
+
+def test_dask_local_cluster_gives_the_same_table(tmp_path: Path) -> None:
+    distributed = pytest.importorskip("distributed")
+    path = write_study(tmp_path)
+    local = study.run_study(path, tmp_path / "local", workers=1).table
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+    ) as cluster:
+        code = main(
+            [
+                "run",
+                str(path),
+                "--output",
+                str(tmp_path / "dask"),
+                "--scheduler",
+                cluster.scheduler_address,
+                "--no-report",
+            ]
+        )
+    assert code == 0
+    on_dask = pd.read_csv(tmp_path / "dask" / "fast" / "results.csv")
+    pd.testing.assert_frame_equal(reproducible(local), reproducible(on_dask), check_dtype=False)
+
+
+def test_failed_job_is_recorded_and_the_study_goes_on(tmp_path: Path, monkeypatch, capsys):
+    path = write_study(tmp_path)
+    real = gc.fit
+
+    calls = []
+
+    def flaky(X, y, method="laplace", **kw):
+        calls.append(method)
+        if method == "laplace" and calls.count("laplace") == 1:  # the first Laplace job fails
+            raise np.linalg.LinAlgError("injected failure")
+        return real(X, y, method=method, **kw)
+
+    monkeypatch.setattr(gc, "fit", flaky)
+    out = tmp_path / "out"
+    code = main(["run", str(path), "--output", str(out), "--workers", "1", "--no-report"])
+    assert code == 1
+    captured = capsys.readouterr()
+    assert "FAILED breast_cancer/split" in captured.out and "injected failure" in captured.out
+    jobs = pd.read_csv(out / "fast" / "jobs.csv")
+    assert sorted(jobs.status) == ["failed", "ok", "ok", "ok"]
+    failed = jobs[jobs.status == "failed"].iloc[0]
+    record = json.loads((out / "fast" / "jobs" / f"{failed.job_id}.json").read_text())
+    assert "LinAlgError: injected failure" in record["error"]
+    assert "Traceback" in record["traceback"] and "flaky" in record["traceback"]
+    # the rerun retries only the failed job, and now it succeeds
+    monkeypatch.setattr(gc, "fit", real)
+    summary = study.run_study(path, out, workers=1)
+    assert (summary.skipped, summary.done, summary.failed) == (3, 1, 0)
+    assert (pd.read_csv(out / "fast" / "jobs.csv").status == "ok").all()
+
+
+def test_killed_run_resumes_to_the_uninterrupted_table(tmp_path: Path) -> None:
+    """SIGKILL part-way, rerun: the same table as one run, no job lost or duplicated."""
+    # larger folds and a restart, so that a job takes long enough (~0.3 s) to be caught
+    slower = FAST.replace("subsample = 80", "subsample = 160").replace(
+        "n_restarts = 0", "n_restarts = 1"
+    )
+    path = write_study(tmp_path, n_splits=4, text=slower)
+    out = tmp_path / "killed"
+    jobs_dir = out / "fast" / "jobs"
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    cmd = [sys.executable, "-m", "gpc_compare", "run", str(path), "--output", str(out)]
+    proc = subprocess.Popen(
+        [*cmd, "--workers", "1", "--no-report"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None:
+        if len(list(jobs_dir.glob("*.json"))) >= 2:
+            break
+        time.sleep(0.02)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    n_before = len(list(jobs_dir.glob("*.json")))
+    assert 2 <= n_before < 8, "the run should have been killed part-way"
+
+    resumed = subprocess.run([*cmd, "--workers", "2"], env=env, capture_output=True, text=True)
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"{n_before} done earlier, {8 - n_before} run now, 0 failed" in resumed.stdout
+    records = [json.loads(p.read_text()) for p in jobs_dir.glob("*.json")]
+    assert len(records) == 8 and len({r["id"] for r in records}) == 8
+
+    whole = study.run_study(path, tmp_path / "whole", workers=2).table
+    table = pd.read_csv(out / "fast" / "results.csv")
+    pd.testing.assert_frame_equal(reproducible(whole), reproducible(table), check_dtype=False)
+    assert (out / "fast" / "report.md").exists()
+
+
+# --------------------------------------------------------------------------- MCMC and report
+MCMC_STUDY = """
+name = "{name}"
+description = "Laplace and EP against MCMC at EP's hyperparameters."
+seed = 1
+datasets = [{{name = "breast_cancer", subsample = 60}}]
+
+[kernel]
+lengthscale = 3.0
+variance = 4.0
+
+[hyperparameters]
+policy = "fixed"
+
+[splits]
+kind = "holdout"
+test_size = 0.25
+n_repeats = {n_splits}
+
+[engines.laplace]
+[engines.ep]
+[engines.mcmc]
+draws = 300
+tune = 300
+chains = 2
+evidence = true
+ais_temperatures = 200
+ais_runs = 8
+"""
+
+
+@pytest.fixture(scope="module")
+def mcmc_study(tmp_path_factory) -> Path:
+    tmp = tmp_path_factory.mktemp("mcmc")
+    path = write_study(tmp, name="vs_mcmc", n_splits=2, text=MCMC_STUDY)
+    assert main(["run", str(path), "--output", str(tmp / "out"), "--workers", "2"]) == 0
+    return tmp / "out" / "vs_mcmc"
+
+
+def test_comparisons_with_the_reference(mcmc_study: Path) -> None:
+    table = pd.read_csv(mcmc_study / "results.csv")
+    records = study.load_records(mcmc_study)
+    for engine in ("laplace", "ep"):
+        for split in (0, 1):
+            rec = next(r for r in records.values() if (r["engine"], r["split"]) == (engine, split))
+            ref = next(r for r in records.values() if (r["engine"], r["split"]) == ("mcmc", split))
+            rows = table[(table.engine == engine) & (table.split == split)]
+            value = rows.set_index("metric")["value"]
+            m, v = np.array(rec["arrays"]["mean_train"]), np.array(rec["arrays"]["var_train"])
+            rm, rv = np.array(ref["arrays"]["mean_train"]), np.array(ref["arrays"]["var_train"])
+            assert value["latent_mean_rmse"] == pytest.approx(np.sqrt(np.mean((m - rm) ** 2)))
+            kl = 0.5 * (np.log(v / rv) + (rv + (rm - m) ** 2) / v - 1)
+            assert value["marginal_kl_mean"] == pytest.approx(np.mean(kl), rel=1e-9)
+            gap = rec["log_evidence"] - ref["log_evidence"]
+            assert value["evidence_gap"] == pytest.approx(gap)
+    # at moderate hyperparameters EP is the closer approximation (Kuss & Rasmussen 2005)
+    mean_kl = table[table.metric == "marginal_kl_mean"].groupby("engine")["value"].mean()
+    assert mean_kl["ep"] < mean_kl["laplace"]
+    mcmc_rows = table[table.engine == "mcmc"].set_index(["split", "metric"])["value"]
+    assert {"r_hat_max", "ess_bulk_min", "divergences"} <= set(mcmc_rows.index.get_level_values(1))
+    assert (mcmc_study / "jobs").glob("*.nc")
+
+
+def test_report_writes_figures_and_summary(mcmc_study: Path) -> None:
+    from matplotlib.image import imread
+
+    report = (mcmc_study / "report.md").read_text()
+    for heading in (
+        "## Findings",
+        "## Held-out scores",
+        "## Against the reference (mcmc)",
+        "## MCMC diagnostics",
+        "## Timings",
+        "## Figures",
+    ):
+        assert heading in report
+    figures = sorted(p.name for p in (mcmc_study / "figures").glob("*.png"))
+    assert figures == [
+        "evidence.png",
+        "latent_vs_mcmc.png",
+        "mcmc_diagnostics.png",
+        "metrics.png",
+        "reliability.png",
+        "timings.png",
+    ]
+    for name in figures:
+        assert f"figures/{name}" in report
+        image = imread(mcmc_study / "figures" / name)
+        assert min(image.shape[:2]) > 300
+        assert image[..., :3].std() > 0.05  # not blank
+    # the summary's numbers are the table's: EP's mean log predictive over the two splits
+    table = pd.read_csv(mcmc_study / "results.csv")
+    ep = table[(table.engine == "ep") & (table.metric == "mean_log_predictive")]["value"]
+    assert f"{ep.mean():.3f}" in report
+    # `report` rewrites it from the records alone
+    (mcmc_study / "report.md").unlink()
+    assert main(["report", str(mcmc_study)]) == 0
+    assert (mcmc_study / "report.md").read_text().count("## ") == report.count("## ")
+
+
+def test_summarize_interval() -> None:
+    table = pd.DataFrame(
+        {"dataset": "d", "engine": "e", "metric": "m", "value": [1.0, 2.0, 3.0, 4.0]}
+    )
+    row = summarize(table).iloc[0]
+    # mean 2.5, sd sqrt(5/3), t_{0.975,3} = 3.182446305
+    half = 3.182446305284263 * np.sqrt(5 / 3) / 2
+    assert (row["mean"], row["n_splits"]) == (2.5, 4)
+    assert row["low"] == pytest.approx(2.5 - half, rel=1e-9)
+    assert row["high"] == pytest.approx(2.5 + half, rel=1e-9)
+
+
+def test_list_command(tmp_path: Path, capsys) -> None:
+    write_study(tmp_path)
+    (tmp_path / "broken.toml").write_text("datasets = 3\n")
+    assert main(["list", "studies", "--studies-dir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "fast" in out and "4 jobs" in out
+    assert "broken" in out and "datasets: must be a non-empty list" in out
+    assert main(["list", "engines"]) == 0
+    out = capsys.readouterr().out
+    assert all(name in out for name in ("laplace", "ep", "mcmc"))
