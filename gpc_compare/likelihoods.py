@@ -20,6 +20,7 @@ p is 1e-300. Probabilities are never clipped.
 
 from __future__ import annotations
 
+import functools
 from abc import ABC, abstractmethod
 
 import numpy as np
@@ -41,6 +42,9 @@ SOFTMAX_MC_SAMPLES = 2000
 _QUAD_SPAN = 9.0
 _QUAD_HALF = 18
 _QUAD_MAX_NODES = 2**20
+# By default three classes use the quadrature where the largest sd of the latent
+# differences is at most this (a grid of at most 145^2 nodes), Monte Carlo elsewhere.
+_AUTO_QUADRATURE_SD = 4.0
 # Elements per block of work in the softmax integrals (bounds their memory).
 _CHUNK_ELEMENTS = 2_000_000
 
@@ -281,16 +285,17 @@ class Softmax:
     p(y* = c | data) = int softmax_c(f*) N(f* | mu, Sigma) df* (R&W eq. 3.46 and Alg. 3.4)
     has no closed form. It is computed one of two ways (``integration``):
 
-    ``"quadrature"`` (the default for C <= 3)
+    ``"quadrature"`` (the default for two classes, and for three where s <= 4)
         The softmax depends on f only through the C - 1 differences g_c = f_c - f_C, so
         the integral is over a (C - 1)-dimensional Gaussian (one dimension for two
         classes, two for three). With g = mu_g + A z, A A^T = Cov(g) (eigen-decomposition,
         so a singular covariance is fine), a tensor-product trapezoid rule in z covers
         |z_k| <= 9 with step h = 0.5 / max(1, s), s the largest standard deviation of
         g: the Gaussian mass left out is below 1e-18 and the trapezoid rule converges
-        geometrically for this analytic integrand, to about 1e-12 (measured against a
-        rule four times finer; see tests/test_softmax.py) for s up to 16 per dimension
-        (up to 32 for C = 2); beyond that the node count is capped and the step widens.
+        geometrically for this analytic integrand: the log probabilities agree with a rule
+        four times finer to 2e-15 for s from 0.1 to 8 (C = 3), and with the binary
+        logistic quadrature to 3e-15 for C = 2 (tests/test_softmax.py); the node count is
+        capped at 2^20 per point (for C = 3, s above 16), beyond which the step widens.
         Sums are taken in log space, so log p stays accurate where p is tiny.
     ``"mc"``
         R&W Alg. 3.4: ``n_samples`` draws f* ~ N(mu, Sigma) (seeded by ``random_seed``,
@@ -298,7 +303,7 @@ class Softmax:
         The standard error of each probability is sd(softmax_c(f*)) / sqrt(n_samples),
         at most 0.5 / sqrt(n_samples) (0.011 at the default 2000); ``return_se=True``
         gives the estimate. The default for C >= 4, where a tensor grid grows as
-        nodes^(C - 1).
+        nodes^(C - 1), and for three classes where s > 4, where it grows as s^2.
 
     Both give rows that sum to one (to rounding): the softmax sums to one at every node
     or sample.
@@ -340,15 +345,19 @@ class Softmax:
         cov : array_like, shape (..., C, C)
             Broadcast against ``mean``; symmetric positive semi-definite.
         integration : {"quadrature", "mc"}, optional
-            See the class notes; default "quadrature" for C <= 3, else "mc".
+            See the class notes. By default: quadrature for two classes; for three,
+            quadrature at the points where the largest standard deviation of the latent
+            differences is at most 4 (a grid of at most 145^2 nodes) and Monte Carlo at
+            the others (far from the data under a large signal variance); Monte Carlo
+            for four or more.
         n_samples : int
             Monte Carlo sample size ("mc" only).
         random_seed : int or Generator, optional
             Seeds the Monte Carlo draws ("mc" only); the default 0 makes predictions
             repeatable.
         return_se : bool
-            Also return the standard error of each probability (zeros for quadrature,
-            whose error is below 1e-10).
+            Also return the standard error of each probability (zero where the
+            quadrature was used: its error is below 1e-12).
 
         Returns
         -------
@@ -367,17 +376,22 @@ class Softmax:
         cov = np.broadcast_to(cov, (*shape, C, C)).reshape(-1, C, C)
         if not (np.all(np.isfinite(mean)) and np.all(np.isfinite(cov))):
             raise ValueError("the latent mean and covariance must be finite")
-        if integration is None:
-            integration = "quadrature" if C <= 3 else "mc"
-        if integration == "quadrature":
-            out, se = _softmax_quadrature(mean, cov), np.zeros(mean.shape)
-        elif integration == "mc":
-            n_samples = int(n_samples)
-            if n_samples < 1:
-                raise ValueError(f"n_samples must be a positive integer, got {n_samples}")
-            out, se = _softmax_mc(mean, cov, n_samples, np.random.default_rng(random_seed))
-        else:
+        if integration not in (None, "quadrature", "mc"):
             raise ValueError(f"integration must be 'quadrature' or 'mc', got {integration!r}")
+        n_samples = int(n_samples)
+        if n_samples < 1:
+            raise ValueError(f"n_samples must be a positive integer, got {n_samples}")
+        mu_g, A, sd = _difference_factor(mean, cov)
+        if integration is None:  # quadrature where its grid is small, else Monte Carlo
+            quad = sd <= _AUTO_QUADRATURE_SD if C == 3 else np.full(sd.shape, C == 2)
+        else:
+            quad = np.full(sd.shape, integration == "quadrature")
+        out, se = np.empty(mean.shape), np.zeros(mean.shape)
+        if quad.any():
+            out[quad] = _softmax_quadrature(mu_g[quad], A[quad], sd[quad])
+        if not quad.all():
+            rng = np.random.default_rng(random_seed)
+            out[~quad], se[~quad] = _softmax_mc(mu_g[~quad], A[~quad], n_samples, rng)
         out, se = out.reshape(*shape, C), se.reshape(*shape, C)
         return (out, se) if return_se else out
 
@@ -407,16 +421,34 @@ def _difference_factor(mean: np.ndarray, cov: np.ndarray):
     return mu_g, U * np.sqrt(lam)[:, None, :], np.sqrt(lam.max(axis=1))
 
 
-def _log_softmax_of_differences(G: np.ndarray) -> np.ndarray:
-    """log softmax of (g_1, ..., g_{C-1}, 0) along the last axis."""
-    G0 = np.concatenate([G, np.zeros((*G.shape[:-1], 1))], axis=-1)
-    return G0 - logsumexp(G0, axis=-1, keepdims=True)
+def _lse(x: np.ndarray, axis: int) -> np.ndarray:
+    """log sum exp along ``axis`` for finite x (a lean scipy.special.logsumexp)."""
+    mx = x.max(axis=axis, keepdims=True)
+    return np.squeeze(mx, axis=axis) + np.log(np.sum(np.exp(x - mx), axis=axis))
 
 
-def _softmax_quadrature(mean: np.ndarray, cov: np.ndarray) -> np.ndarray:
-    N, C = mean.shape
-    d = C - 1
-    mu_g, A, s = _difference_factor(mean, cov)
+def _log_softmax_nodes(mu_g: np.ndarray, A: np.ndarray, Z: np.ndarray) -> list[np.ndarray]:
+    """log softmax_c of (g_1, ..., g_{C-1}, 0) at g = mu_g + A z for every point and node.
+
+    mu_g (N, d), A (N, d, d), Z (d, N or 1, P): returns C arrays (N, P), one per class.
+    Written as loops over the d = C - 1 dimensions so that every array operation runs
+    over the long (points x nodes) axes.
+    """
+    d = mu_g.shape[1]
+    G = [
+        mu_g[:, k, None] + sum(A[:, k, l, None] * Z[l] for l in range(d)) for k in range(d)
+    ]
+    mx = np.maximum(functools.reduce(np.maximum, G), 0.0)
+    total = np.exp(-mx)
+    for g in G:
+        total += np.exp(g - mx)
+    lse = mx + np.log(total)
+    return [g - lse for g in G] + [-lse]
+
+
+def _softmax_quadrature(mu_g: np.ndarray, A: np.ndarray, s: np.ndarray) -> np.ndarray:
+    N, d = mu_g.shape
+    C = d + 1
     out = np.empty((N, C))
     # half-width in nodes: _QUAD_HALF * 2^j with 2^j >= s, so that the step in g stays
     # below _QUAD_STEP; capped so that the tensor grid has at most _QUAD_MAX_NODES nodes
@@ -426,32 +458,32 @@ def _softmax_quadrature(mean: np.ndarray, cov: np.ndarray) -> np.ndarray:
     for K in np.unique(half):
         h = _QUAD_SPAN / K
         z1 = h * np.arange(-K, K + 1)
-        Z = np.stack(np.meshgrid(*([z1] * d), indexing="ij"), axis=-1).reshape(-1, d)
-        log_w = -0.5 * np.sum(Z**2, axis=1)
+        Z = np.stack(np.meshgrid(*([z1] * d), indexing="ij")).reshape(d, 1, -1)
+        log_w = -0.5 * np.sum(Z[:, 0, :] ** 2, axis=0)
         log_w -= logsumexp(log_w)  # the trapezoid weights of N(0, I), normalised
         idx = np.flatnonzero(half == K)
-        chunk = max(1, _CHUNK_ELEMENTS // (Z.shape[0] * C))
+        chunk = max(1, _CHUNK_ELEMENTS // (Z.shape[2] * C))
         for start in range(0, idx.size, chunk):
             j = idx[start : start + chunk]
-            G = mu_g[j, None, :] + np.einsum("pk,nlk->npl", Z, A[j])
-            out[j] = logsumexp(_log_softmax_of_differences(G) + log_w[None, :, None], axis=1)
+            for c, lp in enumerate(_log_softmax_nodes(mu_g[j], A[j], Z)):
+                out[j, c] = _lse(lp + log_w, axis=1)
     return out
 
 
 def _softmax_mc(
-    mean: np.ndarray, cov: np.ndarray, n_samples: int, rng: np.random.Generator
+    mu_g: np.ndarray, A: np.ndarray, n_samples: int, rng: np.random.Generator
 ) -> tuple[np.ndarray, np.ndarray]:
-    N, C = mean.shape
-    mu_g, A, _ = _difference_factor(mean, cov)
+    N, d = mu_g.shape
+    C = d + 1
     out, se = np.empty((N, C)), np.empty((N, C))
     chunk = max(1, _CHUNK_ELEMENTS // (n_samples * C))
     for start in range(0, N, chunk):
         j = np.arange(start, min(N, start + chunk))
-        z = rng.standard_normal((j.size, n_samples, C - 1))
-        G = mu_g[j, None, :] + np.einsum("nsk,nlk->nsl", z, A[j])
-        lp = _log_softmax_of_differences(G)
-        out[j] = logsumexp(lp, axis=1) - np.log(n_samples)
-        se[j] = np.exp(lp).std(axis=1, ddof=1) / np.sqrt(n_samples) if n_samples > 1 else np.inf
+        z = rng.standard_normal((C - 1, j.size, n_samples))
+        for c, lp in enumerate(_log_softmax_nodes(mu_g[j], A[j], z)):
+            out[j, c] = _lse(lp, axis=1) - np.log(n_samples)
+            sd = np.exp(lp).std(axis=1, ddof=1) if n_samples > 1 else np.inf
+            se[j, c] = sd / np.sqrt(n_samples)
     return out, se
 
 

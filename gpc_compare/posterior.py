@@ -332,7 +332,9 @@ class MulticlassPosterior(Posterior):
         self.classes_ = np.arange(self.n_classes)
 
     @abstractmethod
-    def _integration_moments(self, Xs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _integration_moments(
+        self, Xs: np.ndarray, integration: str | None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Means (S, m, C) and covariances (S or 1, m, C, C) of f*: p(y* | data) is the
         average over S of int softmax(f*) N(f* | mean_s, cov_s) df*."""
 
@@ -360,7 +362,7 @@ class MulticlassPosterior(Posterior):
             Seeds the Monte Carlo draws; the default 0 makes predictions repeatable.
         """
         Xs = self._check_Xs(Xs)
-        means, covs = self._integration_moments(Xs)
+        means, covs = self._integration_moments(Xs, integration)
         S = means.shape[0]
         lp = self.likelihood.log_predictive_all(
             means,

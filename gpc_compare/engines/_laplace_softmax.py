@@ -188,7 +188,9 @@ class SoftmaxLaplacePosterior(MulticlassPosterior):
         cov[:, idx, idx] += self.kernel.diag(Xs)[:, None] - np.einsum("jm,cjm->mc", Ks, EKs)
         return mean, cov
 
-    def _integration_moments(self, Xs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _integration_moments(
+        self, Xs: np.ndarray, integration: str | None
+    ) -> tuple[np.ndarray, np.ndarray]:
         mean, cov = self._predict_latent(Xs)
         return mean[None], cov[None]
 
