@@ -299,7 +299,9 @@ class Softmax:
         Sums are taken in log space, so log p stays accurate where p is tiny.
     ``"mc"``
         R&W Alg. 3.4: ``n_samples`` draws f* ~ N(mu, Sigma) (seeded by ``random_seed``,
-        so repeatable), averaging softmax(f*) (log-mean-exp of log softmax in log space).
+        so repeatable; the same standard normal draws serve every point, so a point's
+        estimate does not depend on the others in the batch and probability maps are
+        smooth), averaging softmax(f*) (log-mean-exp of log softmax in log space).
         The standard error of each probability is sd(softmax_c(f*)) / sqrt(n_samples),
         at most 0.5 / sqrt(n_samples) (0.011 at the default 2000); ``return_se=True``
         gives the estimate. The default for C >= 4, where a tensor grid grows as
@@ -476,10 +478,12 @@ def _softmax_mc(
     N, d = mu_g.shape
     C = d + 1
     out, se = np.empty((N, C)), np.empty((N, C))
+    # the same standard normal draws for every point (common random numbers): each
+    # point's estimate depends on its own moments and the seed only, not on the batch
+    z = rng.standard_normal((C - 1, 1, n_samples))
     chunk = max(1, _CHUNK_ELEMENTS // (n_samples * C))
     for start in range(0, N, chunk):
         j = np.arange(start, min(N, start + chunk))
-        z = rng.standard_normal((C - 1, j.size, n_samples))
         for c, lp in enumerate(_log_softmax_nodes(mu_g[j], A[j], z)):
             out[j, c] = _lse(lp, axis=1) - np.log(n_samples)
             sd = np.exp(lp).std(axis=1, ddof=1) if n_samples > 1 else np.inf
