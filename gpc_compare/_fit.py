@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validation import check_count, check_Xy
+from ._validation import check_class_labels, check_count, check_X, check_Xy
 from .engines import get_engine
 from .hyperparameters import maximize
 from .kernels import Kernel, SquaredExponential
-from .likelihoods import Likelihood, get_likelihood
+from .likelihoods import Likelihood, Softmax, get_likelihood
 from .posterior import Posterior
 
 __all__ = ["fit"]
@@ -19,7 +19,7 @@ def fit(
     y: np.ndarray,
     method: str = "laplace",
     kernel: Kernel | None = None,
-    likelihood: str | Likelihood = "probit",
+    likelihood: str | Likelihood | Softmax = "probit",
     mean: float | None = None,
     optimize: bool = False,
     *,
@@ -29,22 +29,29 @@ def fit(
     objective: str = "evidence",
     **options,
 ) -> Posterior:
-    """Approximate the posterior of a binary GP classifier.
+    """Approximate the posterior of a GP classifier (binary, or C classes with softmax).
 
     Parameters
     ----------
     X : array_like, shape (n, d)
         Training inputs (finite; a 1-D array is refused: reshape it to one column).
     y : array_like, shape (n,)
-        Labels in {0, 1}, {-1, +1} or booleans, both classes present.
+        Binary likelihoods: labels in {0, 1}, {-1, +1} or booleans, both classes present.
+        Softmax: any C >= 2 distinct values; sorted, they become ``posterior.classes_``.
     method : {"laplace", "ep", "mcmc"}
-        The engine (see :mod:`gpc_compare.engines`).
+        The engine (see :mod:`gpc_compare.engines`). With ``likelihood="softmax"``:
+        "laplace" (R&W Alg. 3.3) or "mcmc" (C latent GPs sampled with PyMC); EP is
+        binary only.
     kernel : Kernel, optional
         Covariance function; ``SquaredExponential(lengthscale=1, variance=1)`` by default.
-    likelihood : {"probit", "logistic"} or Likelihood
+        With softmax, the C latent functions share it (and its hyperparameters).
+    likelihood : {"probit", "logistic", "softmax"} or Likelihood
+        "softmax" gives a :class:`~gpc_compare.posterior.MulticlassPosterior` with one
+        latent GP per class (Williams and Barber 1998; R&W section 3.5).
     mean : float or None
         Constant prior mean. A number makes it a hyperparameter (named ``"mean"``, last in
         ``hyperparameter_names``, fitted when ``optimize``); None is a fixed zero mean.
+        Softmax takes None only: a constant shared by the classes cancels in the softmax.
     optimize : bool
         Fit the hyperparameters by maximising this engine's log marginal likelihood
         (L-BFGS-B in log space within the kernel's bounds, with restarts); the outcome is
@@ -66,7 +73,15 @@ def fit(
     Posterior
         See :mod:`gpc_compare.posterior` for the contract.
     """
-    X, y = check_Xy(X, y)
+    lik = get_likelihood(likelihood)
+    classes = None
+    if isinstance(lik, Softmax):
+        X = check_X(X)
+        y, classes = check_class_labels(y)
+        if X.shape[0] != y.shape[0]:
+            raise ValueError(f"X has {X.shape[0]} samples but y has {y.shape[0]} labels")
+    else:
+        X, y = check_Xy(X, y)
     engine = get_engine(method)
     unknown = sorted(set(options) - set(engine.OPTIONS))
     if unknown:
@@ -78,7 +93,18 @@ def fit(
     if not isinstance(kernel, Kernel):
         raise ValueError(f"kernel must be a gpc_compare Kernel, got {type(kernel).__name__}")
     kernel.check_input_dim(X.shape[1])
-    lik = get_likelihood(likelihood)
+    engine_name = engine.__name__.rsplit(".", 1)[-1]
+    if isinstance(lik, Softmax):
+        if engine_name == "ep":
+            raise ValueError(
+                "EP is binary only here: for C classes use method='laplace' or 'mcmc' with "
+                "likelihood='softmax'"
+            )
+        if mean is not None:
+            raise ValueError(
+                "the softmax likelihood takes no prior mean (mean=None): a constant shared by "
+                "the C latent functions cancels in the softmax"
+            )
     if mean is not None:
         if np.ndim(mean) != 0:
             raise ValueError(f"mean must be a single number (a constant prior mean), got {mean!r}")
@@ -95,7 +121,7 @@ def fit(
         raise ValueError(f"objective must be 'evidence' or 'loo', got {objective!r}")
     value_and_gradient = value = None
     if objective == "loo":
-        if engine.__name__.rsplit(".", 1)[-1] != "ep":
+        if engine_name != "ep":
             raise ValueError("objective='loo' needs method='ep' (EP's cavity LOO predictive)")
         if lik.name != "probit":
             raise ValueError("objective='loo' needs the probit likelihood (seed 004)")
@@ -108,13 +134,13 @@ def fit(
         def value(post):
             return post.loo_log_predictive
 
-    if optimize and engine.__name__.rsplit(".", 1)[-1] == "mcmc":
+    if optimize and engine_name == "mcmc":
         raise ValueError(
             "optimize=True needs an evidence gradient, which the MCMC engine does not give: "
             "fit the hyperparameters with method='laplace' or 'ep' and pass the kernel"
         )
     if optimize:
-        return maximize(
+        post = maximize(
             engine,
             X,
             y,
@@ -129,6 +155,10 @@ def fit(
             value=value,
             **options,
         )
-    if "random_seed" in engine.OPTIONS:  # the engine's own randomness, seeded likewise
-        options["random_seed"] = random_seed
-    return engine.infer(X, y, kernel, lik, mean, **options)
+    else:
+        if "random_seed" in engine.OPTIONS:  # the engine's own randomness, seeded likewise
+            options["random_seed"] = random_seed
+        post = engine.infer(X, y, kernel, lik, mean, **options)
+    if classes is not None:
+        post.classes_ = classes
+    return post

@@ -7,6 +7,7 @@ import numpy as np
 __all__ = [
     "check_X",
     "check_Xy",
+    "check_class_labels",
     "check_count",
     "check_kernel_matrix",
     "check_labels",
@@ -77,7 +78,8 @@ def check_labels(y: object, *, name: str = "y", both_classes: bool = True) -> np
         if not (set(classes) <= {0.0, 1.0} or set(classes) <= {-1.0, 1.0}):
             raise ValueError(
                 f"{name} must hold binary labels {{0, 1}}, {{-1, +1}} or booleans; "
-                f"got the values {classes[:10].tolist()}"
+                f"got the values {classes[:10].tolist()} (for more than two classes, "
+                "use likelihood='softmax')"
             )
         values = np.where(values == 1.0, 1.0, -1.0)
     if both_classes and np.unique(values).size < 2:
@@ -86,6 +88,65 @@ def check_labels(y: object, *, name: str = "y", both_classes: bool = True) -> np
             "binary classification needs examples of both"
         )
     return values
+
+
+def check_class_labels(
+    y: object, *, name: str = "y", classes: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Labels of C classes, any C distinct values: their indices 0..C-1 and the classes.
+
+    Without ``classes`` (a training set) the classes are the sorted distinct values and
+    there must be at least two. With ``classes`` (a test set) every label must be one of
+    them.
+
+    Returns
+    -------
+    codes : ndarray of int, shape (n,)
+        ``classes[codes] == y``.
+    classes : ndarray, shape (C,)
+    """
+    if y is None:
+        raise ValueError(f"{name} is None; expected a 1-D array of class labels")
+    arr = np.asarray(y)
+    if arr.ndim == 2 and arr.shape[1] == 1:
+        arr = arr[:, 0]
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be a 1-D array of labels, got shape {arr.shape}")
+    if arr.size == 0:
+        raise ValueError(f"{name} is empty")
+    if arr.dtype.kind in "fc" and not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} contains NaN or infinity")
+    if arr.dtype.kind == "O" and any(
+        isinstance(v, float | np.floating) and not np.isfinite(v) for v in arr
+    ):
+        raise ValueError(f"{name} contains NaN or infinity")
+    try:
+        found, codes = np.unique(arr, return_inverse=True)
+    except TypeError:
+        raise ValueError(
+            f"{name} mixes label types that cannot be ordered "
+            f"({sorted({type(v).__name__ for v in arr})})"
+        ) from None
+    if classes is None:
+        if found.size < 2:
+            raise ValueError(
+                f"{name} contains a single class ({found[0]!r}); classification needs "
+                "examples of at least two"
+            )
+        return codes.astype(int), found
+    classes = np.asarray(classes)
+    try:
+        pos = np.searchsorted(classes, found)
+        pos = np.minimum(pos, classes.size - 1)
+        known = classes[pos] == found
+    except TypeError:
+        known = np.zeros(found.size, dtype=bool)
+    if not np.all(known):
+        raise ValueError(
+            f"{name} holds labels the model was not fit on: {found[~known][:5].tolist()} "
+            f"(its classes are {classes[:10].tolist()})"
+        )
+    return pos[codes].astype(int), classes
 
 
 def check_Xy(X: object, y: object) -> tuple[np.ndarray, np.ndarray]:

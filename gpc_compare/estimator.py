@@ -1,4 +1,4 @@
-"""``GPClassifier``: the engines as a scikit-learn estimator (binary classification)."""
+"""``GPClassifier``: the engines as a scikit-learn estimator (binary, or C classes with softmax)."""
 
 from __future__ import annotations
 
@@ -9,13 +9,19 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._fit import fit as _fit
 from .kernels import Kernel, SquaredExponential
-from .likelihoods import Likelihood
+from .likelihoods import Likelihood, Softmax, get_likelihood
 
 __all__ = ["GPClassifier"]
 
 
 class GPClassifier(ClassifierMixin, BaseEstimator):
-    """Binary Gaussian-process classification with any gpc_compare engine.
+    """Gaussian-process classification with any gpc_compare engine.
+
+    Binary with the probit or logistic likelihood; C >= 2 classes with
+    ``likelihood="softmax"`` (one latent GP per class sharing the kernel, R&W section 3.5;
+    methods "laplace" and "mcmc"). scikit-learn's GaussianProcessClassifier handles
+    several classes one-vs-rest; here more than two classes need the softmax, and a
+    binary likelihood refuses them.
 
     Parameters
     ----------
@@ -24,13 +30,14 @@ class GPClassifier(ClassifierMixin, BaseEstimator):
     kernel : Kernel, optional
         Covariance function; its values are the optimiser's first start.
         Default ``SquaredExponential(1.0, 1.0)``.
-    likelihood : {"probit", "logistic"} or Likelihood
+    likelihood : {"probit", "logistic", "softmax"} or Likelihood
     mean : float or None
         Constant prior mean (a hyperparameter when a number), as in :func:`gpc_compare.fit`.
     optimizer : {"fmin_l_bfgs_b"} or None
         Fit the hyperparameters by maximising the engine's evidence (L-BFGS-B with
         restarts), or keep the kernel's. The MCMC engine has no evidence gradient: with it,
-        the hyperparameters are fitted by EP's evidence and then held fixed for sampling.
+        the hyperparameters are fitted by EP's evidence (Laplace's with softmax) and then
+        held fixed for sampling.
     n_restarts_optimizer : int
         Extra optimiser starts, drawn uniformly in log space within the kernel's bounds.
     random_state : int, optional
@@ -41,8 +48,9 @@ class GPClassifier(ClassifierMixin, BaseEstimator):
 
     Attributes
     ----------
-    classes_ : ndarray of shape (2,)
-        The two labels; the second is the positive class (y = +1 inside).
+    classes_ : ndarray of shape (C,)
+        The labels, sorted; for a binary likelihood the second is the positive class
+        (y = +1 inside).
     posterior_ : Posterior
         The fitted posterior (see :mod:`gpc_compare.posterior`).
     n_features_in_ : int
@@ -73,15 +81,18 @@ class GPClassifier(ClassifierMixin, BaseEstimator):
         X, y = validate_data(self, X, y, dtype=np.float64)
         check_classification_targets(y)
         self.classes_ = np.unique(y)
-        if self.classes_.size != 2:
+        softmax = self._softmax()
+        if self.classes_.size < 2 or (self.classes_.size > 2 and not softmax):
             raise ValueError(
-                "Only binary classification is supported: y has "
-                f"{self.classes_.size} class{'es' if self.classes_.size != 1 else ''} "
+                "Only binary classification is supported with the probit and logistic "
+                f"likelihoods: y has {self.classes_.size} "
+                f"class{'es' if self.classes_.size != 1 else ''} "
                 f"({self.classes_.tolist()[:10]})"
+                + ("; for more than two use likelihood='softmax'" if self.classes_.size > 2 else "")
             )
         if self.optimizer not in ("fmin_l_bfgs_b", None):
             raise ValueError(f"optimizer must be 'fmin_l_bfgs_b' or None, got {self.optimizer!r}")
-        t = np.where(y == self.classes_[1], 1.0, -1.0)
+        t = y if softmax else np.where(y == self.classes_[1], 1.0, -1.0)
         kernel = SquaredExponential(1.0, 1.0) if self.kernel is None else self.kernel
         options = dict(self.engine_options or {})
         common = {
@@ -92,7 +103,7 @@ class GPClassifier(ClassifierMixin, BaseEstimator):
         optimize = self.optimizer is not None
         if optimize and self.method == "mcmc":
             # MCMC gives no evidence gradient: fit the hyperparameters by EP, then sample
-            ep = _fit(X, t, "ep", kernel, optimize=True,
+            ep = _fit(X, t, "laplace" if softmax else "ep", kernel, optimize=True,
                       n_restarts=self.n_restarts_optimizer, **common)  # fmt: skip
             kernel, common["mean"], optimize = ep.kernel, ep.mean, False
         self.posterior_ = _fit(
@@ -102,28 +113,41 @@ class GPClassifier(ClassifierMixin, BaseEstimator):
         self.kernel_ = self.posterior_.kernel
         return self
 
+    def _softmax(self) -> bool:
+        return isinstance(get_likelihood(self.likelihood), Softmax)
+
     def predict_proba(self, X) -> np.ndarray:
-        """Class probabilities, shape (n, 2), columns in the order of ``classes_``."""
+        """Class probabilities, shape (n, C), columns in the order of ``classes_``."""
         check_is_fitted(self)
         X = validate_data(self, X, dtype=np.float64, reset=False)
+        if self._softmax():
+            return self.posterior_.predict_proba(X)
         p1 = self.posterior_.predict_proba(X)
         return np.column_stack([1.0 - p1, p1])
 
     def predict_log_proba(self, X) -> np.ndarray:
-        """log class probabilities, shape (n, 2), computed in log space (never log(0))."""
+        """log class probabilities, shape (n, C), computed in log space (never log(0))."""
         check_is_fitted(self)
         X = validate_data(self, X, dtype=np.float64, reset=False)
+        if self._softmax():
+            return self.posterior_.predict_log_proba(X)
         ones = np.ones(X.shape[0])
         return np.column_stack(
             [self.posterior_.log_predictive(X, -ones), self.posterior_.log_predictive(X, ones)]
         )
 
     def predict(self, X) -> np.ndarray:
-        """The more probable class of each input."""
+        """The most probable class of each input."""
+        if self._softmax():
+            best = np.argmax(self.predict_log_proba(X), axis=1)
+            return self.classes_[best]
         p1 = self.predict_proba(X)[:, 1]
         return self.classes_[(p1 > 0.5).astype(int)]
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.classifier_tags.multi_class = False
+        try:
+            tags.classifier_tags.multi_class = self._softmax()
+        except ValueError:  # an unknown likelihood: fit will say so
+            tags.classifier_tags.multi_class = False
         return tags

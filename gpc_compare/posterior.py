@@ -27,6 +27,16 @@ Every engine (``gc.fit(X, y, method=...)``) returns a :class:`Posterior`:
     The :class:`~gpc_compare.hyperparameters.OptimizationResult` when the
     hyperparameters were fitted, else ``None``.
 
+Several classes
+---------------
+With the softmax likelihood (C >= 2 classes, one latent GP per class, R&W section 3.5) an
+engine returns a :class:`MulticlassPosterior`: the same contract, with C columns.
+``classes_`` holds the labels (sorted) and ``n_classes`` their number; ``latent_mean`` and
+``latent_var`` have shape (n, C); ``predict_latent(Xs)`` gives means (m, C) and, per
+point, the C x C covariance of f* (m, C, C); ``predict_proba(Xs)`` and
+``predict_log_proba(Xs)`` give (m, C), columns in the order of ``classes_``, rows summing
+to one; ``log_predictive(Xs, ys)`` takes labels from ``classes_``.
+
 The Gaussian form
 -----------------
 Laplace and EP both approximate p(f | X, y) by N(f | m + K alpha, (K^-1 + W)^-1), held
@@ -43,10 +53,11 @@ from functools import cached_property
 from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
+from scipy.special import logsumexp
 
-from ._validation import check_labels, check_X
+from ._validation import check_class_labels, check_labels, check_X
 from .kernels import Kernel
-from .likelihoods import Likelihood
+from .likelihoods import SOFTMAX_MC_SAMPLES, Likelihood, Softmax
 from .numerics import JITTER, cholesky, solve_lower
 
 if TYPE_CHECKING:
@@ -54,7 +65,7 @@ if TYPE_CHECKING:
 
     from .hyperparameters import OptimizationResult
 
-__all__ = ["Convergence", "GaussianPosterior", "Posterior"]
+__all__ = ["Convergence", "GaussianPosterior", "MulticlassPosterior", "Posterior"]
 
 
 class Convergence(NamedTuple):
@@ -289,3 +300,96 @@ class GaussianPosterior(Posterior):
                 "log_marginal_likelihood": self.log_marginal_likelihood,
             },
         )
+
+
+class MulticlassPosterior(Posterior):
+    """A posterior over C latent functions with the softmax likelihood: the contract for
+    several classes (see the module notes).
+
+    Subclasses provide :meth:`_integration_moments`, the Gaussian(s) of f* that the
+    softmax is integrated against: one (Laplace) or one per posterior draw (MCMC), whose
+    predictive probabilities are averaged.
+
+    Attributes
+    ----------
+    classes_ : ndarray, shape (C,)
+        The labels, sorted; ``y`` holds their indices.
+    n_classes : int
+    """
+
+    def __init__(
+        self,
+        X: np.ndarray,
+        y: np.ndarray,
+        kernel: Kernel,
+        likelihood: Softmax,
+        mean: None = None,
+        *,
+        n_classes: int,
+    ) -> None:
+        super().__init__(X, y, kernel, likelihood, mean)
+        self.n_classes = int(n_classes)
+        self.classes_ = np.arange(self.n_classes)
+
+    @abstractmethod
+    def _integration_moments(
+        self, Xs: np.ndarray, integration: str | None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Means (S, m, C) and covariances (S or 1, m, C, C) of f*: p(y* | data) is the
+        average over S of int softmax(f*) N(f* | mean_s, cov_s) df*."""
+
+    def predict_log_proba(
+        self,
+        Xs: np.ndarray,
+        *,
+        integration: str | None = None,
+        n_samples: int = SOFTMAX_MC_SAMPLES,
+        random_seed: int | np.random.Generator | None = 0,
+    ) -> np.ndarray:
+        """log p(y* = c | x*, data), shape (m, C), columns in the order of ``classes_``.
+
+        Parameters
+        ----------
+        Xs : array_like, shape (m, d)
+        integration : {"quadrature", "mc"}, optional
+            How the softmax is integrated against the Gaussian f* (see
+            :class:`~gpc_compare.likelihoods.Softmax`): by default quadrature for C <= 3
+            (error about 1e-12) and Monte Carlo with ``n_samples`` draws otherwise
+            (standard error at most 0.5 / sqrt(n_samples)).
+        n_samples : int
+            Monte Carlo draws in all (split evenly over the posterior draws for MCMC).
+        random_seed : int or Generator, optional
+            Seeds the Monte Carlo draws; the default 0 makes predictions repeatable.
+        """
+        Xs = self._check_Xs(Xs)
+        means, covs = self._integration_moments(Xs, integration)
+        S = means.shape[0]
+        lp = self.likelihood.log_predictive_all(
+            means,
+            covs,
+            integration=integration,
+            n_samples=max(1, -(-int(n_samples) // S)),
+            random_seed=random_seed,
+        )
+        return logsumexp(lp, axis=0) - np.log(S)
+
+    def predict_proba(self, Xs: np.ndarray, **kwargs) -> np.ndarray:
+        """p(y* = c | x*, data), shape (m, C), rows summing to one (options as for
+        :meth:`predict_log_proba`)."""
+        return np.exp(self.predict_log_proba(Xs, **kwargs))
+
+    def log_predictive(self, Xs: np.ndarray, ys: np.ndarray, **kwargs) -> np.ndarray:
+        """log p(y* | x*, data) of the observed labels ``ys`` (values from ``classes_``)."""
+        Xs = self._check_Xs(Xs)
+        codes, _ = check_class_labels(ys, name="ys", classes=self.classes_)
+        if codes.shape[0] != Xs.shape[0]:
+            raise ValueError(f"Xs has {Xs.shape[0]} samples but ys has {codes.shape[0]} labels")
+        lp = self.predict_log_proba(Xs, **kwargs)
+        return lp[np.arange(codes.size), codes]
+
+    def predict(self, Xs: np.ndarray, **kwargs) -> np.ndarray:
+        """The most probable class of each input (a label from ``classes_``)."""
+        return self.classes_[np.argmax(self.predict_log_proba(Xs, **kwargs), axis=1)]
+
+    def __repr__(self) -> str:
+        return super().__repr__()[:-1] + f" n_classes={self.n_classes}>"

@@ -17,11 +17,21 @@ from gpc_compare.kernels import SquaredExponential
 
 from .helpers import toy_data
 
+# check_classifiers_train fits three large problems with hyperparameter optimisation
+# (about 12 s each for the softmax on two busy cores); the binary default runs it, and
+# tests/test_softmax.py checks multi-class training on its own problems
+_SLOW_FOR_SOFTMAX = {"check_classifiers_train"}
+
 
 def _checks():
     for estimator, check in estimator_checks_generator(gc.GPClassifier(), mark="skip"):
         name = getattr(check, "func", check).__name__
         yield pytest.param(estimator, check, id=name)
+    softmax = gc.GPClassifier(likelihood="softmax")
+    for estimator, check in estimator_checks_generator(softmax, mark="skip"):
+        name = getattr(check, "func", check).__name__
+        if name not in _SLOW_FOR_SOFTMAX:
+            yield pytest.param(estimator, check, id=f"softmax-{name}")
 
 
 @pytest.mark.parametrize(("estimator", "check"), list(_checks()))

@@ -27,11 +27,12 @@ import numpy as np
 
 from .._validation import check_count, check_kernel_matrix, check_positive
 from ..kernels import Kernel
-from ..likelihoods import Likelihood
+from ..likelihoods import Likelihood, Softmax
 from ..numerics import cho_solve, chol_B
 from ..posterior import Convergence, GaussianPosterior
+from ._laplace_softmax import SoftmaxLaplacePosterior, infer_softmax
 
-__all__ = ["LaplacePosterior", "infer"]
+__all__ = ["LaplacePosterior", "SoftmaxLaplacePosterior", "infer"]
 
 #: Options ``gc.fit(method="laplace", ...)`` accepts, with their defaults.
 OPTIONS = {"tol": 1e-10, "max_iter": 100, "warm_start": None}
@@ -95,14 +96,18 @@ def infer(
     X: np.ndarray,
     y: np.ndarray,
     kernel: Kernel,
-    likelihood: Likelihood,
+    likelihood: Likelihood | Softmax,
     mean: float | None = None,
     *,
     tol: float = OPTIONS["tol"],
     max_iter: int = OPTIONS["max_iter"],
     warm_start: np.ndarray | None = None,
-) -> LaplacePosterior:
+) -> LaplacePosterior | SoftmaxLaplacePosterior:
     """Fit the Laplace approximation at fixed hyperparameters.
+
+    With the softmax likelihood this is the multi-class approximation of R&W Alg. 3.3
+    (see :mod:`gpc_compare.engines._laplace_softmax`): ``y`` holds class indices
+    0..C-1, ``mean`` must be None and ``warm_start`` has shape (n, C).
 
     Parameters
     ----------
@@ -124,8 +129,12 @@ def infer(
 
     Returns
     -------
-    LaplacePosterior
+    LaplacePosterior, or SoftmaxLaplacePosterior for the softmax likelihood
     """
+    if isinstance(likelihood, Softmax):
+        return infer_softmax(
+            X, y, kernel, likelihood, mean, tol=tol, max_iter=max_iter, warm_start=warm_start
+        )
     n = X.shape[0]
     m = 0.0 if mean is None else float(mean)
     tol, max_iter = check_positive(tol, "tol"), check_count(max_iter, "max_iter")

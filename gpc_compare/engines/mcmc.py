@@ -17,6 +17,12 @@ sampling (Neal 2001; Kuss and Rasmussen 2005): independent runs start from the p
 move through the tempered posteriors p(f) p(y | f)^beta, beta = (t / T)^4, with one
 elliptical slice sampling step (Murray, Adams and MacKay 2010) per temperature; the
 estimate is log mean_r w_r with a delta-method standard error across runs.
+
+With the softmax likelihood (C classes) the model has C latent GPs sharing the kernel,
+F = G U or F = L V column by column, and a categorical likelihood with ``logit_p = F``;
+prediction conditions every draw's C functions on the GP (independent given the draw,
+with the same conditional variance) and integrates the softmax against that Gaussian.
+Fixed hyperparameters only: full Bayes and the AIS evidence are binary only.
 """
 
 from __future__ import annotations
@@ -32,11 +38,11 @@ from scipy.special import logsumexp
 
 from .._validation import check_kernel_matrix
 from ..kernels import Kernel
-from ..likelihoods import Likelihood, Logistic, Probit
+from ..likelihoods import Likelihood, Logistic, Probit, Softmax
 from ..numerics import JITTER, cho_solve, cholesky
-from ..posterior import Convergence, Posterior
+from ..posterior import Convergence, MulticlassPosterior, Posterior
 
-__all__ = ["Diagnostics", "SamplePosterior", "ais_log_evidence", "infer"]
+__all__ = ["Diagnostics", "SamplePosterior", "SoftmaxSamplePosterior", "ais_log_evidence", "infer"]
 
 #: Options ``gc.fit(method="mcmc", ...)`` accepts, with their defaults (PyMC's names).
 OPTIONS = {
@@ -415,9 +421,10 @@ def infer(
     progressbar : bool
         Show PyMC's progress bar.
     """
-    if not isinstance(likelihood, Probit | Logistic):
+    if not isinstance(likelihood, Probit | Logistic | Softmax):
         raise ValueError(
-            f"the MCMC engine supports the probit and logistic likelihoods, not {likelihood!r}"
+            "the MCMC engine supports the probit, logistic and softmax likelihoods, "
+            f"not {likelihood!r}"
         )
     sampler = nuts_sampler or _default_sampler()
     if sampler not in ("nutpie", "pymc"):
@@ -433,6 +440,32 @@ def infer(
 
     if target_accept is None:
         target_accept = 0.95 if full_bayes else 0.8
+    if parameterization not in ("laplace", "prior"):
+        raise ValueError(f"parameterization must be 'laplace' or 'prior', got {parameterization!r}")
+    if isinstance(likelihood, Softmax):
+        if full_bayes or evidence:
+            raise ValueError(
+                "with the softmax likelihood the MCMC engine samples f at fixed "
+                "hyperparameters only: full_bayes=True and evidence=True are binary only"
+            )
+        if mean is not None:
+            raise ValueError("the softmax likelihood takes no prior mean (mean=None)")
+        return _infer_softmax(
+            X,
+            y,
+            kernel,
+            likelihood,
+            draws=int(draws),
+            tune=int(tune),
+            chains=int(chains),
+            random_seed=random_seed,
+            target_accept=target_accept,
+            nuts_sampler=sampler,
+            parameterization=parameterization,
+            rhat_max=rhat_max,
+            ess_min=ess_min,
+            progressbar=progressbar,
+        )
     if full_bayes and evidence:
         raise ValueError(
             "evidence=True estimates p(y | X, theta) at fixed hyperparameters; "
@@ -443,8 +476,6 @@ def infer(
     K = check_kernel_matrix(kernel, X)
     L = cholesky(K, jitter=JITTER, what="kernel matrix K")
     names = kernel.hyperparameter_names + ([] if mean is None else ["mean"])
-    if parameterization not in ("laplace", "prior"):
-        raise ValueError(f"parameterization must be 'laplace' or 'prior', got {parameterization!r}")
     with pm.Model(coords={"obs": np.arange(n), "hyperparameter": names}) as model:
         if full_bayes or parameterization == "prior":
             v = pm.Normal("v", 0.0, 1.0, dims="obs")
@@ -559,3 +590,188 @@ def _prior_moments(kernel, mean, names, priors):
             raise ValueError(f"the prior of {name!r} needs a finite mu and sigma > 0")
         mu[names.index(name)], sd[names.index(name)] = mu_i, sd_i
     return mu, sd
+
+
+# ----------------------------------------------------------------------------- softmax
+class SoftmaxSamplePosterior(MulticlassPosterior):
+    """Draws of the C latent functions at the training inputs: the multi-class contract.
+
+    ``f_draws`` has shape (draws * chains, n, C). No evidence and no gradient (see
+    :class:`SamplePosterior`).
+    """
+
+    method = "mcmc"
+
+    def __init__(
+        self,
+        X: np.ndarray,
+        y: np.ndarray,
+        kernel: Kernel,
+        likelihood: Softmax,
+        *,
+        f_draws: np.ndarray,
+        idata,
+        K: np.ndarray,
+        L: np.ndarray,
+        diagnostics: Diagnostics,
+        convergence: Convergence,
+    ) -> None:
+        super().__init__(X, y, kernel, likelihood, None, n_classes=f_draws.shape[2])
+        self.f_draws = f_draws
+        self.idata = idata
+        self.K = K
+        self.L = L
+        self.diagnostics = diagnostics
+        self.convergence = convergence
+
+    @property
+    def log_marginal_likelihood(self) -> float:
+        raise ValueError("the MCMC engine gives no evidence with the softmax likelihood")
+
+    @property
+    def log_marginal_likelihood_gradient(self) -> np.ndarray:
+        raise NotImplementedError("the MCMC engine gives no evidence gradient")
+
+    @cached_property
+    def latent_mean(self) -> np.ndarray:
+        """Posterior mean of f, shape (n, C)."""
+        return self.f_draws.mean(axis=0)
+
+    @cached_property
+    def latent_var(self) -> np.ndarray:
+        """Posterior variance of f, shape (n, C)."""
+        return self.f_draws.var(axis=0)
+
+    def _conditional(self, Xs: np.ndarray, draws: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """f*_c | f_c ~ N(k*^T K^-1 f_c, k** - k*^T K^-1 k*) per draw and class: means
+        (S, m, C) and the shared variance (m,)."""
+        Ks = self.kernel(self.X, Xs)
+        A = cho_solve(self.L, Ks)  # K^-1 K*
+        means = np.einsum("snc,nm->smc", draws, A)
+        var = np.maximum(self.kernel.diag(Xs) - np.einsum("ij,ij->j", Ks, A), 0.0)
+        return means, var
+
+    def _predict_latent(self, Xs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Mean (m, C) and covariance (m, C, C) of f* (law of total covariance)."""
+        means, var = self._conditional(Xs, self.f_draws)
+        mu = means.mean(axis=0)
+        d = means - mu
+        cov = np.einsum("smc,smd->mcd", d, d) / means.shape[0]
+        idx = np.arange(self.n_classes)
+        cov[:, idx, idx] += var[:, None]
+        return mu, cov
+
+    def _integration_moments(
+        self, Xs: np.ndarray, integration: str | None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        draws = self.f_draws
+        if integration != "mc" and (integration == "quadrature" or self.n_classes <= 3):
+            # quadrature per draw: at most _MAX_QUADRATURE_DRAWS evenly spaced draws
+            S = draws.shape[0]
+            if S > _MAX_QUADRATURE_DRAWS:
+                draws = draws[np.linspace(0, S - 1, _MAX_QUADRATURE_DRAWS).round().astype(int)]
+        means, var = self._conditional(Xs, draws)
+        cov = var[:, None, None] * np.eye(self.n_classes)
+        return means, cov[None]
+
+    def to_inference_data(self):
+        """The sampler's InferenceData (f with dims ``obs``, ``class``)."""
+        return self.idata.copy()
+
+
+def _infer_softmax(
+    X,
+    y,
+    kernel,
+    likelihood,
+    *,
+    draws,
+    tune,
+    chains,
+    random_seed,
+    target_accept,
+    nuts_sampler,
+    parameterization,
+    rhat_max,
+    ess_min,
+    progressbar,
+) -> SoftmaxSamplePosterior:
+    """C latent GPs and a categorical likelihood, sampled with NUTS (see :func:`infer`).
+
+    "prior": F = L V, V ~ N(0, I) (n, C). "laplace": per class f_c = G u_c with K ~= G G^T
+    as for the binary model, and u = (u_1, ..., u_C) = a + B z whitened by the multi-class
+    Laplace approximation, B B^T = (I + G_blk^T W G_blk)^-1, whose (c, c') block is
+    G^T (delta_cc' D_c - D_c D_c') G since W = D - Pi Pi^T.
+    """
+    from ._laplace_softmax import check_codes, infer_softmax
+
+    codes, C = check_codes(y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        import pymc as pm
+        import pytensor.tensor as pt
+
+    n = X.shape[0]
+    K = check_kernel_matrix(kernel, X)
+    L = cholesky(K, jitter=JITTER, what="kernel matrix K")
+    with pm.Model(coords={"obs": np.arange(n), "class": np.arange(C)}) as model:
+        if parameterization == "prior":
+            v = pm.Normal("v", 0.0, 1.0, dims=("obs", "class"))
+            F = pm.Deterministic("f", pt.dot(L, v), dims=("obs", "class"))
+        else:
+            G, dropped = _prior_factor(K)
+            r = G.shape[1]
+            lap = infer_softmax(X, codes, kernel, likelihood)
+            pi = lap.pi
+            GD = [G.T * pi[:, c] for c in range(C)]  # G^T D_c
+            P = np.eye(C * r)
+            for c in range(C):
+                for d in range(C):
+                    P[c * r : (c + 1) * r, d * r : (d + 1) * r] += (
+                        (GD[c] @ G if c == d else 0.0) - GD[c] @ (pi[:, d, None] * G)
+                    )
+            LP = cholesky(P, what="matrix I + G^T W G")
+            B = scipy.linalg.solve_triangular(LP.T, np.eye(C * r), lower=False, check_finite=False)
+            a = np.linalg.lstsq(G, lap.f_hat, rcond=None)[0].T.ravel()  # class-major
+            model.add_coord("basis", np.arange(C * r))
+            z = pm.Flat("z", dims="basis")
+            u = a + pt.dot(B, z)
+            pm.Potential("prior", -0.5 * pt.sum(u**2))
+            F = pm.Deterministic("f", pt.dot(G, u.reshape((C, r)).T), dims=("obs", "class"))
+        pm.Categorical("y", logit_p=F, observed=codes, dims="obs")
+    with model, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        idata = pm.sample(
+            draws=draws,
+            tune=tune,
+            chains=chains,
+            random_seed=random_seed,
+            target_accept=target_accept,
+            nuts_sampler=nuts_sampler,
+            progressbar=progressbar,
+            compute_convergence_checks=False,
+        )
+    if parameterization == "laplace":
+        idata.attrs["dropped_prior_variance"] = dropped
+    if "observed_data" not in idata.groups():
+        idata.add_groups(
+            observed_data=xr.Dataset({"y": ("obs", codes)}, coords={"obs": np.arange(n)})
+        )
+    f_draws = idata.posterior["f"].values.reshape(-1, n, C)
+    diagnostics = _diagnose(idata, rhat_max, ess_min, ["f"])
+    if not diagnostics.passed:
+        warnings.warn(f"MCMC diagnostics {diagnostics.message}", RuntimeWarning, stacklevel=3)
+    return SoftmaxSamplePosterior(
+        X,
+        codes,
+        kernel,
+        likelihood,
+        f_draws=f_draws,
+        idata=idata,
+        K=K,
+        L=L,
+        diagnostics=diagnostics,
+        convergence=Convergence(
+            diagnostics.passed, draws + tune, diagnostics.r_hat_max, diagnostics.message
+        ),
+    )
