@@ -62,9 +62,12 @@ def fit(
         Seeds the restarts, and the engine's own randomness (EP's sequential order).
     mean_bounds : (float, float)
         Bounds of the prior mean during optimisation.
-    objective : {"evidence", "loo"}
+    objective : {"evidence", "loo", "loo_fixed_sites"}
         What ``optimize`` maximises: the engine's log marginal likelihood, or (EP only)
-        the leave-one-out predictive log-likelihood with its total gradient (seed 004).
+        the leave-one-out predictive log-likelihood (seed 004), followed with its total
+        gradient (``"loo"``, the sites re-converging) or with seed 004's gradient at fixed
+        sites (``"loo_fixed_sites"``, which is not the objective's gradient: for studying
+        where that leads the optimiser).
     **options
         Engine options, e.g. ``tol``, ``max_iter``, ``warm_start`` for Laplace.
 
@@ -117,19 +120,23 @@ def fit(
     n_restarts = check_count(n_restarts, "n_restarts", minimum=0)
     if np.shape(mean_bounds) != (2,):
         raise ValueError(f"mean_bounds must be a pair (low, high), got {mean_bounds!r}")
-    if objective not in ("evidence", "loo"):
-        raise ValueError(f"objective must be 'evidence' or 'loo', got {objective!r}")
+    if objective not in ("evidence", "loo", "loo_fixed_sites"):
+        raise ValueError(
+            f"objective must be 'evidence', 'loo' or 'loo_fixed_sites', got {objective!r}"
+        )
     value_and_gradient = value = None
-    if objective == "loo":
+    if objective in ("loo", "loo_fixed_sites"):
         if engine_name != "ep":
-            raise ValueError("objective='loo' needs method='ep' (EP's cavity LOO predictive)")
+            raise ValueError(f"objective={objective!r} needs method='ep' (EP's cavity LOO)")
         if lik.name != "probit":
-            raise ValueError("objective='loo' needs the probit likelihood (seed 004)")
+            raise ValueError(f"objective={objective!r} needs the probit likelihood (seed 004)")
         if not optimize:
-            raise ValueError("objective='loo' applies to optimize=True")
+            raise ValueError(f"objective={objective!r} applies to optimize=True")
+
+        total = objective == "loo"  # "loo_fixed_sites": seed 004's gradient, sites held fixed
 
         def value_and_gradient(post):
-            return post.loo_log_predictive, post.loo_log_predictive_gradient(total=True)
+            return post.loo_log_predictive, post.loo_log_predictive_gradient(total=total)
 
         def value(post):
             return post.loo_log_predictive

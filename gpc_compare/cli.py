@@ -56,7 +56,16 @@ def build_parser() -> argparse.ArgumentParser:
             "data set, split, engine and metric) and the report."
         ),
     )
-    run.add_argument("study", metavar="STUDY.toml", help="the study file, e.g. studies/quick.toml")
+    run.add_argument(
+        "studies",
+        nargs="+",
+        metavar="STUDY",
+        help=(
+            "study files, run in order: a TOML study (e.g. studies/quick.toml) or a figure "
+            "study script (studies/NAME.py, whose run(output) writes DIR/NAME); "
+            "`gpc-compare run studies/*` regenerates every result"
+        ),
+    )
     run.add_argument(
         "--output",
         default="results",
@@ -186,11 +195,45 @@ def _positive_int(text: str) -> int:
 
 
 def _run_command(args: argparse.Namespace) -> int:
-    from .study import load_study, run_study
+    from .study import load_study, load_study_script
 
-    config = load_study(args.study)
+    # check every file before running any, so a typo in the last does not waste an hour
+    plans = []
+    for path in args.studies:
+        if str(path).endswith(".py"):
+            plans.append(("script", path, load_study_script(path)))
+        else:
+            plans.append(("toml", path, load_study(path)))
+    codes = []
+    for kind, path, study in plans:
+        if kind == "script":
+            codes.append(_run_script(path, study, args))
+        else:
+            codes.append(_run_toml(path, study, args))
+        if codes[-1] == 130:
+            return 130
+    return max(codes)
+
+
+def _run_script(path: str, module, args: argparse.Namespace) -> int:
+    name = Path(path).stem
+    target = Path(args.output) / name
+    print(f"{PROG} run: study script {path} -> {target}", flush=True)
+    start = time.perf_counter()
+    try:
+        module.run(target)
+    except KeyboardInterrupt:
+        print(f"\n{PROG}: interrupted", file=sys.stderr)
+        return 130
+    print(f"  done in {time.perf_counter() - start:.1f} s; see {target / 'README.md'}")
+    return 0
+
+
+def _run_toml(path: str, config, args: argparse.Namespace) -> int:
+    from .study import run_study
+
     out = sys.stdout
-    print(f"{PROG} run: study {config.name!r} from {args.study}", file=out)
+    print(f"{PROG} run: study {config.name!r} from {path}", file=out)
     where = (
         f"the Dask cluster at {args.scheduler}"
         if args.scheduler
@@ -271,7 +314,9 @@ def _list_command(args: argparse.Namespace) -> int:
         if not studies:
             print("  (none found)")
         for row in studies:
-            print(f"  {row['name']:<16} {row['jobs']:>4} jobs  {row['description'].strip()}")
+            text = " ".join(row["description"].split())
+            text = text if len(text) <= 100 else text[:97] + "..."
+            print(f"  {row['name']:<16} {row['jobs']:>4} jobs  {text}")
     return 0
 
 

@@ -437,9 +437,7 @@ def _log_softmax_nodes(mu_g: np.ndarray, A: np.ndarray, Z: np.ndarray) -> list[n
     over the long (points x nodes) axes.
     """
     d = mu_g.shape[1]
-    G = [
-        mu_g[:, k, None] + sum(A[:, k, l, None] * Z[l] for l in range(d)) for k in range(d)
-    ]
+    G = [mu_g[:, k, None] + sum(A[:, k, l, None] * Z[l] for l in range(d)) for k in range(d)]
     mx = np.maximum(functools.reduce(np.maximum, G), 0.0)
     total = np.exp(-mx)
     for g in G:

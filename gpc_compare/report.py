@@ -54,8 +54,31 @@ ENGINE_STYLE = {
 }
 
 
+_EXTRA_STYLES = [
+    ("tab:purple", "D"),
+    ("tab:red", "v"),
+    ("tab:brown", "P"),
+    ("tab:pink", "X"),
+    ("tab:olive", "<"),
+    ("tab:cyan", ">"),
+]
+_label_styles: dict[str, tuple[str, str, str]] = {}
+
+
+def _set_styles(labels: Sequence[str]) -> None:
+    """Colours and markers for engine labels: the three engines' own, then a palette."""
+    _label_styles.clear()
+    extra = iter(_EXTRA_STYLES)
+    for label in labels:
+        if label in ENGINE_STYLE:
+            _label_styles[label] = ENGINE_STYLE[label]
+        else:
+            colour, marker = next(extra, ("tab:gray", "D"))
+            _label_styles[label] = (colour, marker, label)
+
+
 def _style(engine: str) -> tuple[str, str, str]:
-    return ENGINE_STYLE.get(engine, ("tab:gray", "D", engine))
+    return _label_styles.get(engine) or ENGINE_STYLE.get(engine, ("tab:gray", "D", engine))
 
 
 def _figure(width: float, height: float):
@@ -484,6 +507,7 @@ def write_report(result_dir: str | os.PathLike[str]) -> Path:
     ]
     datasets = [d.label for d in config.datasets]
     engines = list(config.engines)
+    _set_styles(engines)
     summary = summarize(table)
     figures = result_dir / "figures"
     figures.mkdir(exist_ok=True)
@@ -557,7 +581,11 @@ def _markdown(
         + (f", source `{config.source}`" if config.source else "")
         + f", {config.n_restarts} optimiser restarts; study seed {config.seed}",
         "- Engines and options: "
-        + "; ".join(f"{e} {dict(o) or '(defaults)'}" for e, o in config.engines.items()),
+        + "; ".join(
+            f"{e}{'' if config.methods[e] == e else f' (method {config.methods[e]})'} "
+            f"{dict(o) or '(defaults)'}"
+            for e, o in config.engines.items()
+        ),
         f"- Jobs: {len(jobs)} ({n_ok} finished, {len(failed)} failed, {len(not_run)} not run); "
         f"the table is `results.csv` ({len(table)} rows), per-job status in `jobs.csv`",
         "",

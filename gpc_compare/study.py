@@ -69,6 +69,7 @@ __all__ = [
 ]
 
 POLICIES = ("fixed", "optimize", "shared", "full_bayes")
+OBJECTIVES = ("evidence", "loo", "loo_fixed_sites")
 SPLIT_KINDS = ("kfold", "holdout")
 KERNELS = {
     "squared_exponential": "SquaredExponential",
@@ -129,6 +130,7 @@ class StudyConfig:
     description: str
     datasets: tuple[DatasetSpec, ...]
     engines: Mapping[str, Mapping[str, Any]]
+    methods: Mapping[str, str]
     likelihood: str
     kernel: Mapping[str, Any]
     mean: float | None
@@ -228,12 +230,13 @@ def load_study(path: str | os.PathLike[str]) -> StudyConfig:
         raise _fail(p, "mean", f"must be a number, got {mean!r}")
 
     datasets = _parse_datasets(raw.get("datasets"), p)
-    engines = _parse_engines(raw.get("engines"), p)
+    engines, methods = _parse_engines(raw.get("engines"), p)
     kernel = _parse_kernel(raw.get("kernel", {}), p)
-    policy, source, n_restarts = _parse_hyperparameters(raw.get("hyperparameters", {}), engines, p)
+    policy, source, n_restarts = _parse_hyperparameters(raw.get("hyperparameters", {}), methods, p)
     splits = _parse_splits(raw.get("splits", {}), p)
 
-    reference = raw.get("reference", "mcmc" if "mcmc" in engines else None)
+    mcmc_labels = [label for label, m in methods.items() if m == "mcmc"]
+    reference = raw.get("reference", mcmc_labels[0] if mcmc_labels else None)
     if reference is not None and reference not in engines:
         raise _fail(p, "reference", f"{reference!r} is not one of the engines {list(engines)}")
     return StudyConfig(
@@ -241,6 +244,7 @@ def load_study(path: str | os.PathLike[str]) -> StudyConfig:
         description=str(raw.get("description", "")),
         datasets=datasets,
         engines=engines,
+        methods=methods,
         likelihood=str(likelihood),
         kernel=kernel,
         mean=None if mean is None else float(mean),
@@ -287,24 +291,35 @@ def _parse_datasets(value: Any, p: str) -> tuple[DatasetSpec, ...]:
     return tuple(specs)
 
 
-def _parse_engines(value: Any, p: str) -> dict[str, dict[str, Any]]:
+def _parse_engines(value: Any, p: str) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
     if value is None:
         raise _fail(p, "engines", "missing: add a table [engines.NAME] per engine")
     if not isinstance(value, dict) or not value:
         raise _fail(p, "engines", "must hold one table per engine, e.g. [engines.laplace]")
-    engines = {}
-    for name, options in value.items():
-        where = f"engines.{name}"
-        if name not in ENGINES:
-            raise _fail(p, where, f"unknown engine {name!r}; known: {sorted(ENGINES)}")
+    engines, methods = {}, {}
+    for label, options in value.items():
+        where = f"engines.{label}"
         if not isinstance(options, dict):
             raise _fail(p, where, "must be a table of the engine's options")
-        allowed = set(get_engine(name).OPTIONS) | {"objective"}
+        options = dict(options)
+        method = options.pop("method", label)  # a label may name an engine variant
+        if method not in ENGINES:
+            raise _fail(
+                p,
+                where if method == label else f"{where}.method",
+                f"unknown engine {method!r}; known: {sorted(ENGINES)} (a table named "
+                "otherwise needs method = ENGINE)",
+            )
+        allowed = set(get_engine(method).OPTIONS) | {"objective"}
         _check_keys(options, allowed, p, where)
-        if "objective" in options and options["objective"] not in ("evidence", "loo"):
-            raise _fail(p, f"{where}.objective", "must be 'evidence' or 'loo'")
-        engines[name] = dict(options)
-    return engines
+        if "objective" in options:
+            if options["objective"] not in OBJECTIVES:
+                raise _fail(p, f"{where}.objective", f"must be one of {OBJECTIVES}")
+            if method != "ep" and options["objective"] != "evidence":
+                raise _fail(p, f"{where}.objective", "the LOO objectives need method = 'ep'")
+        engines[label] = options
+        methods[label] = method
+    return engines, methods
 
 
 def _parse_kernel(value: Any, p: str) -> dict[str, Any]:
@@ -337,7 +352,7 @@ def _parse_kernel(value: Any, p: str) -> dict[str, Any]:
     return kernel
 
 
-def _parse_hyperparameters(value: Any, engines: Mapping[str, Any], p: str):
+def _parse_hyperparameters(value: Any, methods: Mapping[str, str], p: str):
     if not isinstance(value, dict):
         raise _fail(p, "hyperparameters", "must be a table")
     _check_keys(value, {"policy", "source", "n_restarts"}, p, "hyperparameters")
@@ -346,9 +361,11 @@ def _parse_hyperparameters(value: Any, engines: Mapping[str, Any], p: str):
         raise _fail(p, "hyperparameters.policy", f"must be one of {POLICIES}, got {policy!r}")
     n_restarts = _int(value.get("n_restarts", 2), p, "hyperparameters.n_restarts", 0)
     source = value.get("source")
-    needs_source = policy == "shared" or (policy == "optimize" and "mcmc" in engines)
+    engines = list(methods)
+    has_mcmc = "mcmc" in methods.values()
+    needs_source = policy == "shared" or (policy == "optimize" and has_mcmc)
     if source is None and needs_source:
-        source = "ep" if "ep" in engines else "laplace" if "laplace" in engines else None
+        source = next((e for e in ("ep", "laplace") if methods.get(e) == e), None)
         if source is None:
             raise _fail(
                 p, "hyperparameters.source", "MCMC needs Laplace or EP to select its values"
@@ -356,7 +373,7 @@ def _parse_hyperparameters(value: Any, engines: Mapping[str, Any], p: str):
     if source is not None:
         if source not in engines:
             raise _fail(p, "hyperparameters.source", f"{source!r} is not an engine of the study")
-        if source == "mcmc":
+        if methods[source] == "mcmc":
             raise _fail(p, "hyperparameters.source", "MCMC gives no evidence gradient to optimise")
     return policy, source if needs_source else None, n_restarts
 
@@ -391,6 +408,7 @@ class Job:
     dataset: DatasetSpec
     split: int
     engine: str
+    method: str
     options: Mapping[str, Any]
     likelihood: str
     kernel: Mapping[str, Any]
@@ -437,17 +455,19 @@ def expand(config: StudyConfig) -> list[Job]:
             ids: dict[str, str] = {}
             for engine in _engine_order(config):
                 options = dict(config.engines[engine])
-                if config.policy == "full_bayes" and engine == "mcmc":
+                method = config.methods[engine]
+                if config.policy == "full_bayes" and method == "mcmc":
                     options["full_bayes"] = True
                 depends = None
                 if config.source is not None and engine != config.source:
-                    if config.policy == "shared" or engine == "mcmc":
+                    if config.policy == "shared" or method == "mcmc":
                         depends = ids[config.source]
                 seed = _stable_seed(config.seed, data.label, split, engine)
                 spec = {
                     "dataset": [data.name, dict(data.options), data.subsample],
                     "split": split,
                     "engine": engine,
+                    "method": method,
                     "options": options,
                     "likelihood": config.likelihood,
                     "kernel": dict(config.kernel),
@@ -468,6 +488,7 @@ def expand(config: StudyConfig) -> list[Job]:
                         dataset=data,
                         split=split,
                         engine=engine,
+                        method=method,
                         options=options,
                         likelihood=config.likelihood,
                         kernel=config.kernel,
@@ -584,6 +605,7 @@ def run_job(job: Job, shared: Mapping[str, Any] | None = None) -> dict[str, Any]
         "dataset": job.dataset.label,
         "split": job.split,
         "engine": job.engine,
+        "method": job.method,
         "likelihood": job.likelihood,
         "policy": job.policy,
         "seed": job.seed,
@@ -626,9 +648,9 @@ def _run(job: Job, shared: Mapping[str, Any] | None) -> dict[str, Any]:
         kernel = kernel.with_theta(theta[:p])
         mean = None if mean is None else float(theta[p])
         source = shared["engine"]
-    optimize = shared is None and job.policy != "fixed" and job.engine != "mcmc"
+    optimize = shared is None and job.policy != "fixed" and job.method != "mcmc"
     fit_kwargs: dict[str, Any] = {}
-    if "random_seed" in get_engine(job.engine).OPTIONS and "random_seed" not in options:
+    if "random_seed" in get_engine(job.method).OPTIONS and "random_seed" not in options:
         options["random_seed"] = job.seed % (2**32)
     if optimize:
         fit_kwargs = {"n_restarts": job.n_restarts, "random_seed": job.seed, "objective": objective}
@@ -639,7 +661,7 @@ def _run(job: Job, shared: Mapping[str, Any] | None) -> dict[str, Any]:
         post = gc.fit(
             X_train,
             y_train,
-            method=job.engine,
+            method=job.method,
             kernel=kernel,
             likelihood=job.likelihood,
             mean=mean,
@@ -682,20 +704,24 @@ def _run(job: Job, shared: Mapping[str, Any] | None) -> dict[str, Any]:
     if optimize:
         opt = post.optimization
         out["optimizer"] = {
+            "objective": opt.objective,
+            "best_value": float(opt.best_value),
             "converged": bool(opt.converged),
             "evaluations": int(opt.n_evaluations),
             "runs": len(opt.restarts),
         }
+    if hasattr(post, "loo_log_predictive"):  # EP: sum_i log p(y_i | X, y_-i), seed 004
+        out["loo_log_predictive"] = float(post.loo_log_predictive)
     try:
         out["log_evidence"] = float(post.log_marginal_likelihood)
     except ValueError:  # MCMC without evidence=True
         out["log_evidence"] = None
     out["log_evidence_se"] = (
         float(post.log_marginal_likelihood_se)
-        if job.engine == "mcmc" and out["log_evidence"] is not None
+        if job.method == "mcmc" and out["log_evidence"] is not None
         else None
     )
-    if job.engine == "mcmc":
+    if job.method == "mcmc":
         out["diagnostics"] = dataclasses.asdict(post.diagnostics)
         out["_idata_netcdf"] = _netcdf_bytes(post.idata)
     return out
@@ -1105,6 +1131,11 @@ def assemble(result_dir: str | os.PathLike[str], config: StudyConfig | None = No
         values = dict(rec["metrics"])
         if rec.get("log_evidence") is not None:
             values["log_evidence"] = rec["log_evidence"]
+        if rec.get("loo_log_predictive") is not None:
+            values["loo_log_predictive"] = rec["loo_log_predictive"]
+        if rec.get("optimizer"):
+            values["optimizer_converged"] = float(rec["optimizer"]["converged"])
+            values["optimizer_evaluations"] = rec["optimizer"]["evaluations"]
         if rec.get("diagnostics"):
             diag = rec["diagnostics"]
             values["r_hat_max"] = diag["r_hat_max"]
@@ -1181,9 +1212,54 @@ def _against_reference(job, rec, jobs, current, config) -> dict[str, float]:
     return out
 
 
+def load_study_script(path: str | os.PathLike[str]):
+    """Import a figure study script ``studies/NAME.py`` and check it has ``run(output)``.
+
+    Parameters
+    ----------
+    path : path
+        A Python file defining ``run(output: pathlib.Path) -> None``, which writes its
+        tables, figures and ``README.md`` into ``output`` (``results/NAME``).
+
+    Returns
+    -------
+    module
+        The imported module.
+
+    Raises
+    ------
+    StudyError
+        When the file is missing or has no callable ``run``.
+    """
+    import importlib.util
+
+    p = Path(path)
+    if not p.is_file():
+        raise StudyError(f"{p}: no such study script")
+    spec = importlib.util.spec_from_file_location(f"gpc_compare_study_{p.stem}", p)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    if not callable(getattr(module, "run", None)):
+        raise StudyError(f"{p}: a study script must define run(output), which writes results")
+    return module
+
+
+def _docstring_line(path: Path) -> str:
+    import ast
+
+    try:
+        doc = ast.get_docstring(ast.parse(path.read_text())) or ""
+    except (OSError, SyntaxError, ValueError):
+        return "(unreadable)"
+    return f"(script) {doc.strip().splitlines()[0] if doc.strip() else ''}"
+
+
 def list_studies(directory: str | os.PathLike[str] = "studies") -> list[dict[str, Any]]:
     """The study files in ``directory``: name, path, description, or the error if malformed."""
     out = []
+    for path in sorted(Path(directory).glob("*.py")):
+        doc = _docstring_line(path)
+        out.append({"name": path.stem, "path": str(path), "jobs": 1, "description": doc})
     for path in sorted(Path(directory).glob("*.toml")):
         try:
             cfg = load_study(path)

@@ -216,11 +216,15 @@ class SoftmaxLaplacePosterior(MulticlassPosterior):
         T = fac.E.sum(axis=0) - np.einsum("cki,ckj->ij", ME, ME)
         S = self.latent_point_cov
         Sp = np.einsum("icd,id->ic", S, pi)
-        s = -0.5 * pi * (
-            np.diagonal(S, axis1=1, axis2=2)
-            - np.einsum("icc,ic->i", S, pi)[:, None]
-            - 2.0 * Sp
-            + 2.0 * np.einsum("ic,ic->i", pi, Sp)[:, None]
+        s = (
+            -0.5
+            * pi
+            * (
+                np.diagonal(S, axis1=1, axis2=2)
+                - np.einsum("icc,ic->i", S, pi)[:, None]
+                - 2.0 * Sp
+                + 2.0 * np.einsum("ic,ic->i", pi, Sp)[:, None]
+            )
         )
         grads = []
         for dK in self.kernel.gradient(self.X):

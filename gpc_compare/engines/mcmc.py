@@ -728,8 +728,8 @@ def _infer_softmax(
             for c in range(C):
                 for d in range(C):
                     P[c * r : (c + 1) * r, d * r : (d + 1) * r] += (
-                        (GD[c] @ G if c == d else 0.0) - GD[c] @ (pi[:, d, None] * G)
-                    )
+                        GD[c] @ G if c == d else 0.0
+                    ) - GD[c] @ (pi[:, d, None] * G)
             LP = cholesky(P, what="matrix I + G^T W G")
             B = scipy.linalg.solve_triangular(LP.T, np.eye(C * r), lower=False, check_finite=False)
             a = np.linalg.lstsq(G, lap.f_hat, rcond=None)[0].T.ravel()  # class-major
