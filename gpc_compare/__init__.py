@@ -8,7 +8,7 @@
 See :mod:`gpc_compare.posterior` for the ``Posterior`` contract every engine honours.
 """
 
-from . import engines, kernels, likelihoods, numerics
+from . import datasets, engines, kernels, likelihoods, metrics, numerics
 from ._fit import fit
 from .estimator import GPClassifier
 from .hyperparameters import OptimizationResult
@@ -22,9 +22,11 @@ __all__ = [
     "GaussianPosterior",
     "OptimizationResult",
     "Posterior",
+    "datasets",
     "engines",
     "fit",
     "kernels",
     "likelihoods",
+    "metrics",
     "numerics",
 ]

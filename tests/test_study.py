@@ -277,9 +277,12 @@ datasets = [{{name = "breast_cancer", subsample = 60}}]
 [kernel]
 lengthscale = 3.0
 variance = 4.0
+variance_bounds = [0.1, 10.0]
 
 [hyperparameters]
-policy = "fixed"
+policy = "shared"
+source = "ep"
+n_restarts = 0
 
 [splits]
 kind = "holdout"
@@ -322,6 +325,15 @@ def test_comparisons_with_the_reference(mcmc_study: Path) -> None:
             assert value["marginal_kl_mean"] == pytest.approx(np.mean(kl), rel=1e-9)
             gap = rec["log_evidence"] - ref["log_evidence"]
             assert value["evidence_gap"] == pytest.approx(gap)
+    # policy "shared": EP selected the values on each fold, every engine ran at them
+    per_job = table.drop_duplicates("job_id").set_index(["split", "engine"])
+    for split in (0, 1):
+        assert per_job.loc[(split, "ep"), "hyperparameters_from"] == "own"
+        for engine in ("laplace", "mcmc"):
+            assert per_job.loc[(split, engine), "hyperparameters_from"] == "ep"
+            assert json.loads(per_job.loc[(split, engine), "hyperparameters"]) == json.loads(
+                per_job.loc[(split, "ep"), "hyperparameters"]
+            )
     # at moderate hyperparameters EP is the closer approximation (Kuss & Rasmussen 2005)
     mean_kl = table[table.metric == "marginal_kl_mean"].groupby("engine")["value"].mean()
     assert mean_kl["ep"] < mean_kl["laplace"]
@@ -389,3 +401,41 @@ def test_list_command(tmp_path: Path, capsys) -> None:
     assert main(["list", "engines"]) == 0
     out = capsys.readouterr().out
     assert all(name in out for name in ("laplace", "ep", "mcmc"))
+
+
+def test_engine_variants_by_label(tmp_path: Path) -> None:
+    text = FAST.replace(
+        "[engines.ep]",
+        '[engines.ep]\n[engines.ep_loo]\nmethod = "ep"\nobjective = "loo_fixed_sites"',
+    )
+    path = write_study(tmp_path, text=text)
+    config = study.load_study(path)
+    assert config.methods == {"laplace": "laplace", "ep": "ep", "ep_loo": "ep"}
+    jobs = [j for j in study.expand(config) if j.engine == "ep_loo"]
+    assert [j.method for j in jobs] == ["ep", "ep"]
+    assert jobs[0].options == {"objective": "loo_fixed_sites"}
+    good = path.read_text()
+    path.write_text(good.replace('method = "ep"', 'method = "vb"'))
+    with pytest.raises(study.StudyError, match=r"engines\.ep_loo\.method: unknown engine 'vb'"):
+        study.load_study(path)
+    path.write_text(good.replace("[engines.laplace]", '[engines.laplace]\nobjective = "loo"'))
+    with pytest.raises(study.StudyError, match=r"engines\.laplace\.objective: the LOO"):
+        study.load_study(path)
+
+
+def test_study_scripts_run_through_the_command_line(tmp_path: Path, capsys) -> None:
+    script = tmp_path / "tiny.py"
+    script.write_text(
+        '"""A tiny figure study."""\n'
+        "def run(output):\n"
+        "    output.mkdir(parents=True, exist_ok=True)\n"
+        "    (output / 'README.md').write_text('found 42')\n"
+    )
+    out = tmp_path / "results"
+    assert main(["run", str(script), "--output", str(out)]) == 0
+    assert (out / "tiny" / "README.md").read_text() == "found 42"
+    assert main(["list", "studies", "--studies-dir", str(tmp_path)]) == 0
+    assert "(script) A tiny figure study." in capsys.readouterr().out
+    (tmp_path / "norun.py").write_text("x = 1\n")
+    assert main(["run", str(tmp_path / "norun.py")]) == 2
+    assert "must define run(output)" in capsys.readouterr().err
