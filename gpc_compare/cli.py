@@ -42,7 +42,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG,
         description=(
-            "Approximate inference for Gaussian-process classification (Laplace and EP), compared."
+            "Approximate inference for Gaussian-process classification (Laplace, EP and the "
+            "MCMC reference), compared: run studies, write their reports, list what there is."
         ),
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
@@ -268,14 +269,17 @@ def _run_toml(path: str, config, args: argparse.Namespace) -> int:
     print(f"  wrote {summary.result_dir / 'results.csv'} ({len(summary.table)} rows)", file=out)
     for failure in summary.failures:
         print(f"  FAILED {failure}", file=out)
+    for failure in summary.failed_earlier:
+        print(f"  FAILED (earlier run, not retried) {failure}", file=out)
     if args.report and not summary.table.empty:
         from .report import write_report
 
         path = write_report(summary.result_dir)
         print(f"  wrote {path} and {path.parent / 'figures'}/", file=out)
-    if summary.failed:
+    n_failed = summary.failed + len(summary.failed_earlier)
+    if n_failed:
         print(
-            f"{PROG}: {summary.failed} job(s) failed (tracebacks in "
+            f"{PROG}: {n_failed} job(s) failed (tracebacks in "
             f"{summary.result_dir / 'jobs'}); rerun to retry them",
             file=sys.stderr,
         )
@@ -309,14 +313,16 @@ def _list_command(args: argparse.Namespace) -> int:
             doc = (module.__doc__ or "").strip().splitlines()[0]
             print(f"  {name:<8} {doc}")
     if args.what in ("studies", "all"):
-        print(f"Studies ({args.studies_dir}/*.toml; run with gpc-compare run FILE):")
+        print(f"Studies ({args.studies_dir}/*.toml and *.py; run with gpc-compare run FILE):")
         studies = list_studies(args.studies_dir)
         if not studies:
             print("  (none found)")
         for row in studies:
             text = " ".join(row["description"].split())
             text = text if len(text) <= 100 else text[:97] + "..."
-            print(f"  {row['name']:<16} {row['jobs']:>4} jobs  {text}")
+            jobs = "script" if row["path"].endswith(".py") else f"{row['jobs']} jobs"
+            text = text.removeprefix("(script) ")
+            print(f"  {row['name']:<18} {jobs:>8}  {text}")
     return 0
 
 

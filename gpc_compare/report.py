@@ -149,9 +149,21 @@ def _plot_metrics(summary: pd.DataFrame, datasets: Sequence[str], engines: Seque
             colour, marker, name = _style(engine)
             sub = summary[(summary.metric == metric) & (summary.engine == engine)]
             sub = sub.set_index("dataset").reindex(datasets)
-            ok = np.isfinite(sub["mean"].to_numpy(dtype=float))
             mean = sub["mean"].to_numpy(dtype=float)
-            err = np.vstack([mean - sub["low"].to_numpy(float), sub["high"].to_numpy(float) - mean])
+            ok = np.isfinite(mean)
+            with np.errstate(invalid="ignore"):
+                err = np.vstack(
+                    [mean - sub["low"].to_numpy(float), sub["high"].to_numpy(float) - mean]
+                )
+            for i in np.flatnonzero(np.isinf(mean)):
+                ax.annotate(
+                    f"{name}: -inf (a confident mistake)" if mean[i] < 0 else f"{name}: inf",
+                    (0.02, y0[i] + off),
+                    xycoords=("axes fraction", "data"),
+                    fontsize=7,
+                    color=colour,
+                    va="center",
+                )
             ax.errorbar(
                 mean[ok],
                 y0[ok] + off,
@@ -273,12 +285,15 @@ def _reference_record(records, rec, reference):
     return None
 
 
-def _plot_evidence(records, datasets, engines, path) -> bool:
+def _plot_evidence(records, datasets, engines, methods, path) -> bool:
     recs = [r for r in records if r.get("log_evidence") is not None]
     if not recs:
         return False
     names = recs[0]["hyperparameters"]["names"]
-    shown = [n for n in names if n.startswith("log_")][:2] or names[:1]
+    # the first length-scale (all of them for an isotropic kernel) and the signal variance
+    shown = [n for n in names if n.startswith("log_lengthscale")][:1]
+    shown += [n for n in names if n.endswith("log_variance")][:1]
+    shown = shown or names[:2]
     fig = _figure(5.0 * len(shown), 3.6 * len(datasets) + 0.6)
     axes = fig.subplots(len(datasets), len(shown), squeeze=False)
     for row, dataset in enumerate(datasets):
@@ -301,7 +316,7 @@ def _plot_evidence(records, datasets, engines, path) -> bool:
                 ]
                 y = [r["log_evidence"] / r["n_train"] for r in sel]
                 se = [(r.get("log_evidence_se") or 0.0) / r["n_train"] for r in sel]
-                label = f"{name} (AIS)" if engine == "mcmc" else name
+                label = f"{name} (AIS)" if methods.get(engine) == "mcmc" else name
                 ax.errorbar(
                     x, y, yerr=se, fmt=marker, color=colour, label=label, alpha=0.8, capsize=2
                 )
@@ -412,7 +427,9 @@ def _markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> lis
     return out
 
 
-def _findings(summary: pd.DataFrame, records, datasets, engines, reference) -> list[str]:
+def _findings(
+    summary: pd.DataFrame, table: pd.DataFrame, records, datasets, engines, reference
+) -> list[str]:
     """Plain statements with numbers, generated from the summary table."""
     lines = []
 
@@ -422,20 +439,37 @@ def _findings(summary: pd.DataFrame, records, datasets, engines, reference) -> l
         ]
         return None if s.empty else s.iloc[0]
 
+    def paired(dataset, engine, other, metric) -> tuple[float, int]:
+        """Mean difference engine - other over the splits where both have a value."""
+        t = table[(table.dataset == dataset) & (table.metric == metric)]
+        a = t[t.engine == engine].set_index("split")["value"]
+        b = t[t.engine == other].set_index("split")["value"]
+        common = a.index.intersection(b.index)
+        return float(np.mean(a[common] - b[common])) if len(common) else np.nan, len(common)
+
     for dataset in datasets:
         parts = []
         lp = {e: get(dataset, e, "mean_log_predictive") for e in engines}
         lp = {e: r for e, r in lp.items() if r is not None}
-        if lp:
-            best = max(lp, key=lambda e: lp[e]["mean"])
+        n_max = max((int(r["n_splits"]) for r in lp.values()), default=0)
+        complete = {e: r for e, r in lp.items() if int(r["n_splits"]) == n_max}
+        if len(complete) >= 2:
+            best = max(complete, key=lambda e: complete[e]["mean"])
             parts.append(
-                f"best mean log predictive: {_style(best)[2]} ({_fmt(lp[best]['mean'])} nats)"
+                f"best mean log predictive: {_style(best)[2]} ({_fmt(lp[best]['mean'])} nats"
+                f" over {n_max} split{'s' if n_max > 1 else ''})"
             )
-            if reference in lp:
-                for e in lp:
-                    if e != reference:
-                        d = lp[e]["mean"] - lp[reference]["mean"]
-                        parts.append(f"{_style(e)[2]} - {_style(reference)[2]} = {_fmt(d)} nats")
+        if reference in lp:
+            for e in lp:
+                if e != reference:
+                    d, k = paired(dataset, e, reference, "mean_log_predictive")
+                    parts.append(
+                        f"{_style(e)[2]} - {_style(reference)[2]} = {_fmt(d)} nats"
+                        + ("" if k == n_max else f" (on the {k} splits both finished)")
+                    )
+        missing = [e for e in engines if e not in lp]
+        if missing:
+            parts.append("no results from " + ", ".join(_style(e)[2] for e in missing))
         err = {e: get(dataset, e, "error_rate") for e in engines}
         err = {e: r for e, r in err.items() if r is not None}
         if err:
@@ -521,7 +555,7 @@ def write_report(result_dir: str | os.PathLike[str]) -> Path:
         name = f"latent_vs_{config.reference}.png"
         if _plot_latent(records, datasets, engines, config.reference, figures / name):
             made.append((name, f"Latent moments against {config.reference}"))
-    if _plot_evidence(records, datasets, engines, figures / "evidence.png"):
+    if _plot_evidence(records, datasets, engines, config.methods, figures / "evidence.png"):
         made.append(("evidence.png", "Log evidence against the hyperparameters used"))
     _plot_timings(table, datasets, engines, figures / "timings.png")
     made.append(("timings.png", "Fitting time"))
@@ -591,7 +625,7 @@ def _markdown(
         "",
         "## Findings",
         "",
-        *_findings(summary, records, datasets, engines, config.reference),
+        *_findings(summary, table, records, datasets, engines, config.reference),
         "",
         "## Held-out scores",
         "",

@@ -55,7 +55,6 @@ import pandas as pd
 from . import datasets as gc_datasets
 from . import metrics
 from .engines import ENGINES, get_engine
-from .likelihoods import get_likelihood
 
 __all__ = [
     "Job",
@@ -69,6 +68,7 @@ __all__ = [
 ]
 
 POLICIES = ("fixed", "optimize", "shared", "full_bayes")
+BINARY_LIKELIHOODS = ("probit", "logistic")
 OBJECTIVES = ("evidence", "loo", "loo_fixed_sites")
 SPLIT_KINDS = ("kfold", "holdout")
 KERNELS = {
@@ -221,23 +221,32 @@ def load_study(path: str | os.PathLike[str]) -> StudyConfig:
         raise _fail(p, "name", f"must be a non-empty string without '/' or spaces, got {name!r}")
     seed = _int(raw.get("seed", 0), p, "seed", 0)
     likelihood = raw.get("likelihood", "probit")
-    try:
-        get_likelihood(likelihood)
-    except ValueError as exc:
-        raise _fail(p, "likelihood", str(exc)) from None
+    if likelihood not in BINARY_LIKELIHOODS:
+        raise _fail(
+            p, "likelihood", f"must be one of {BINARY_LIKELIHOODS} (studies are binary), got "
+            f"{likelihood!r}"
+        )  # fmt: skip
     mean = raw.get("mean")
     if mean is not None and (isinstance(mean, bool) or not isinstance(mean, int | float)):
         raise _fail(p, "mean", f"must be a number, got {mean!r}")
 
-    datasets = _parse_datasets(raw.get("datasets"), p)
+    splits = _parse_splits(raw.get("splits", {}), p)
+    datasets = _parse_datasets(raw.get("datasets"), splits, seed, p)
     engines, methods = _parse_engines(raw.get("engines"), p)
     kernel = _parse_kernel(raw.get("kernel", {}), p)
     policy, source, n_restarts = _parse_hyperparameters(raw.get("hyperparameters", {}), methods, p)
-    splits = _parse_splits(raw.get("splits", {}), p)
+    if policy == "full_bayes":
+        for label, method in methods.items():
+            if method == "mcmc" and engines[label].get("evidence"):
+                raise _fail(
+                    p,
+                    f"engines.{label}.evidence",
+                    "AIS needs fixed hyperparameters, not full_bayes",
+                )
 
     mcmc_labels = [label for label, m in methods.items() if m == "mcmc"]
     reference = raw.get("reference", mcmc_labels[0] if mcmc_labels else None)
-    if reference is not None and reference not in engines:
+    if reference is not None and (not isinstance(reference, str) or reference not in engines):
         raise _fail(p, "reference", f"{reference!r} is not one of the engines {list(engines)}")
     return StudyConfig(
         name=name,
@@ -258,7 +267,9 @@ def load_study(path: str | os.PathLike[str]) -> StudyConfig:
     )
 
 
-def _parse_datasets(value: Any, p: str) -> tuple[DatasetSpec, ...]:
+def _parse_datasets(
+    value: Any, splits: Mapping[str, Any], seed: int, p: str
+) -> tuple[DatasetSpec, ...]:
     if value is None:
         raise _fail(p, "datasets", "missing: name at least one data set")
     if not isinstance(value, list) or not value:
@@ -272,18 +283,25 @@ def _parse_datasets(value: Any, p: str) -> tuple[DatasetSpec, ...]:
         if not isinstance(item, dict) or "name" not in item:
             raise _fail(p, where, "must be a data-set name or a table with a 'name'")
         name = item["name"]
-        if name not in known:
+        if not isinstance(name, str) or name not in known:
             raise _fail(p, f"{where}.name", f"unknown data set {name!r}; known: {sorted(known)}")
         options = {k: v for k, v in item.items() if k not in ("name", "subsample")}
         subsample = item.get("subsample")
         if subsample is not None:
             subsample = _int(subsample, p, f"{where}.subsample", 10)
         try:  # load once here, so a bad option is named now and not in every job
-            data = _load_dataset(DatasetSpec(name, options, subsample))
+            data = _load_dataset(DatasetSpec(name, options, subsample), seed)
         except (TypeError, ValueError) as exc:
             raise _fail(p, where, f"cannot load {name!r} with {options}: {exc}") from None
         if data.n_classes != 2:
             raise _fail(p, where, f"{name!r} has {data.n_classes} classes; studies are binary")
+        smallest = int(np.min(np.bincount(data.y)))
+        folds = splits["n_splits"] if splits["kind"] == "kfold" else 2
+        if smallest < folds:
+            raise _fail(
+                p, where, f"the smaller class has {smallest} cases, too few for {folds} "
+                "stratified folds: use more cases or fewer splits"
+            )  # fmt: skip
         specs.append(DatasetSpec(name, options, subsample))
     labels = [s.label for s in specs]
     if len(set(labels)) != len(labels):
@@ -303,15 +321,17 @@ def _parse_engines(value: Any, p: str) -> tuple[dict[str, dict[str, Any]], dict[
             raise _fail(p, where, "must be a table of the engine's options")
         options = dict(options)
         method = options.pop("method", label)  # a label may name an engine variant
-        if method not in ENGINES:
+        if not isinstance(method, str) or method not in ENGINES:
             raise _fail(
                 p,
                 where if method == label else f"{where}.method",
                 f"unknown engine {method!r}; known: {sorted(ENGINES)} (a table named "
                 "otherwise needs method = ENGINE)",
             )
-        allowed = set(get_engine(method).OPTIONS) | {"objective"}
-        _check_keys(options, allowed, p, where)
+        defaults = get_engine(method).OPTIONS
+        _check_keys(options, set(defaults) | {"objective"}, p, where)
+        for key, value in options.items():
+            _check_option_type(value, defaults.get(key), p, f"{where}.{key}")
         if "objective" in options:
             if options["objective"] not in OBJECTIVES:
                 raise _fail(p, f"{where}.objective", f"must be one of {OBJECTIVES}")
@@ -320,6 +340,20 @@ def _parse_engines(value: Any, p: str) -> tuple[dict[str, dict[str, Any]], dict[
         engines[label] = options
         methods[label] = method
     return engines, methods
+
+
+def _check_option_type(value: Any, default: Any, p: str, where: str) -> None:
+    """An option must have its default's type (a number for a float; any for None)."""
+    if default is None:
+        return
+    if isinstance(default, bool):
+        ok = isinstance(value, bool)
+    elif isinstance(default, int | float):
+        ok = isinstance(value, int | float) and not isinstance(value, bool)
+    else:
+        ok = isinstance(value, type(default))
+    if not ok:
+        raise _fail(p, where, f"must be like the default {default!r}, got {value!r}")
 
 
 def _parse_kernel(value: Any, p: str) -> dict[str, Any]:
@@ -340,8 +374,10 @@ def _parse_kernel(value: Any, p: str) -> dict[str, Any]:
             raise _fail(p, f"kernel.{key}", f"must be [low, high] with 0 < low < high, got {b!r}")
     kernel = {"name": "squared_exponential", "lengthscale": "sqrt_d", "variance": 1.0}
     kernel.update(value)
-    kernel["ard"] = bool(kernel.get("ard", False))
-    if kernel["name"] not in KERNELS:
+    if not isinstance(kernel.get("ard", False), bool):
+        raise _fail(p, "kernel.ard", f"must be true or false, got {kernel['ard']!r}")
+    kernel["ard"] = kernel.get("ard", False)
+    if not isinstance(kernel["name"], str) or kernel["name"] not in KERNELS:
         raise _fail(p, "kernel.name", f"unknown kernel {kernel['name']!r}; known: {list(KERNELS)}")
     ell = kernel["lengthscale"]
     if ell != "sqrt_d" and (isinstance(ell, bool) or not isinstance(ell, int | float) or ell <= 0):
@@ -417,6 +453,7 @@ class Job:
     n_restarts: int
     splits: Mapping[str, Any]
     seed: int
+    study_seed: int = 0
     depends_on: str | None = None
 
     def describe(self) -> str:
@@ -477,6 +514,7 @@ def expand(config: StudyConfig) -> list[Job]:
                     "splits": dict(config.splits),
                     "seed": [config.seed, seed],
                     "depends": depends,
+                    "version": _package_version(),
                 }
                 digest = hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()
                 job_id = f"{data.label}__s{split}__{engine}__{digest[:10]}"
@@ -497,6 +535,7 @@ def expand(config: StudyConfig) -> list[Job]:
                         n_restarts=config.n_restarts,
                         splits=config.splits,
                         seed=seed,
+                        study_seed=config.seed,
                         depends_on=depends,
                     )
                 )
@@ -512,7 +551,14 @@ def _engine_order(config: StudyConfig) -> list[str]:
     return names
 
 
-def _load_dataset(spec: DatasetSpec) -> gc_datasets.Dataset:
+def _package_version() -> str:
+    from . import __version__
+
+    return __version__
+
+
+def _load_dataset(spec: DatasetSpec, seed: int = 0) -> gc_datasets.Dataset:
+    """The data set of ``spec``; a stratified subsample drawn with the study ``seed``."""
     options = {k: v for k, v in spec.options.items() if k != "label"}
     data = gc_datasets.load(spec.name, **options)
     if spec.subsample is not None and spec.subsample < data.n_samples:
@@ -522,7 +568,7 @@ def _load_dataset(spec: DatasetSpec) -> gc_datasets.Dataset:
             np.arange(data.n_samples),
             train_size=spec.subsample,
             stratify=data.y,
-            random_state=_stable_seed("subsample", spec.label),
+            random_state=_stable_seed("subsample", seed, spec.label),
         )
         keep = np.sort(keep)
         data = dataclasses.replace(data, X=data.X[keep], y=data.y[keep])
@@ -633,8 +679,9 @@ def _run(job: Job, shared: Mapping[str, Any] | None) -> dict[str, Any]:
 
     import gpc_compare as gc
 
-    data = _load_dataset(job.dataset)
-    train, test = _split(data, job.splits, job.split, _stable_seed("split", job.dataset.label))
+    data = _load_dataset(job.dataset, job.study_seed)
+    split_seed = _stable_seed("split", job.study_seed, job.dataset.label)
+    train, test = _split(data, job.splits, job.split, split_seed)
     X_train, X_test = gc_datasets.standardize(data.X[train], data.X[test])
     y_train, y_test = data.y[train], data.y[test]
     kernel = _make_kernel(job.kernel, X_train.shape[1])
@@ -823,27 +870,52 @@ def _duration(seconds: float) -> str:
 class _Deferred:
     """A job of the serial executor: run when waited for, so each result is saved at once."""
 
-    def __init__(self, fn: Callable, args: tuple) -> None:
-        self.fn, self.args = fn, args
+    def __init__(self, fn: Callable, args: tuple, executor: _SerialExecutor) -> None:
+        self.fn, self.args, self.executor = fn, args, executor
 
     def result(self):
-        return self.fn(*self.args)
+        out = self.fn(*self.args)
+        if self.executor.interrupted:  # a sampler caught the Ctrl-C and returned early
+            raise KeyboardInterrupt
+        return out
 
 
 class _SerialExecutor:
-    """Runs the jobs one at a time in this process (``workers=1``)."""
+    """Runs the jobs one at a time in this process (``workers=1``).
+
+    PyMC and nutpie catch ``KeyboardInterrupt`` and return the draws so far, so a Ctrl-C
+    during sampling would end that job early and start the next: a SIGINT handler
+    records it, and the job's result is discarded in favour of stopping.
+    """
 
     capacity = 1
 
+    def __init__(self) -> None:
+        import signal
+        import threading
+
+        self.interrupted = False
+        self._previous = None
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGINT, self._on_sigint)
+
+    def _on_sigint(self, signum, frame) -> None:
+        self.interrupted = True
+        raise KeyboardInterrupt
+
     def submit(self, fn: Callable, *args) -> _Deferred:
-        return _Deferred(fn, args)
+        return _Deferred(fn, args, self)
 
     @staticmethod
     def wait(futures):
         return {futures[0]}  # the caller's result() runs it
 
     def close(self, cancel: bool = False) -> None:
-        pass
+        import signal
+
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+            self._previous = None
 
 
 class _LocalExecutor:
@@ -853,12 +925,23 @@ class _LocalExecutor:
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
-        context = multiprocessing.get_context("forkserver")
+        self._make = lambda: ProcessPoolExecutor(
+            max_workers=workers,
+            mp_context=multiprocessing.get_context("forkserver"),
+            initializer=_ignore_sigint,  # Ctrl-C is the parent's to handle
+        )
         self.capacity = workers
-        self.pool = ProcessPoolExecutor(max_workers=workers, mp_context=context)
+        self.pool = self._make()
 
     def submit(self, fn: Callable, *args):
-        return self.pool.submit(fn, *args)
+        from concurrent.futures.process import BrokenProcessPool
+
+        try:
+            return self.pool.submit(fn, *args)
+        except BrokenProcessPool:  # a worker died (killed, out of memory): start afresh
+            self.pool.shutdown(wait=False, cancel_futures=True)
+            self.pool = self._make()
+            return self.pool.submit(fn, *args)
 
     @staticmethod
     def wait(futures):
@@ -867,10 +950,17 @@ class _LocalExecutor:
         return wait(futures, return_when=FIRST_COMPLETED).done
 
     def close(self, cancel: bool = False) -> None:
+        processes = list((getattr(self.pool, "_processes", None) or {}).values())
         self.pool.shutdown(wait=not cancel, cancel_futures=cancel)
-        if cancel:  # a killed run: stop the jobs in flight too (their results are lost)
-            for process in list(getattr(self.pool, "_processes", {}).values()):
+        if cancel:  # an interrupted run: stop the jobs in flight too (their results are lost)
+            for process in processes:
                 process.terminate()
+
+
+def _ignore_sigint() -> None:
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 class _DaskExecutor:
@@ -915,6 +1005,7 @@ class RunSummary:
     table: pd.DataFrame
     seconds: float
     failures: list[str] = field(default_factory=list)
+    failed_earlier: list[str] = field(default_factory=list)
 
 
 def run_study(
@@ -1054,6 +1145,11 @@ def run_study(
         table=table,
         seconds=time.perf_counter() - start,
         failures=failures,
+        failed_earlier=[
+            f"{j.describe()}: {records[j.id].get('error', '')}"
+            for j in jobs
+            if j.id in finished and records[j.id]["status"] != "ok"
+        ],
     )
 
 
@@ -1141,7 +1237,10 @@ def assemble(result_dir: str | os.PathLike[str], config: StudyConfig | None = No
             values["r_hat_max"] = diag["r_hat_max"]
             values["ess_bulk_min"] = diag["ess_bulk_min"]
             values["divergences"] = diag["divergences"]
-        values.update(_against_reference(job, rec, jobs, current, config))
+        try:
+            values.update(_against_reference(job, rec, jobs, current, config))
+        except ValueError as exc:  # e.g. a non-finite evidence: no comparison, and say so
+            job_rows[-1]["warnings"] += f"; comparison with the reference skipped: {exc}"
         for metric, value in values.items():
             rows.append(_row(rec, metric, value))
     table = pd.DataFrame(rows, columns=TABLE_COLUMNS)

@@ -134,8 +134,11 @@ def test_quadrature_against_a_finer_rule_and_monte_carlo():
 
 @pytest.mark.parametrize(
     ("kernel", "lengthscales"),
-    [(SquaredExponential, [0.1, 1.0, 10.0]), (SquaredExponential, [[0.5, 2.0]]),
-     (Matern52, [[0.7, 1.5]])],  # fmt: skip
+    [
+        (SquaredExponential, [0.1, 1.0, 10.0]),
+        (SquaredExponential, [[0.5, 2.0]]),
+        (Matern52, [[0.7, 1.5]]),
+    ],  # fmt: skip
     ids=["se-iso", "se-ard", "matern52-ard"],
 )
 def test_evidence_gradient_against_finite_differences(kernel, lengthscales):

@@ -72,6 +72,12 @@ def reproducible(table: pd.DataFrame) -> pd.DataFrame:
         (('lengthscale = "sqrt_d"', "lengthscale = -1"), r"kernel\.lengthscale"),
         (('kind = "kfold"', 'kind = "kfold"\ntest_size = 0.2'), r"splits: test_size"),
         (("seed = 3", "seed = [3"), r"not valid TOML"),
+        (('lengthscale = "sqrt_d"', 'lengthscale = "sqrt_d"\nard = "false"'), r"kernel\.ard"),
+        (('name = "breast_cancer"', 'name = ["breast_cancer"]'), r"datasets\[0\]\.name"),
+        (("[engines.ep]", '[engines.ep]\nmax_sweeps = "x"'), r"engines\.ep\.max_sweeps: must be"),
+        (('likelihood = "probit"', 'likelihood = "softmax"'), r"likelihood: must be one of"),
+        (("subsample = 80", "subsample = 80, label = 'bc'"), None),
+        (("n_splits = 2", "n_splits = 40"), r"too few for 40 stratified folds"),
         (("[engines.laplace]", "[engines.laplace]\n[engines.mcmc]"), None),  # valid
     ],
 )
@@ -80,7 +86,7 @@ def test_malformed_study_names_the_field(tmp_path: Path, edit, message, capsys) 
     path.write_text(path.read_text().replace(*edit))
     if message is None:
         config = study.load_study(path)
-        assert config.source == "ep"  # MCMC takes EP's values under "optimize"
+        assert config.source in ("ep", None)  # MCMC takes EP's values under "optimize"
         return
     with pytest.raises(study.StudyError, match=message):
         study.load_study(path)
@@ -141,9 +147,9 @@ def test_run_scores_match_a_direct_fit(tmp_path: Path) -> None:
 
     # redo split 1 of EP by hand, with the same seeds the runner derives
     job = next(j for j in study.expand(study.load_study(path)) if (j.split, j.engine) == (1, "ep"))
-    data = study._load_dataset(job.dataset)
+    data = study._load_dataset(job.dataset, job.study_seed)
     assert data.n_samples == 80 and data.y.sum() == round(80 * 212 / 569)
-    train, test = study._split(data, job.splits, 1, study._stable_seed("split", "breast_cancer"))
+    train, test = study._split(data, job.splits, 1, study._stable_seed("split", 3, "breast_cancer"))
     assert train.size + test.size == 80 and not set(train) & set(test)
     Xtr, Xte = datasets.standardize(data.X[train], data.X[test])
     kernel = gc.kernels.SquaredExponential(lengthscale=np.sqrt(30.0))
@@ -220,6 +226,9 @@ def test_failed_job_is_recorded_and_the_study_goes_on(tmp_path: Path, monkeypatc
     record = json.loads((out / "fast" / "jobs" / f"{failed.job_id}.json").read_text())
     assert "LinAlgError: injected failure" in record["error"]
     assert "Traceback" in record["traceback"] and "flaky" in record["traceback"]
+    # without retrying, the earlier failure is listed and the exit code says so
+    assert main(["run", str(path), "--output", str(out), "--no-retry-failed", "--no-report"]) == 1
+    assert "FAILED (earlier run, not retried) breast_cancer/split" in capsys.readouterr().out
     # the rerun retries only the failed job, and now it succeeds
     monkeypatch.setattr(gc, "fit", real)
     summary = study.run_study(path, out, workers=1)
@@ -435,7 +444,47 @@ def test_study_scripts_run_through_the_command_line(tmp_path: Path, capsys) -> N
     assert main(["run", str(script), "--output", str(out)]) == 0
     assert (out / "tiny" / "README.md").read_text() == "found 42"
     assert main(["list", "studies", "--studies-dir", str(tmp_path)]) == 0
-    assert "(script) A tiny figure study." in capsys.readouterr().out
+    assert "script  A tiny figure study." in capsys.readouterr().out
     (tmp_path / "norun.py").write_text("x = 1\n")
     assert main(["run", str(tmp_path / "norun.py")]) == 2
     assert "must define run(output)" in capsys.readouterr().err
+
+
+def test_study_seed_changes_the_splits(tmp_path: Path) -> None:
+    tests = []
+    for seed in (3, 4):
+        path = write_study(tmp_path, name=f"s{seed}")
+        path.write_text(path.read_text().replace("seed = 3", f"seed = {seed}"))
+        job = study.expand(study.load_study(path))[0]
+        data = study._load_dataset(job.dataset, job.study_seed)
+        seed_split = study._stable_seed("split", job.study_seed, job.dataset.label)
+        tests.append(data.X[study._split(data, job.splits, 0, seed_split)[1]])
+    assert tests[0].shape == tests[1].shape and not np.array_equal(tests[0], tests[1])
+
+
+def test_a_comparison_that_cannot_be_made_does_not_stop_the_table(mcmc_study, tmp_path):
+    import shutil
+
+    copy = tmp_path / "copy"
+    shutil.copytree(mcmc_study, copy, ignore=shutil.ignore_patterns("*.nc"))
+    rec_path = next((copy / "jobs").glob("*__laplace__*.json"))
+    record = json.loads(rec_path.read_text())
+    record["log_evidence"] = float("-inf")  # not finite: no evidence gap can be formed
+    rec_path.write_text(json.dumps(record))
+    table = study.assemble(copy)
+    rows = table[table.job_id == record["id"]]
+    assert "evidence_gap" not in set(rows.metric) and "mean_log_predictive" in set(rows.metric)
+    jobs = pd.read_csv(copy / "jobs.csv").set_index("job_id")
+    assert "comparison with the reference skipped" in jobs.loc[record["id"], "warnings"]
+
+
+def test_serial_interrupt_discards_the_job_caught_by_a_sampler() -> None:
+    executor = study._SerialExecutor()
+    try:
+        job = executor.submit(lambda: {"status": "ok"})
+        assert executor.wait([job]) == {job} and job.result() == {"status": "ok"}
+        executor.interrupted = True  # as the SIGINT handler sets it
+        with pytest.raises(KeyboardInterrupt):
+            executor.submit(lambda: {"status": "ok"}).result()
+    finally:
+        executor.close()

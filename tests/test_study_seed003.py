@@ -75,7 +75,7 @@ def test_laplace_1d_ep_is_exact_in_two_moments_and_normaliser(l1d):
 def test_laplace_1d_bishop_4_135_evidence(l1d):
     lap = l1d.laplace_direct()
     # Bishop 4.135 in 1-D: Z ~ f(z0) (2 pi / A)^(1/2), f evaluated independently here
-    f0 = np.exp(-lap.z0**2 / 2) * expit(20 * lap.z0 + 4)
+    f0 = np.exp(-(lap.z0**2) / 2) * expit(20 * lap.z0 + 4)
     assert lap.Z == pytest.approx(f0 * np.sqrt(2 * np.pi / lap.A), rel=1e-14)
     # the Laplace engine's evidence (R&W 3.32) is the same formula in g = 20 z + 4
     eng = l1d.fit_engine("laplace", tol=1e-14)

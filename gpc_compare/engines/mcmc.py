@@ -39,10 +39,17 @@ from scipy.special import logsumexp
 from .._validation import check_kernel_matrix
 from ..kernels import Kernel
 from ..likelihoods import Likelihood, Logistic, Probit, Softmax
-from ..numerics import JITTER, cho_solve, cholesky
+from ..numerics import JITTER, cho_solve, chol_B, cholesky
 from ..posterior import Convergence, MulticlassPosterior, Posterior
 
-__all__ = ["Diagnostics", "SamplePosterior", "SoftmaxSamplePosterior", "ais_log_evidence", "infer"]
+__all__ = [
+    "Diagnostics",
+    "SamplePosterior",
+    "SoftmaxSamplePosterior",
+    "ais_log_evidence",
+    "ais_log_evidence_from_sites",
+    "infer",
+]
 
 #: Options ``gc.fit(method="mcmc", ...)`` accepts, with their defaults (PyMC's names).
 OPTIONS = {
@@ -56,7 +63,8 @@ OPTIONS = {
     "full_bayes": False,
     "priors": None,
     "evidence": False,
-    "ais_temperatures": 2000,
+    "ais_start": "ep",
+    "ais_temperatures": None,
     "ais_runs": 32,
     "rhat_max": 1.01,
     "ess_min": 400.0,
@@ -297,10 +305,120 @@ def ais_log_evidence(
     return float(log_z), se
 
 
-def _elliptical_slice(g, ll, beta, L, loglik, rng, max_shrinks: int = 200):
-    """One elliptical slice sampling step per column, invariant for N(0, K) p(y|f)^beta."""
+def ais_log_evidence_from_sites(
+    K: np.ndarray,
+    L: np.ndarray,
+    m: float,
+    y: np.ndarray,
+    likelihood: Likelihood,
+    ttau: np.ndarray,
+    tnu: np.ndarray,
+    *,
+    temperatures: int = 300,
+    runs: int = 32,
+    random_seed: int | np.random.Generator | None = None,
+) -> tuple[float, float]:
+    """log p(y) by AIS annealed from a Gaussian approximation (EP's) instead of the prior.
+
+    With the site terms t(g) = exp(-1/2 g^T Lambda g + b^T g) (Lambda = diag(ttau),
+    b = tnu - ttau m, g = f - m), the intermediate targets are
+
+        pi_beta(g) ∝ N(g; 0, K) t(g)^(1 - beta) p(y | m + g)^beta,   beta: 0 -> 1,
+
+    so pi_0 is the approximation itself, with the closed-form normaliser
+    Z_0 = |B|^(-1/2) exp(1/2 b^T Sigma b) (B = I + Lambda^1/2 K Lambda^1/2, Sigma =
+    (K^-1 + Lambda)^-1), and pi_1 the posterior. The importance weights multiply
+    pi_beta_t / pi_beta_(t-1) = [p(y|g) / t(g)]^(beta_t - beta_(t-1)); log p(y) =
+    log Z_0 + log mean w, unbiased in Z for any start (Neal 2001). Because EP is close to
+    the posterior, the path is short: a few hundred temperatures do better than thousands
+    from the prior. Each transition is an elliptical slice step for the Gaussian part
+    N(mu_beta, Sigma_beta) (one Cholesky of B_beta per temperature; samples by Matheron's
+    rule) and the likelihood p(y | m + g)^beta.
+
+    Parameters
+    ----------
+    K, L : ndarray, shape (n, n)
+        Prior covariance and its lower Cholesky factor.
+    m : float
+        Constant prior mean.
+    y : ndarray
+        Labels in {-1, +1}.
+    likelihood : Likelihood
+    ttau, tnu : ndarray, shape (n,)
+        Site precisions (>= 0) and natural means of the approximation (EP's ``ttau``, ``tnu``).
+    temperatures : int
+        Annealing steps, beta_t = t / T.
+    runs : int
+        Independent AIS runs (vectorised).
+    random_seed : int or Generator, optional
+
+    Returns
+    -------
+    log_z, se : float
+        As :func:`ais_log_evidence`.
+    """
+    rng = np.random.default_rng(random_seed)
+    n = K.shape[0]
+    yy = y[:, None]
+    b = tnu - ttau * m
+
+    def loglik(g: np.ndarray) -> np.ndarray:
+        return likelihood.log_prob(yy, m + g).sum(axis=0)
+
+    def log_sites(g: np.ndarray) -> np.ndarray:
+        return -0.5 * np.einsum("i,ij,ij->j", ttau, g, g) + b @ g
+
+    def gaussian(beta: float):
+        """Mean and a sampler of N(mu, Sigma) ∝ N(0, K) t(g)^(1 - beta), and log|B|."""
+        s = (1.0 - beta) * ttau
+        sW = np.sqrt(s)
+        LB = chol_B(K, sW)
+
+        def sigma_times(v):  # Sigma v = K v - K S^1/2 B^-1 S^1/2 K v
+            Kv = K @ v
+            return Kv - K @ (sW[:, None] * cho_solve(LB, sW[:, None] * Kv))
+
+        mu = sigma_times(((1.0 - beta) * b)[:, None])[:, 0]
+
+        def sample(k: int) -> np.ndarray:  # Matheron: f0 - K S^1/2 B^-1 (S^1/2 f0 + z)
+            f0 = L @ rng.standard_normal((n, k))
+            z = rng.standard_normal((n, k))
+            return f0 - K @ (sW[:, None] * cho_solve(LB, sW[:, None] * f0 + z))
+
+        return mu, sample, 2.0 * np.sum(np.log(np.diag(LB)))
+
+    mu, sample, logdet_B = gaussian(0.0)
+    log_z0 = -0.5 * logdet_B + 0.5 * float(b @ mu)  # mu = Sigma b at beta = 0
+    g = mu[:, None] + sample(runs)
+    ll, ls = loglik(g), log_sites(g)
+    log_w = np.zeros(runs)
+    betas = np.arange(temperatures + 1) / temperatures
+    for b_prev, beta in zip(betas[:-1], betas[1:], strict=True):
+        log_w += (beta - b_prev) * (ll - ls)
+        mu, sample, _ = gaussian(beta)
+        h, ll = _elliptical_slice(g - mu[:, None], ll, beta, None, None, rng, nu=sample(runs),
+                                  loglik_at=lambda h, mu=mu: loglik(mu[:, None] + h))  # fmt: skip
+        g = mu[:, None] + h
+        ls = log_sites(g)
+    log_z = log_z0 + logsumexp(log_w) - np.log(runs)
+    w = np.exp(log_w - log_w.max())
+    se = float(np.std(w, ddof=1) / (np.sqrt(runs) * np.mean(w)))
+    return float(log_z), se
+
+
+def _elliptical_slice(
+    g, ll, beta, L, loglik, rng, max_shrinks: int = 200, *, nu=None, loglik_at=None
+):
+    """One elliptical slice sampling step per column, invariant for N(0, C) p(y|f)^beta.
+
+    ``nu`` is a draw from N(0, C) (default: L z, C = L L^T); ``loglik_at`` maps the
+    state to log p(y | f) (default ``loglik``).
+    """
     n, runs = g.shape
-    nu = L @ rng.standard_normal((n, runs))
+    if nu is None:
+        nu = L @ rng.standard_normal((n, runs))
+    if loglik_at is not None:
+        loglik = loglik_at
     log_u = beta * ll + np.log(rng.random(runs))
     theta = rng.uniform(0.0, 2.0 * np.pi, runs)
     lo, hi = theta - 2.0 * np.pi, theta.copy()
@@ -326,6 +444,17 @@ def _elliptical_slice(g, ll, beta, L, loglik, rng, max_shrinks: int = 200):
 
 
 # ---------------------------------------------------------------------------- sampling
+def _check_complete(idata, draws: int, chains: int) -> None:
+    """PyMC and nutpie return the draws so far when interrupted: refuse a partial trace."""
+    post = idata.posterior
+    got = (post.sizes.get("chain", 0), post.sizes.get("draw", 0))
+    if got != (chains, draws):
+        raise RuntimeError(
+            f"sampling stopped early (interrupted?): {got[0]} chains x {got[1]} draws of "
+            f"{chains} x {draws}"
+        )
+
+
 def _default_sampler() -> str:
     try:
         import nutpie  # noqa: F401
@@ -376,7 +505,8 @@ def infer(
     full_bayes: bool = OPTIONS["full_bayes"],
     priors: dict[str, tuple[float, float]] | None = OPTIONS["priors"],
     evidence: bool = OPTIONS["evidence"],
-    ais_temperatures: int = OPTIONS["ais_temperatures"],
+    ais_start: str = OPTIONS["ais_start"],
+    ais_temperatures: int | None = OPTIONS["ais_temperatures"],
     ais_runs: int = OPTIONS["ais_runs"],
     rhat_max: float = OPTIONS["rhat_max"],
     ess_min: float = OPTIONS["ess_min"],
@@ -414,8 +544,18 @@ def infer(
     evidence : bool
         Also estimate log p(y | X, theta) by annealed importance sampling (fixed
         hyperparameters only).
-    ais_temperatures, ais_runs : int
-        The AIS schedule length and number of independent runs.
+    ais_start : {"ep", "prior"}
+        Where the annealing starts: at EP's approximation of the posterior at the same
+        hyperparameters (default; :func:`ais_log_evidence_from_sites`), or at the prior
+        (:func:`ais_log_evidence`, Kuss & Rasmussen 2005). Both are unbiased in p(y) and
+        biased low in log p(y) when the path is too short; from the prior it is long: on
+        200 ionosphere cases at sigma_f^2 = e^4, 2000 temperatures from the prior gave
+        -90.1 and 8000 gave -85.0, against -82.48 +- 0.12 from EP with 1000 (EP's own
+        evidence -82.58).
+    ais_temperatures : int, optional
+        The AIS schedule length (default 1000 from EP, 2000 from the prior).
+    ais_runs : int
+        Independent AIS runs.
     rhat_max, ess_min : float
         Thresholds of ``post.diagnostics.passed`` (no divergences is the third).
     progressbar : bool
@@ -466,6 +606,8 @@ def infer(
             ess_min=ess_min,
             progressbar=progressbar,
         )
+    if ais_start not in ("ep", "prior"):
+        raise ValueError(f"ais_start must be 'ep' or 'prior', got {ais_start!r}")
     if full_bayes and evidence:
         raise ValueError(
             "evidence=True estimates p(y | X, theta) at fixed hyperparameters; "
@@ -519,6 +661,7 @@ def infer(
         idata.attrs["dropped_prior_variance"] = dropped
     if "observed_data" not in idata.groups():
         idata.add_groups(observed_data=xr.Dataset({"y": ("obs", y)}, coords={"obs": np.arange(n)}))
+    _check_complete(idata, draws, chains)
     f_draws = idata.posterior["f"].values.reshape(-1, n)
     theta_draws = (
         idata.posterior["theta"].values.reshape(f_draws.shape[0], -1) if full_bayes else None
@@ -529,9 +672,19 @@ def infer(
     ev = None
     if evidence:
         seed = np.random.default_rng(random_seed).integers(2**32)
-        ev = ais_log_evidence(
-            L, m, y, likelihood, temperatures=ais_temperatures, runs=ais_runs, random_seed=seed
-        )
+        if ais_start == "ep":
+            from . import ep as ep_engine
+
+            approx = ep_engine.infer(X, y, kernel, likelihood, mean)
+            ev = ais_log_evidence_from_sites(
+                L @ L.T, L, m, y, likelihood, approx.ttau, approx.tnu,  # K with its jitter
+                temperatures=ais_temperatures or 1000, runs=ais_runs, random_seed=seed,
+            )  # fmt: skip
+        else:
+            ev = ais_log_evidence(
+                L, m, y, likelihood, temperatures=ais_temperatures or 2000, runs=ais_runs,
+                random_seed=seed,
+            )  # fmt: skip
     return SamplePosterior(
         X,
         y,
@@ -757,6 +910,7 @@ def _infer_softmax(
         idata.add_groups(
             observed_data=xr.Dataset({"y": ("obs", codes)}, coords={"obs": np.arange(n)})
         )
+    _check_complete(idata, draws, chains)
     f_draws = idata.posterior["f"].values.reshape(-1, n, C)
     diagnostics = _diagnose(idata, rhat_max, ess_min, ["f"])
     if not diagnostics.passed:
