@@ -574,6 +574,68 @@ def write_report(result_dir: str | os.PathLike[str]) -> Path:
     return path
 
 
+def _selection_comparison(table, records, datasets, engines) -> list[str]:
+    """Where engines that select their own hyperparameters disagree, and what it changes."""
+    own = [e for e in engines if any(
+        r["engine"] == e and r["hyperparameters"]["from"] == "own" for r in records
+    )]  # fmt: skip
+    if len(own) < 2:
+        return []
+    rows = []
+    for dataset in datasets:
+        theta = {}
+        for r in records:
+            if r["dataset"] == dataset and r["engine"] in own:
+                theta[(r["engine"], r["split"])] = np.asarray(r["hyperparameters"]["values"])
+        for i, e1 in enumerate(own):
+            for e2 in own[i + 1 :]:
+                splits = sorted(s for (e, s) in theta if e == e1 and (e2, s) in theta)
+                if not splits:
+                    continue
+                gaps = [float(np.max(np.abs(theta[(e1, s)] - theta[(e2, s)]))) for s in splits]
+                diffs = []
+                for metric in ("mean_log_predictive", "loo_log_predictive"):
+                    t = table[(table.dataset == dataset) & (table.metric == metric)]
+                    a = t[t.engine == e1].set_index("split")["value"].reindex(splits)
+                    b = t[t.engine == e2].set_index("split")["value"].reindex(splits)
+                    d = (a - b).to_numpy(dtype=float)
+                    diffs.append(_fmt(float(np.mean(d)), 4) if np.isfinite(d).any() else "n/a")
+                rows.append(
+                    [
+                        dataset,
+                        f"{_style(e1)[2]} vs {_style(e2)[2]}",
+                        f"{sum(g > 0.1 for g in gaps)} of {len(gaps)}",
+                        _fmt(float(np.median(gaps)), 2),
+                        _fmt(float(np.max(gaps)), 2),
+                        *diffs,
+                    ]
+                )
+    if not rows:
+        return []
+    return [
+        "## Hyperparameter selections compared",
+        "",
+        "Engines that select their own hyperparameters, compared split by split: how often "
+        "their selections differ by more than 0.1 in some log hyperparameter, the median and "
+        "largest such difference, and the mean paired difference (first minus second) of the "
+        "held-out mean log predictive and of the training-set LOO log predictive (EP).",
+        "",
+        *_markdown_table(
+            [
+                "data set",
+                "engines",
+                "splits differing > 0.1",
+                "median of max abs d log theta",
+                "largest",
+                "d held-out log pred.",
+                "d LOO log pred. (train)",
+            ],
+            rows,
+        ),
+        "",
+    ]
+
+
 def _markdown(
     config: StudyConfig,
     table,
@@ -695,6 +757,8 @@ def _markdown(
     lines += _markdown_table(
         ["data set", "engine", "selected by", "hyperparameters", "log evidence (mean)"], rows
     ) + [""]
+
+    lines += _selection_comparison(table, records, datasets, engines)
 
     diag = [r for r in records if r.get("diagnostics")]
     if diag:
