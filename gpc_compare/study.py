@@ -39,6 +39,7 @@ import math
 import os
 import platform
 import shutil
+import sys
 import time
 import tomllib
 import traceback
@@ -1337,6 +1338,7 @@ def load_study_script(path: str | os.PathLike[str]):
         raise StudyError(f"{p}: no such study script")
     spec = importlib.util.spec_from_file_location(f"gpc_compare_study_{p.stem}", p)
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # (dataclasses and pickling look the module up there)
     spec.loader.exec_module(module)
     if not callable(getattr(module, "run", None)):
         raise StudyError(f"{p}: a study script must define run(output), which writes results")
