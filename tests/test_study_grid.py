@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import gpc_compare as gc
@@ -32,7 +33,7 @@ def test_prepare_is_a_stratified_standardised_subsample(study):
     np.testing.assert_allclose(X.std(axis=0), 1.0, atol=1e-12)
 
 
-def test_tasks_match_gc_fit_and_ais_agrees_with_ep_and_cache_is_read(study, tmp_path):
+def test_tasks_match_gc_fit_and_ais_agrees_with_ep_and_cache_is_read(study, tmp_path, monkeypatch):
     specs = study.task_specs(
         tmp_path / "cache", datasets=("crabs",), g=2, n_max=30, temperatures=100, runs=8
     )
@@ -69,6 +70,20 @@ def test_tasks_match_gc_fit_and_ais_agrees_with_ep_and_cache_is_read(study, tmp_
     assert [r["from_cache"] for r in again] == [True] * 4
     assert [f.stat().st_mtime_ns for f in files] == mtimes
     assert [r["rows"] for r in again] == [json.loads(json.dumps(r["rows"])) for r in records]
+    # the check: only the degenerate point (0, 5) (se 0.50 > SE_MAX at T = 100) is annealed
+    # again; 1000 temperatures bring its se under SE_MAX (0.27) and it agrees with EP
+    monkeypatch.setattr(study, "CHECK_TEMPERATURES", 1000)
+    df = study.tidy(records)
+    check = study.check_disagreements(df, specs, workers=1)
+    assert list(zip(check.log_lengthscale, check.log_sf, strict=True)) == [(0.0, 5.0)]
+    row = check.iloc[0]
+    assert row.ais_se > study.SE_MAX >= row.ais_long_se
+    assert abs(row.ais_long - row.ep) < 5 * row.ais_long_se
+    best = study.with_gold_standard(df, check)
+    replaced = best[best.checked]
+    assert len(replaced) == 1 and replaced.method.iloc[0] == "ais"
+    assert replaced.log_evidence.iloc[0] == row.ais_long
+    pd.testing.assert_frame_equal(best.drop(columns="checked")[~best.checked], df[~best.checked])
     # a changed setting (more AIS runs) does not reuse a stale file
     changed = study.task_specs(
         tmp_path / "cache", datasets=("crabs",), g=2, n_max=30, temperatures=100, runs=4
