@@ -743,7 +743,7 @@ def write_readme(
 
 
 DISCUSSION = """
-**The literature's verdict holds, with three exceptions.** (Numbers from the tables above;
+**The literature's verdict holds, with the exceptions noted.** (Numbers from the tables above;
 "tight" = AIS se <= 0.1.)
 
 - *Laplace's evidence is too low, and much worse at large sigma_f.* Laplace - AIS is
