@@ -235,7 +235,10 @@ def load_study(path: str | os.PathLike[str]) -> StudyConfig:
     datasets = _parse_datasets(raw.get("datasets"), splits, seed, p)
     engines, methods = _parse_engines(raw.get("engines"), p)
     kernel = _parse_kernel(raw.get("kernel", {}), p)
-    policy, source, n_restarts = _parse_hyperparameters(raw.get("hyperparameters", {}), methods, p)
+    at_source = any(o.get("hyperparameters") == "source" for o in engines.values())
+    policy, source, n_restarts = _parse_hyperparameters(
+        raw.get("hyperparameters", {}), methods, p, at_source
+    )
     if policy == "full_bayes":
         for label, method in methods.items():
             if method == "mcmc" and engines[label].get("evidence"):
@@ -330,9 +333,15 @@ def _parse_engines(value: Any, p: str) -> tuple[dict[str, dict[str, Any]], dict[
                 "otherwise needs method = ENGINE)",
             )
         defaults = get_engine(method).OPTIONS
-        _check_keys(options, set(defaults) | {"objective"}, p, where)
+        _check_keys(options, set(defaults) | {"objective", "hyperparameters"}, p, where)
+        if options.get("hyperparameters", "source") != "source":
+            raise _fail(
+                p, f"{where}.hyperparameters", "the only per-engine setting is 'source' (run at "
+                "the values the source engine selects)"
+            )  # fmt: skip
         for key, value in options.items():
-            _check_option_type(value, defaults.get(key), p, f"{where}.{key}")
+            if key != "hyperparameters":
+                _check_option_type(value, defaults.get(key), p, f"{where}.{key}")
         if "objective" in options:
             if options["objective"] not in OBJECTIVES:
                 raise _fail(p, f"{where}.objective", f"must be one of {OBJECTIVES}")
@@ -389,7 +398,7 @@ def _parse_kernel(value: Any, p: str) -> dict[str, Any]:
     return kernel
 
 
-def _parse_hyperparameters(value: Any, methods: Mapping[str, str], p: str):
+def _parse_hyperparameters(value: Any, methods: Mapping[str, str], p: str, at_source=False):
     if not isinstance(value, dict):
         raise _fail(p, "hyperparameters", "must be a table")
     _check_keys(value, {"policy", "source", "n_restarts"}, p, "hyperparameters")
@@ -400,7 +409,7 @@ def _parse_hyperparameters(value: Any, methods: Mapping[str, str], p: str):
     source = value.get("source")
     engines = list(methods)
     has_mcmc = "mcmc" in methods.values()
-    needs_source = policy == "shared" or (policy == "optimize" and has_mcmc)
+    needs_source = policy == "shared" or (policy == "optimize" and has_mcmc) or at_source
     if source is None and needs_source:
         source = next((e for e in ("ep", "laplace") if methods.get(e) == e), None)
         if source is None:
@@ -497,8 +506,9 @@ def expand(config: StudyConfig) -> list[Job]:
                 if config.policy == "full_bayes" and method == "mcmc":
                     options["full_bayes"] = True
                 depends = None
+                at_source = options.pop("hyperparameters", None) == "source"
                 if config.source is not None and engine != config.source:
-                    if config.policy == "shared" or method == "mcmc":
+                    if config.policy == "shared" or method == "mcmc" or at_source:
                         depends = ids[config.source]
                 seed = _stable_seed(config.seed, data.label, split, engine)
                 spec = {

@@ -491,3 +491,33 @@ def test_serial_interrupt_discards_the_job_caught_by_a_sampler() -> None:
             executor.submit(lambda: {"status": "ok"}).result()
     finally:
         executor.close()
+
+
+def test_an_engine_can_run_at_the_source_engines_values(tmp_path: Path) -> None:
+    text = FAST.replace(
+        "[engines.ep]",
+        '[engines.ep]\n[engines.laplace_at_ep]\nmethod = "laplace"\nhyperparameters = "source"',
+    )
+    path = write_study(tmp_path, text=text)
+    config = study.load_study(path)
+    assert config.source == "ep"
+    jobs = study.expand(config)
+    by_id = {j.id: j for j in jobs}
+    for job in jobs:
+        if job.engine == "laplace_at_ep":
+            assert by_id[job.depends_on].engine == "ep" and "hyperparameters" not in job.options
+        else:
+            assert job.depends_on is None  # "optimize": Laplace and EP select their own
+    table = study.run_study(config, tmp_path / "out", workers=1).table
+    hp = table.drop_duplicates("job_id").set_index(["split", "engine"])
+    for split in (0, 1):
+        assert hp.loc[(split, "laplace_at_ep"), "hyperparameters_from"] == "ep"
+        assert (
+            hp.loc[(split, "laplace_at_ep"), "hyperparameters"]
+            == hp.loc[(split, "ep"), "hyperparameters"]
+        )
+    path.write_text(
+        path.read_text().replace('hyperparameters = "source"', 'hyperparameters = "own"')
+    )
+    with pytest.raises(study.StudyError, match=r"engines\.laplace_at_ep\.hyperparameters"):
+        study.load_study(path)
