@@ -48,13 +48,10 @@ def check_X(X: object, *, name: str = "X", n_features: int | None = None) -> np.
     return arr
 
 
-def check_labels(y: object, *, name: str = "y", both_classes: bool = True) -> np.ndarray:
-    """Binary labels {0, 1}, {-1, +1} or booleans as floats in {-1, +1}.
-
-    A training set must hold both classes; a test set (``both_classes=False``) need not.
-    """
+def _label_array(y: object, name: str, what: str) -> np.ndarray:
+    """``y`` as a non-empty 1-D array (a single column is flattened)."""
     if y is None:
-        raise ValueError(f"{name} is None; expected a 1-D array of binary labels")
+        raise ValueError(f"{name} is None; expected a 1-D array of {what}")
     arr = np.asarray(y)
     if arr.ndim == 2 and arr.shape[1] == 1:
         arr = arr[:, 0]
@@ -62,6 +59,15 @@ def check_labels(y: object, *, name: str = "y", both_classes: bool = True) -> np
         raise ValueError(f"{name} must be a 1-D array of labels, got shape {arr.shape}")
     if arr.size == 0:
         raise ValueError(f"{name} is empty")
+    return arr
+
+
+def check_labels(y: object, *, name: str = "y", both_classes: bool = True) -> np.ndarray:
+    """Binary labels {0, 1}, {-1, +1} or booleans as floats in {-1, +1}.
+
+    A training set must hold both classes; a test set (``both_classes=False``) need not.
+    """
+    arr = _label_array(y, name, "binary labels")
     if arr.dtype == bool:
         values = np.where(arr, 1.0, -1.0)
     else:
@@ -105,15 +111,7 @@ def check_class_labels(
         ``classes[codes] == y``.
     classes : ndarray, shape (C,)
     """
-    if y is None:
-        raise ValueError(f"{name} is None; expected a 1-D array of class labels")
-    arr = np.asarray(y)
-    if arr.ndim == 2 and arr.shape[1] == 1:
-        arr = arr[:, 0]
-    if arr.ndim != 1:
-        raise ValueError(f"{name} must be a 1-D array of labels, got shape {arr.shape}")
-    if arr.size == 0:
-        raise ValueError(f"{name} is empty")
+    arr = _label_array(y, name, "class labels")
     if arr.dtype.kind in "fc" and not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} contains NaN or infinity")
     if arr.dtype.kind == "O" and any(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -11,16 +10,14 @@ import pandas as pd
 import pytest
 
 import gpc_compare as gc
+from gpc_compare.study import load_study_script
 
 SCRIPT = Path(__file__).resolve().parent.parent / "studies" / "approximations_grid.py"
 
 
 @pytest.fixture(scope="module")
 def study():
-    spec = importlib.util.spec_from_file_location("study_approximations_grid", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_study_script(SCRIPT)
 
 
 def test_prepare_is_a_stratified_standardised_subsample(study):

@@ -7,7 +7,6 @@ the Laplace / one-site EP engines, a few seconds in all.
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import numpy as np
@@ -16,14 +15,13 @@ from scipy import integrate, optimize
 from scipy.special import expit
 from scipy.stats import norm
 
+from gpc_compare.study import load_study_script
+
 STUDIES = Path(__file__).resolve().parent.parent / "studies"
 
 
 def _load(name: str):
-    spec = importlib.util.spec_from_file_location(f"study_{name}", STUDIES / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_study_script(STUDIES / f"{name}.py")
 
 
 @pytest.fixture(scope="module")
