@@ -50,7 +50,7 @@ from __future__ import annotations
 import warnings
 from abc import ABC, abstractmethod
 from functools import cached_property
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 from scipy.special import logsumexp
@@ -179,6 +179,25 @@ class Posterior(ABC):
     @abstractmethod
     def to_inference_data(self, *args, **kwargs) -> arviz.InferenceData:
         """The posterior of f at the training inputs as an ArviZ InferenceData."""
+
+    def record(self) -> dict[str, Any]:
+        """The facts a study stores about this fit, JSON-ready.
+
+        ``convergence`` (``converged``, ``iterations``), ``log_evidence`` (None where the
+        engine did not estimate it) and ``log_evidence_se`` (None for a deterministic
+        approximation); engines add what only they give (EP's ``loo_log_predictive``,
+        MCMC's ``diagnostics``).
+        """
+        conv = self.convergence
+        try:
+            log_evidence: float | None = float(self.log_marginal_likelihood)
+        except ValueError:  # e.g. MCMC without evidence=True
+            log_evidence = None
+        return {
+            "convergence": {"converged": bool(conv.converged), "iterations": int(conv.iterations)},
+            "log_evidence": log_evidence,
+            "log_evidence_se": None,
+        }
 
     # ------------------------------------------------------------------ helpers
     def _check_Xs(self, Xs: np.ndarray) -> np.ndarray:

@@ -46,7 +46,6 @@ import traceback
 import zlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from importlib import metadata
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -56,6 +55,7 @@ import pandas as pd
 from . import datasets as gc_datasets
 from . import metrics
 from .engines import ENGINES, get_engine
+from .provenance import versions
 
 __all__ = [
     "Job",
@@ -101,7 +101,6 @@ TABLE_COLUMNS = [
 ]
 #: Columns that hold wall-clock times: everything else is reproducible from the seeds.
 TIMING_COLUMNS = ["fit_seconds", "predict_seconds"]
-_PACKAGES = ("gpc_compare", "numpy", "scipy", "scikit-learn", "pymc", "arviz", "nutpie")
 
 
 class StudyError(ValueError):
@@ -619,17 +618,6 @@ def _make_kernel(spec: Mapping[str, Any], d: int):
     return cls(lengthscale=ell, variance=float(spec["variance"]), **bounds)
 
 
-def _versions() -> dict[str, str]:
-    out = {}
-    for name in _PACKAGES:
-        try:
-            out[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            out[name] = "not installed"
-    out["python"] = platform.python_version()
-    return out
-
-
 def _floats(a: np.ndarray) -> list[float]:
     return [float(v) for v in np.asarray(a, dtype=float).ravel()]
 
@@ -667,7 +655,7 @@ def run_job(job: Job, shared: Mapping[str, Any] | None = None) -> dict[str, Any]
         "policy": job.policy,
         "seed": job.seed,
         "options": dict(job.options),
-        "versions": _versions(),
+        "versions": versions(),
         "host": platform.node(),
         "started": time.time(),
     }
@@ -1177,7 +1165,7 @@ def _failure_record(job: Job, exc: BaseException) -> dict[str, Any]:
         "status": "failed",
         "error": f"{type(exc).__name__}: {exc}",
         "traceback": "".join(traceback.format_exception(exc)),
-        "versions": _versions(),
+        "versions": versions(),
     }
 
 

@@ -1,8 +1,10 @@
-"""Posterior engines: one module per method, one signature.
+"""Posterior engines: one module per method, one signature, a declared capability set.
 
 Every engine module provides ``infer(X, y, kernel, likelihood, mean, **options)``
-returning a :class:`~gpc_compare.posterior.Posterior`, and ``OPTIONS``, the options it
-accepts with their defaults. :func:`get_engine` looks one up by name.
+returning a :class:`~gpc_compare.posterior.Posterior`, ``OPTIONS``, the options it
+accepts with their defaults, and ``CAPABILITIES``, what it can do (names in
+:data:`CAPABILITY_NAMES`). Callers ask :func:`capabilities` (``"evidence_gradient" in
+capabilities("ep")``), never the engine's name. :func:`get_engine` looks one up by name.
 """
 
 from __future__ import annotations
@@ -11,7 +13,24 @@ from types import ModuleType
 
 from . import ep, laplace, mcmc
 
+__all__ = ["CAPABILITY_NAMES", "ENGINES", "capabilities", "get_engine"]
+
 ENGINES: dict[str, ModuleType] = {"laplace": laplace, "ep": ep, "mcmc": mcmc}
+
+#: What an engine may declare, and what each promise means.
+CAPABILITY_NAMES: dict[str, str] = {
+    "evidence": "always gives log_marginal_likelihood (an estimate of log p(y | X, theta))",
+    "evidence_gradient": (
+        "gives the exact gradient of its evidence, so it can select its own hyperparameters "
+        "(optimize=True); an engine without it runs at another engine's values"
+    ),
+    "bound": "its evidence is a lower bound on log p(y | X, theta) (variational methods)",
+    "loo": "gives the cavity leave-one-out predictive log-likelihood and its gradients",
+    "multiclass": "takes likelihood='softmax' (C >= 2 classes)",
+    "draws": "holds posterior draws: convergence diagnostics and the sampler's InferenceData",
+    "hyperparameter_sampling": "can sample the hyperparameters too (full_bayes=True)",
+    "reference": "a gold standard the approximations are measured against",
+}
 
 
 def get_engine(method: str) -> ModuleType:
@@ -19,3 +38,8 @@ def get_engine(method: str) -> ModuleType:
     if isinstance(method, str) and method.lower() in ENGINES:
         return ENGINES[method.lower()]
     raise ValueError(f"method must be one of {sorted(ENGINES)}, got {method!r}")
+
+
+def capabilities(method: str) -> frozenset[str]:
+    """What the engine ``method`` can do: a subset of :data:`CAPABILITY_NAMES`."""
+    return get_engine(method).CAPABILITIES

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import warnings
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 import scipy.linalg
@@ -51,6 +52,8 @@ OPTIONS = {
     "warm_start": None,
     "random_seed": None,
 }
+#: What this engine can do (see :data:`gpc_compare.engines.CAPABILITY_NAMES`).
+CAPABILITIES = frozenset({"evidence", "evidence_gradient", "loo"})
 
 _SCHEDULES = ("sequential", "parallel")
 
@@ -185,6 +188,10 @@ class EPPosterior(GaussianPosterior):
         if self.mean is not None:
             grads.append(float(self.alpha.sum()))
         return np.asarray(grads, dtype=float)
+
+    def record(self) -> dict[str, Any]:
+        """:meth:`Posterior.record`, plus ``loo_log_predictive``."""
+        return {**super().record(), "loo_log_predictive": self.loo_log_predictive}
 
     # --------------------------------------------------- leave-one-out predictive
     @property

@@ -36,6 +36,8 @@ __all__ = ["LaplacePosterior", "SoftmaxLaplacePosterior", "infer"]
 
 #: Options ``gc.fit(method="laplace", ...)`` accepts, with their defaults.
 OPTIONS = {"tol": 1e-10, "max_iter": 100, "warm_start": None}
+#: What this engine can do (see :data:`gpc_compare.engines.CAPABILITY_NAMES`).
+CAPABILITIES = frozenset({"evidence", "evidence_gradient", "multiclass"})
 
 
 class LaplacePosterior(GaussianPosterior):

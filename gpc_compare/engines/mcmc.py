@@ -27,9 +27,11 @@ Fixed hyperparameters only: full Bayes and the AIS evidence are binary only.
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 import scipy.linalg
@@ -70,6 +72,9 @@ OPTIONS = {
     "ess_min": 400.0,
     "progressbar": False,
 }
+#: What this engine can do (see :data:`gpc_compare.engines.CAPABILITY_NAMES`); its
+#: evidence (AIS) is optional (``evidence=True``), so "evidence" is not among them.
+CAPABILITIES = frozenset({"draws", "multiclass", "hyperparameter_sampling", "reference"})
 
 # Predictions integrate the link per draw; without a closed form (logistic) at most this
 # many evenly spaced draws are used; in full Bayes, where every draw has its own kernel
@@ -169,6 +174,14 @@ class SamplePosterior(Posterior):
             "the MCMC engine gives no evidence gradient: its Monte Carlo estimate is too "
             "noisy for smooth kernels; compare AIS evidences over a hyperparameter grid"
         )
+
+    def record(self) -> dict[str, Any]:
+        """:meth:`Posterior.record`, plus the AIS standard error and ``diagnostics``."""
+        out = super().record()
+        if out["log_evidence"] is not None:
+            out["log_evidence_se"] = float(self.log_marginal_likelihood_se)
+        out["diagnostics"] = dataclasses.asdict(self.diagnostics)
+        return out
 
     @cached_property
     def latent_mean(self) -> np.ndarray:
@@ -780,6 +793,10 @@ class SoftmaxSamplePosterior(MulticlassPosterior):
     @property
     def log_marginal_likelihood(self) -> float:
         raise ValueError("the MCMC engine gives no evidence with the softmax likelihood")
+
+    def record(self) -> dict[str, Any]:
+        """:meth:`Posterior.record`, plus ``diagnostics``."""
+        return {**super().record(), "diagnostics": dataclasses.asdict(self.diagnostics)}
 
     @property
     def log_marginal_likelihood_gradient(self) -> np.ndarray:
