@@ -13,8 +13,7 @@ from ._fit import fit
 from .estimator import GPClassifier
 from .hyperparameters import OptimizationResult
 from .posterior import Convergence, GaussianPosterior, Posterior
-
-__version__ = "0.1.0"
+from .provenance import __version__ as __version__
 
 __all__ = [
     "Convergence",

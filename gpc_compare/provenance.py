@@ -5,7 +5,10 @@ from __future__ import annotations
 import platform
 from importlib import metadata
 
-__all__ = ["PACKAGES", "versions", "versions_text"]
+__all__ = ["PACKAGES", "__version__", "versions", "versions_text"]
+
+#: The package version (``gpc_compare.__version__``).
+__version__ = "0.1.0"
 
 #: The packages whose versions a result records (with Python's).
 PACKAGES = (

@@ -1,19 +1,16 @@
-"""The ``gpc-compare`` command line, its demo, and the metrics and data set it uses."""
+"""The ``gpc-compare`` command line, and the metrics and data set checks it once carried."""
 
 from __future__ import annotations
 
-import contextlib
-import io
 import math
 import shutil
 import subprocess
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from gpc_compare import metrics
-from gpc_compare.cli import PLOT_NAME, SCORES_NAME, main
+from gpc_compare.cli import main
 from gpc_compare.datasets import load_breast_cancer, standardize
 
 # --------------------------------------------------------------------------- metrics
@@ -131,89 +128,26 @@ def test_standardize_uses_training_statistics_only() -> None:
 
 
 # --------------------------------------------------------------------------- the CLI
-@pytest.fixture(scope="module")
-def demo_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, str, object]:
-    """One ``gpc-compare demo`` run (no restarts, to stay fast), shared by the tests below."""
-    out = tmp_path_factory.mktemp("demo")
-    buffer = io.StringIO()
-    with contextlib.redirect_stdout(buffer):
-        code = main(["demo", "--output", out, "--restarts", "0"])
-    return code, buffer.getvalue(), out
+# (The breast-cancer ``demo`` command is gone: the README's main job, the quick study, is a
+# real comparison with its report. A bad value exiting 2 with the message and no traceback
+# is tested on ``run`` with malformed studies, tests/test_study.py.)
 
 
-def test_demo_exits_zero_and_writes_plot_and_scores(demo_run) -> None:
-    code, _, out = demo_run
-    assert code == 0
-    png = out / PLOT_NAME
-    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert png.stat().st_size > 20_000
-    table = pd.read_csv(out / SCORES_NAME)
-    assert list(table.columns) == ["metric", "value"]
-    assert list(table["metric"]) == [
-        "mean_log_predictive_nats",
-        "information_bits",
-        "error_rate",
-        "brier",
-        "auc",
-        "ece",
-    ]
-
-
-def test_demo_scores_are_sane(demo_run) -> None:
-    _, _, out = demo_run
-    s = pd.read_csv(out / SCORES_NAME).set_index("metric")["value"]
-    assert s["error_rate"] < 0.1
-    assert -0.3 < s["mean_log_predictive_nats"] < 0.0
-    # the training base rate is 159/426, so at most H(0.373) = 0.953 bits are available
-    assert 0.5 < s["information_bits"] < metrics.base_rate_entropy_bits(159 / 426)
-    assert s["information_bits"] == pytest.approx(
-        metrics.base_rate_entropy_bits(159 / 426) + s["mean_log_predictive_nats"] / math.log(2)
-    )
-    assert 0.0 < s["brier"] < 0.08
-    assert 0.95 < s["auc"] <= 1.0
-
-
-def test_demo_prints_the_report(demo_run) -> None:
-    _, text, out = demo_run
-    for needle in (
-        "426 cases: 159 malignant / 267 benign",
-        "143 cases:  53 malignant /  90 benign",
-        "lengthscale ell",
-        "signal variance sigma_f^2",
-        "log marginal likelihood",
-        "best run converged",
-        "1 (initial start + 0 random restarts)",
-        "Held-out scores (143 test cases)",
-        "bits",
-        str(out / PLOT_NAME),
-    ):
-        assert needle in text, needle
-
-
-def test_unknown_likelihood_exits_2_naming_it(capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(SystemExit) as exc:
-        main(["demo", "--likelihood", "cauchit"])
-    assert exc.value.code == 2
-    err = capsys.readouterr().err
-    assert "cauchit" in err
-    assert "probit" in err and "logistic" in err
-
-
-def test_library_value_error_exits_2_with_message(
-    tmp_path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    code = main(["demo", "--output", tmp_path, "--restarts", "-1"])
-    assert code == 2
-    err = capsys.readouterr().err
-    assert err.startswith("gpc-compare: error: ")
-    assert "n_restarts must be a whole number >= 0" in err
+def test_list_engines_shows_what_each_can_do(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["list", "engines"]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    for name, must in (("laplace", "evidence_gradient"), ("ep", "loo"), ("mcmc", "draws")):
+        at = next(k for k, line in enumerate(lines) if line.strip().startswith(name))
+        assert "can:" in lines[at + 1] and must in lines[at + 1]
 
 
 def test_help_and_missing_command(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exc:
         main(["--help"])
     assert exc.value.code == 0
-    assert "demo" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "run" in out and "report" in out and "list" in out and "demo" not in out
     with pytest.raises(SystemExit) as exc:
         main([])
     assert exc.value.code == 2
@@ -223,7 +157,7 @@ def test_help_and_missing_command(capsys: pytest.CaptureFixture[str]) -> None:
 @pytest.mark.skipif(shutil.which("gpc-compare") is None, reason="console script not installed")
 def test_console_script_help() -> None:
     done = subprocess.run(
-        ["gpc-compare", "demo", "--help"], capture_output=True, text=True, timeout=60
+        ["gpc-compare", "run", "--help"], capture_output=True, text=True, timeout=60
     )
     assert done.returncode == 0
-    assert "--likelihood {probit,logistic}" in done.stdout
+    assert "--workers" in done.stdout and "--scheduler" in done.stdout

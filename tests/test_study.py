@@ -19,6 +19,7 @@ import gpc_compare as gc
 from gpc_compare import datasets, study
 from gpc_compare.cli import main
 from gpc_compare.report import summarize
+from gpc_compare.study import executors, problem, worker
 
 # A small, fast study: 2 folds of 80 breast-cancer cases, Laplace and EP with their
 # own hyperparameters. Every job takes well under a second.
@@ -147,9 +148,11 @@ def test_run_scores_match_a_direct_fit(tmp_path: Path) -> None:
 
     # redo split 1 of EP by hand, with the same seeds the runner derives
     job = next(j for j in study.expand(study.load_study(path)) if (j.split, j.engine) == (1, "ep"))
-    data = study._load_dataset(job.dataset, job.study_seed)
+    data = problem.load_dataset(job.dataset, job.study_seed)
     assert data.n_samples == 80 and data.y.sum() == round(80 * 212 / 569)
-    train, test = study._split(data, job.splits, 1, study._stable_seed("split", 3, "breast_cancer"))
+    train, test = problem.split_indices(
+        data, job.splits, 1, problem.stable_seed("split", 3, "breast_cancer")
+    )
     assert train.size + test.size == 80 and not set(train) & set(test)
     Xtr, Xte = datasets.standardize(data.X[train], data.X[test])
     kernel = gc.kernels.SquaredExponential(lengthscale=np.sqrt(30.0))
@@ -214,7 +217,7 @@ def test_failed_job_is_recorded_and_the_study_goes_on(tmp_path: Path, monkeypatc
             raise np.linalg.LinAlgError("injected failure")
         return real(X, y, method=method, **kw)
 
-    monkeypatch.setattr(gc, "fit", flaky)
+    monkeypatch.setattr(worker, "fit", flaky)
     out = tmp_path / "out"
     code = main(["run", str(path), "--output", str(out), "--workers", "1", "--no-report"])
     assert code == 1
@@ -230,7 +233,7 @@ def test_failed_job_is_recorded_and_the_study_goes_on(tmp_path: Path, monkeypatc
     assert main(["run", str(path), "--output", str(out), "--no-retry-failed", "--no-report"]) == 1
     assert "FAILED (earlier run, not retried) breast_cancer/split" in capsys.readouterr().out
     # the rerun retries only the failed job, and now it succeeds
-    monkeypatch.setattr(gc, "fit", real)
+    monkeypatch.setattr(worker, "fit", real)
     summary = study.run_study(path, out, workers=1)
     assert (summary.skipped, summary.done, summary.failed) == (3, 1, 0)
     assert (pd.read_csv(out / "fast" / "jobs.csv").status == "ok").all()
@@ -459,9 +462,9 @@ def test_study_seed_changes_the_splits(tmp_path: Path) -> None:
         path = write_study(tmp_path, name=f"s{seed}")
         path.write_text(path.read_text().replace("seed = 3", f"seed = {seed}"))
         job = study.expand(study.load_study(path))[0]
-        data = study._load_dataset(job.dataset, job.study_seed)
-        seed_split = study._stable_seed("split", job.study_seed, job.dataset.label)
-        tests.append(data.X[study._split(data, job.splits, 0, seed_split)[1]])
+        data = problem.load_dataset(job.dataset, job.study_seed)
+        seed_split = problem.stable_seed("split", job.study_seed, job.dataset.label)
+        tests.append(data.X[problem.split_indices(data, job.splits, 0, seed_split)[1]])
     assert tests[0].shape == tests[1].shape and not np.array_equal(tests[0], tests[1])
 
 
@@ -482,7 +485,7 @@ def test_a_comparison_that_cannot_be_made_does_not_stop_the_table(mcmc_study, tm
 
 
 def test_serial_interrupt_discards_the_job_caught_by_a_sampler() -> None:
-    executor = study._SerialExecutor()
+    executor = executors.SerialExecutor()
     try:
         job = executor.submit(lambda: {"status": "ok"})
         assert executor.wait([job]) == {job} and job.result() == {"status": "ok"}

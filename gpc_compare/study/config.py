@@ -1,0 +1,395 @@
+"""Study files: reading and validating them (``load_study``).
+
+Every field is checked when the file is loaded, so a malformed study fails at once with
+the file and the field named (a :class:`StudyError`, exit code 2 on the command line),
+never later in every job.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .. import datasets as gc_datasets
+from ..engines import ENGINES, capabilities, get_engine
+from .problem import KERNELS, load_dataset
+
+__all__ = ["DatasetSpec", "StudyConfig", "StudyError", "load_study"]
+
+POLICIES = ("fixed", "optimize", "shared", "full_bayes")
+BINARY_LIKELIHOODS = ("probit", "logistic")
+OBJECTIVES = ("evidence", "loo", "loo_fixed_sites")
+SPLIT_KINDS = ("kfold", "holdout")
+#: The default hyperparameter source, in order of preference: EP (closest to the reference
+#: in every comparison so far), else Laplace.
+DEFAULT_SOURCES = ("ep", "laplace")
+
+
+class StudyError(ValueError):
+    """A study file that cannot be run: the message names the file and the field."""
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    """A data set of a study: a loader name and its options."""
+
+    name: str
+    options: Mapping[str, Any] = field(default_factory=dict)
+    subsample: int | None = None
+
+    @property
+    def label(self) -> str:
+        """The name in tables and figures (the loader name, unless options make it unique)."""
+        return str(self.options.get("label", self.name))
+
+
+@dataclass(frozen=True)
+class StudyConfig:
+    """A parsed, validated study file (see :func:`load_study`)."""
+
+    name: str
+    description: str
+    datasets: tuple[DatasetSpec, ...]
+    engines: Mapping[str, Mapping[str, Any]]
+    methods: Mapping[str, str]
+    likelihood: str
+    kernel: Mapping[str, Any]
+    mean: float | None
+    policy: str
+    source: str | None
+    n_restarts: int
+    splits: Mapping[str, Any]
+    seed: int
+    reference: str | None
+    path: str = ""
+
+
+def _fail(path: str, where: str, message: str) -> StudyError:
+    return StudyError(f"{path}: {where}: {message}")
+
+
+def _check_keys(table: Mapping[str, Any], allowed: Iterable[str], path: str, where: str) -> None:
+    unknown = sorted(set(table) - set(allowed))
+    if unknown:
+        raise _fail(path, where, f"unknown field(s) {unknown}; allowed: {sorted(allowed)}")
+
+
+def _int(value: Any, path: str, where: str, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise _fail(path, where, f"must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def load_study(path: str | os.PathLike[str]) -> StudyConfig:
+    """Read and validate a study file.
+
+    Parameters
+    ----------
+    path : path
+        A TOML file with these fields (only ``datasets`` and ``engines`` are required)::
+
+            name = "quick"               # default: the file name without .toml
+            description = "..."
+            seed = 0                     # seeds splits, restarts and samplers
+            likelihood = "probit"        # or "logistic"
+            mean = 0.0                   # constant prior mean, a hyperparameter; omit: zero
+            reference = "mcmc"           # engine the others are compared with
+            datasets = ["ionosphere", "sonar"]   # or [[datasets]] tables:
+            # [[datasets]]  name = "breast_cancer"  subsample = 200  (+ loader options)
+            [kernel]     name = "squared_exponential"  lengthscale = "sqrt_d"  variance = 1.0
+                         ard = false  variance_bounds = [0.01, 100.0]  (or "fixed")
+                         lengthscale_bounds = [0.01, 1000.0]
+            [hyperparameters]  policy = "optimize"  source = "ep"  n_restarts = 2
+            [splits]     kind = "kfold"  n_splits = 5      # or "holdout": test_size, n_repeats
+            [engines.laplace]                         # one table per engine, its options
+            [engines.ep]       schedule = "parallel"
+            [engines.mcmc]     draws = 500  tune = 500  chains = 2  evidence = true
+
+    Returns
+    -------
+    StudyConfig
+
+    Raises
+    ------
+    StudyError
+        (a ValueError) naming the file and the field, for anything malformed: a TOML
+        syntax error, an unknown field, data set, engine, option or kernel, a bad value.
+    """
+    p = str(path)
+    try:
+        with open(path, "rb") as fh:
+            raw = tomllib.load(fh)
+    except FileNotFoundError:
+        raise StudyError(f"{p}: no such study file") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise StudyError(f"{p}: not valid TOML: {exc}") from None
+    top = {
+        "name",
+        "description",
+        "seed",
+        "likelihood",
+        "mean",
+        "reference",
+        "datasets",
+        "kernel",
+        "hyperparameters",
+        "splits",
+        "engines",
+    }
+    _check_keys(raw, top, p, "top level")
+    name = raw.get("name", Path(p).stem)
+    if not isinstance(name, str) or not name or any(c in name for c in "/\\ "):
+        raise _fail(p, "name", f"must be a non-empty string without '/' or spaces, got {name!r}")
+    seed = _int(raw.get("seed", 0), p, "seed", 0)
+    likelihood = raw.get("likelihood", "probit")
+    if likelihood not in BINARY_LIKELIHOODS:
+        raise _fail(
+            p, "likelihood", f"must be one of {BINARY_LIKELIHOODS} (studies are binary), got "
+            f"{likelihood!r}"
+        )  # fmt: skip
+    mean = raw.get("mean")
+    if mean is not None and (isinstance(mean, bool) or not isinstance(mean, int | float)):
+        raise _fail(p, "mean", f"must be a number, got {mean!r}")
+
+    splits = _parse_splits(raw.get("splits", {}), p)
+    datasets = _parse_datasets(raw.get("datasets"), splits, seed, p)
+    engines, methods = _parse_engines(raw.get("engines"), p)
+    kernel = _parse_kernel(raw.get("kernel", {}), p)
+    at_source = any(o.get("hyperparameters") == "source" for o in engines.values())
+    policy, source, n_restarts = _parse_hyperparameters(
+        raw.get("hyperparameters", {}), methods, p, at_source
+    )
+    if policy == "full_bayes":
+        for label, method in methods.items():
+            if "hyperparameter_sampling" in capabilities(method) and engines[label].get("evidence"):
+                raise _fail(
+                    p,
+                    f"engines.{label}.evidence",
+                    "AIS needs fixed hyperparameters, not full_bayes",
+                )
+
+    gold = [label for label, m in methods.items() if "reference" in capabilities(m)]
+    reference = raw.get("reference", gold[0] if gold else None)
+    if reference is not None and (not isinstance(reference, str) or reference not in engines):
+        raise _fail(p, "reference", f"{reference!r} is not one of the engines {list(engines)}")
+    return StudyConfig(
+        name=name,
+        description=str(raw.get("description", "")),
+        datasets=datasets,
+        engines=engines,
+        methods=methods,
+        likelihood=str(likelihood),
+        kernel=kernel,
+        mean=None if mean is None else float(mean),
+        policy=policy,
+        source=source,
+        n_restarts=n_restarts,
+        splits=splits,
+        seed=seed,
+        reference=reference,
+        path=p,
+    )
+
+
+def _parse_datasets(
+    value: Any, splits: Mapping[str, Any], seed: int, p: str
+) -> tuple[DatasetSpec, ...]:
+    if value is None:
+        raise _fail(p, "datasets", "missing: name at least one data set")
+    if not isinstance(value, list) or not value:
+        raise _fail(p, "datasets", "must be a non-empty list of names or [[datasets]] tables")
+    known = set(gc_datasets.DATASETS)
+    specs = []
+    for i, item in enumerate(value):
+        where = f"datasets[{i}]"
+        if isinstance(item, str):
+            item = {"name": item}
+        if not isinstance(item, dict) or "name" not in item:
+            raise _fail(p, where, "must be a data-set name or a table with a 'name'")
+        name = item["name"]
+        if not isinstance(name, str) or name not in known:
+            raise _fail(p, f"{where}.name", f"unknown data set {name!r}; known: {sorted(known)}")
+        options = {k: v for k, v in item.items() if k not in ("name", "subsample")}
+        subsample = item.get("subsample")
+        if subsample is not None:
+            subsample = _int(subsample, p, f"{where}.subsample", 10)
+        try:  # load once here, so a bad option is named now and not in every job
+            data = load_dataset(DatasetSpec(name, options, subsample), seed)
+        except (TypeError, ValueError) as exc:
+            raise _fail(p, where, f"cannot load {name!r} with {options}: {exc}") from None
+        if data.n_classes != 2:
+            raise _fail(p, where, f"{name!r} has {data.n_classes} classes; studies are binary")
+        smallest = int(np.min(np.bincount(data.y)))
+        folds = splits["n_splits"] if splits["kind"] == "kfold" else 2
+        if smallest < folds:
+            raise _fail(
+                p, where, f"the smaller class has {smallest} cases, too few for {folds} "
+                "stratified folds: use more cases or fewer splits"
+            )  # fmt: skip
+        specs.append(DatasetSpec(name, options, subsample))
+    labels = [s.label for s in specs]
+    if len(set(labels)) != len(labels):
+        raise _fail(p, "datasets", f"names repeat ({labels}): give repeats a distinct 'label'")
+    return tuple(specs)
+
+
+def _parse_engines(value: Any, p: str) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
+    if value is None:
+        raise _fail(p, "engines", "missing: add a table [engines.NAME] per engine")
+    if not isinstance(value, dict) or not value:
+        raise _fail(p, "engines", "must hold one table per engine, e.g. [engines.laplace]")
+    engines, methods = {}, {}
+    for label, options in value.items():
+        where = f"engines.{label}"
+        if not isinstance(options, dict):
+            raise _fail(p, where, "must be a table of the engine's options")
+        options = dict(options)
+        method = options.pop("method", label)  # a label may name an engine variant
+        if not isinstance(method, str) or method not in ENGINES:
+            raise _fail(
+                p,
+                where if method == label else f"{where}.method",
+                f"unknown engine {method!r}; known: {sorted(ENGINES)} (a table named "
+                "otherwise needs method = ENGINE)",
+            )
+        defaults = get_engine(method).OPTIONS
+        _check_keys(options, set(defaults) | {"objective", "hyperparameters"}, p, where)
+        if options.get("hyperparameters", "source") != "source":
+            raise _fail(
+                p, f"{where}.hyperparameters", "the only per-engine setting is 'source' (run at "
+                "the values the source engine selects)"
+            )  # fmt: skip
+        for key, value in options.items():
+            if key != "hyperparameters":
+                _check_option_type(value, defaults.get(key), p, f"{where}.{key}")
+        if "objective" in options:
+            if options["objective"] not in OBJECTIVES:
+                raise _fail(p, f"{where}.objective", f"must be one of {OBJECTIVES}")
+            if "loo" not in capabilities(method) and options["objective"] != "evidence":
+                raise _fail(
+                    p, f"{where}.objective", "the LOO objectives need an engine with a "
+                    f"leave-one-out predictive ({_engines_with('loo')})"
+                )  # fmt: skip
+        engines[label] = options
+        methods[label] = method
+    return engines, methods
+
+
+def _check_option_type(value: Any, default: Any, p: str, where: str) -> None:
+    """An option must have its default's type (a number for a float; any for None)."""
+    if default is None:
+        return
+    if isinstance(default, bool):
+        ok = isinstance(value, bool)
+    elif isinstance(default, int | float):
+        ok = isinstance(value, int | float) and not isinstance(value, bool)
+    else:
+        ok = isinstance(value, type(default))
+    if not ok:
+        raise _fail(p, where, f"must be like the default {default!r}, got {value!r}")
+
+
+def _parse_kernel(value: Any, p: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise _fail(p, "kernel", "must be a table")
+    bound_keys = ("lengthscale_bounds", "variance_bounds")
+    _check_keys(value, {"name", "lengthscale", "variance", "ard", *bound_keys}, p, "kernel")
+    for key in bound_keys:
+        b = value.get(key)
+        if b is None or b == "fixed":
+            continue
+        if (
+            not isinstance(b, list)
+            or len(b) != 2
+            or not all(isinstance(v, int | float) and not isinstance(v, bool) for v in b)
+            or not 0 < b[0] < b[1]
+        ):
+            raise _fail(p, f"kernel.{key}", f"must be [low, high] with 0 < low < high, got {b!r}")
+    kernel = {"name": "squared_exponential", "lengthscale": "sqrt_d", "variance": 1.0}
+    kernel.update(value)
+    if not isinstance(kernel.get("ard", False), bool):
+        raise _fail(p, "kernel.ard", f"must be true or false, got {kernel['ard']!r}")
+    kernel["ard"] = kernel.get("ard", False)
+    if not isinstance(kernel["name"], str) or kernel["name"] not in KERNELS:
+        raise _fail(p, "kernel.name", f"unknown kernel {kernel['name']!r}; known: {list(KERNELS)}")
+    ell = kernel["lengthscale"]
+    if ell != "sqrt_d" and (isinstance(ell, bool) or not isinstance(ell, int | float) or ell <= 0):
+        raise _fail(p, "kernel.lengthscale", f"must be a positive number or 'sqrt_d', got {ell!r}")
+    var = kernel["variance"]
+    if isinstance(var, bool) or not isinstance(var, int | float) or var <= 0:
+        raise _fail(p, "kernel.variance", f"must be a positive number, got {var!r}")
+    return kernel
+
+
+def runs_at_source(policy: str, method: str, at_source: bool = False) -> bool:
+    """Whether an engine runs at the values the study's ``source`` engine selects.
+
+    The one rule, for a study that has a source: under ``"shared"`` every engine does; an
+    engine asked to (``hyperparameters = "source"``) does; and an engine without an
+    evidence gradient cannot select its own values, so it always does. A study has a
+    source when its policy is ``"shared"``, when it is ``"optimize"`` and some engine
+    cannot select its own values, or when an engine asks for one.
+    """
+    return policy == "shared" or at_source or "evidence_gradient" not in capabilities(method)
+
+
+def _engines_with(capability: str) -> str:
+    return ", ".join(sorted(m for m in ENGINES if capability in capabilities(m)))
+
+
+def _parse_hyperparameters(value: Any, methods: Mapping[str, str], p: str, at_source=False):
+    if not isinstance(value, dict):
+        raise _fail(p, "hyperparameters", "must be a table")
+    _check_keys(value, {"policy", "source", "n_restarts"}, p, "hyperparameters")
+    policy = value.get("policy", "optimize")
+    if policy not in POLICIES:
+        raise _fail(p, "hyperparameters.policy", f"must be one of {POLICIES}, got {policy!r}")
+    n_restarts = _int(value.get("n_restarts", 2), p, "hyperparameters.n_restarts", 0)
+    source = value.get("source")
+    engines = list(methods)
+    borrowing = [e for e, m in methods.items() if runs_at_source(policy, m)]
+    needs_source = policy == "shared" or at_source or (policy == "optimize" and bool(borrowing))
+    if source is None and needs_source:
+        source = next((e for e in DEFAULT_SOURCES if methods.get(e) == e), None)
+        if source is None:
+            raise _fail(
+                p, "hyperparameters.source", f"{borrowing or engines} need an engine with an "
+                f"evidence gradient ({_engines_with('evidence_gradient')}) to select their values"
+            )  # fmt: skip
+    if source is not None:
+        if source not in engines:
+            raise _fail(p, "hyperparameters.source", f"{source!r} is not an engine of the study")
+        if "evidence_gradient" not in capabilities(methods[source]):
+            raise _fail(
+                p, "hyperparameters.source", f"{source!r} gives no evidence gradient to optimise"
+            )
+    return policy, source if needs_source else None, n_restarts
+
+
+def _parse_splits(value: Any, p: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise _fail(p, "splits", "must be a table")
+    _check_keys(value, {"kind", "n_splits", "test_size", "n_repeats"}, p, "splits")
+    kind = value.get("kind", "kfold")
+    if kind not in SPLIT_KINDS:
+        raise _fail(p, "splits.kind", f"must be one of {SPLIT_KINDS}, got {kind!r}")
+    if kind == "kfold":
+        if "test_size" in value or "n_repeats" in value:
+            raise _fail(p, "splits", "test_size and n_repeats belong to kind = 'holdout'")
+        return {"kind": kind, "n_splits": _int(value.get("n_splits", 5), p, "splits.n_splits", 2)}
+    if "n_splits" in value:
+        raise _fail(p, "splits.n_splits", "belongs to kind = 'kfold'; use n_repeats")
+    test_size = value.get("test_size", 0.25)
+    if isinstance(test_size, bool) or not isinstance(test_size, float) or not 0 < test_size < 1:
+        raise _fail(p, "splits.test_size", f"must be a fraction in (0, 1), got {test_size!r}")
+    n_repeats = _int(value.get("n_repeats", 5), p, "splits.n_repeats", 1)
+    return {"kind": kind, "test_size": test_size, "n_repeats": n_repeats}
+
+
+# --------------------------------------------------------------------------- jobs

@@ -1,0 +1,92 @@
+"""The problem one job works on: its data set (subsampled), its split, its kernel.
+
+Everything here is a pure function of the study file and its seed, identical in every
+process and on every machine, so a job computed on a Dask worker equals one computed here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import zlib
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from sklearn.model_selection import (
+    StratifiedKFold,
+    StratifiedShuffleSplit,
+    train_test_split,
+)
+
+from .. import datasets as gc_datasets
+from .. import kernels
+
+if TYPE_CHECKING:
+    from .config import DatasetSpec
+
+__all__ = ["KERNELS", "load_dataset", "make_kernel", "n_splits", "split_indices", "stable_seed"]
+
+#: Kernel names a study may use, and their classes in :mod:`gpc_compare.kernels`.
+KERNELS = {
+    "squared_exponential": "SquaredExponential",
+    "matern32": "Matern32",
+    "matern52": "Matern52",
+    "linear": "Linear",
+}
+
+
+def stable_seed(*parts: object) -> int:
+    """A seed from the study seed and names, identical across processes and machines."""
+    words = [zlib.crc32(str(part).encode()) for part in parts]
+    return int(np.random.SeedSequence(words).generate_state(1)[0])
+
+
+def n_splits(splits: Mapping[str, Any]) -> int:
+    return splits["n_splits"] if splits["kind"] == "kfold" else splits["n_repeats"]
+
+
+def load_dataset(spec: DatasetSpec, seed: int = 0) -> gc_datasets.Dataset:
+    """The data set of ``spec``; a stratified subsample drawn with the study ``seed``."""
+    options = {k: v for k, v in spec.options.items() if k != "label"}
+    data = gc_datasets.load(spec.name, **options)
+    if spec.subsample is not None and spec.subsample < data.n_samples:
+        keep, _ = train_test_split(
+            np.arange(data.n_samples),
+            train_size=spec.subsample,
+            stratify=data.y,
+            random_state=stable_seed("subsample", seed, spec.label),
+        )
+        keep = np.sort(keep)
+        data = dataclasses.replace(data, X=data.X[keep], y=data.y[keep])
+    return data
+
+
+def split_indices(data: gc_datasets.Dataset, splits: Mapping[str, Any], index: int, seed: int):
+    """Train and test indices of split ``index`` (stratified; same for every engine)."""
+    if splits["kind"] == "kfold":
+        splitter = StratifiedKFold(splits["n_splits"], shuffle=True, random_state=seed)
+    else:
+        splitter = StratifiedShuffleSplit(
+            splits["n_repeats"], test_size=splits["test_size"], random_state=seed
+        )
+    for i, (train, test) in enumerate(splitter.split(data.X, data.y)):
+        if i == index:
+            return train, test
+    raise IndexError(f"split {index} out of range")  # pragma: no cover
+
+
+def make_kernel(spec: Mapping[str, Any], d: int) -> kernels.Kernel:
+    """The study's kernel for ``d`` inputs (``"sqrt_d"``: length-scale sqrt(d))."""
+    cls = getattr(kernels, KERNELS[spec["name"]])
+    bounds = {
+        key: (b if b == "fixed" else tuple(float(v) for v in b))
+        for key in ("lengthscale_bounds", "variance_bounds")
+        if (b := spec.get(key)) is not None
+    }
+    if spec["name"] == "linear":
+        bounds.pop("lengthscale_bounds", None)
+        return cls(variance=float(spec["variance"]), **bounds)
+    ell = math.sqrt(d) if spec["lengthscale"] == "sqrt_d" else float(spec["lengthscale"])
+    ell = np.full(d, ell) if spec.get("ard") else ell
+    return cls(lengthscale=ell, variance=float(spec["variance"]), **bounds)

@@ -1,0 +1,232 @@
+"""Running a study: its jobs on an executor, resuming from the records already on disk."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+import pandas as pd
+
+from .config import StudyConfig, load_study
+from .executors import DaskExecutor, LocalExecutor, SerialExecutor
+from .jobs import Job, expand
+from .records import atomic_write, failed_dependency, failure_record, load_records, save_record
+from .table import assemble
+from .worker import run_job
+
+__all__ = ["RunSummary", "run_study"]
+
+
+class _Progress:
+    """A one-line progress display: done, running, failed and the estimated time left."""
+
+    def __init__(self, total: int, skipped: int, stream: TextIO | None) -> None:
+        self.total, self.skipped, self.stream = total, skipped, stream
+        self.done = self.failed = self.running = 0
+        self.last: list[str] = []  # jobs finished since the last line
+        self.start = time.perf_counter()
+        self.tty = stream is not None and hasattr(stream, "isatty") and stream.isatty()
+
+    def update(self, running: int) -> None:
+        """Redraw (on a terminal), or print a line per finished job (in a log file)."""
+        self.running = running
+        if self.stream is None or (not self.tty and not self.last):
+            return
+        last = "; ".join(self.last)
+        self.last = []
+        finished = self.done + self.failed
+        todo = self.total - self.skipped
+        width = 24
+        filled = int(width * (self.skipped + finished) / max(self.total, 1))
+        bar = "#" * filled + "-" * (width - filled)
+        elapsed = time.perf_counter() - self.start
+        if finished:
+            left = elapsed / finished * (todo - finished)
+            eta = f"~{_duration(left)} left"
+        else:
+            eta = "time left unknown"
+        line = (
+            f"[{bar}] {self.skipped + finished}/{self.total} jobs: {self.done} done"
+            f"{f' + {self.skipped} earlier' if self.skipped else ''}, {self.running} running, "
+            f"{self.failed} failed, {_duration(elapsed)} elapsed, {eta}"
+        )
+        if self.tty:
+            print(f"\r{line}\x1b[K", end="", file=self.stream, flush=True)
+        else:
+            print(f"{line} ({last})", file=self.stream, flush=True)
+
+    def close(self) -> None:
+        if self.tty and self.stream is not None:
+            print(file=self.stream, flush=True)
+
+
+def _duration(seconds: float) -> str:
+    seconds = max(0, int(round(seconds)))
+    h, rest = divmod(seconds, 3600)
+    m, s = divmod(rest, 60)
+    return f"{h}h{m:02d}m" if h else f"{m}m{s:02d}s" if m else f"{s}s"
+
+
+@dataclass
+class RunSummary:
+    """What :func:`run_study` did."""
+
+    result_dir: Path
+    total: int
+    skipped: int
+    done: int
+    failed: int
+    table: pd.DataFrame
+    seconds: float
+    failures: list[str] = field(default_factory=list)
+    failed_earlier: list[str] = field(default_factory=list)
+
+
+def run_study(
+    study: str | os.PathLike[str] | StudyConfig,
+    output: str | os.PathLike[str] = "results",
+    *,
+    workers: int | None = None,
+    scheduler: str | None = None,
+    retry_failed: bool = True,
+    progress: TextIO | None = None,
+) -> RunSummary:
+    """Run a study's jobs, resuming from any results already on disk.
+
+    Parameters
+    ----------
+    study : path or StudyConfig
+        The study file (see :func:`load_study`).
+    output : path
+        Results go to ``output/NAME/``: the study file (``study.toml``), one JSON record
+        per job in ``jobs/`` (MCMC InferenceData next to it as ``.nc``), the tidy table
+        ``results.csv`` and ``jobs.csv`` (one row per job: status, error, seconds).
+    workers : int, optional
+        Local worker processes (default: the number of CPUs); 1 runs the jobs in this
+        process, one after another.
+    scheduler : str, optional
+        Address of a Dask distributed scheduler: the jobs run on its cluster instead.
+    retry_failed : bool
+        Rerun jobs whose earlier attempt failed (finished jobs are always skipped).
+    progress : text stream, optional
+        Where the progress line goes (none when omitted).
+
+    Returns
+    -------
+    RunSummary
+    """
+    config = study if isinstance(study, StudyConfig) else load_study(study)
+    jobs = expand(config)
+    result_dir = Path(output) / config.name
+    jobs_dir = result_dir / "jobs"
+    jobs_dir.mkdir(parents=True, exist_ok=True)
+    if config.path and Path(config.path).exists():
+        target = result_dir / "study.toml"
+        if Path(config.path).resolve() != target.resolve():
+            shutil.copyfile(config.path, target)
+            run_info = {"study_file": config.path, "scheduler": scheduler, "workers": workers}
+            atomic_write(result_dir / "run.json", json.dumps(run_info, indent=1).encode())
+
+    records = load_records(result_dir)
+    finished = {
+        j.id
+        for j in jobs
+        if j.id in records and (records[j.id]["status"] == "ok" or not retry_failed)
+    }
+    todo = [j for j in jobs if j.id not in finished]
+    by_id = {j.id: j for j in jobs}
+    bar = _Progress(len(jobs), len(finished), progress)
+    failures: list[str] = []
+
+    if scheduler is not None:
+        executor: Any = DaskExecutor(scheduler)
+    elif (workers or os.cpu_count() or 1) <= 1:
+        executor = SerialExecutor()
+    else:
+        executor = LocalExecutor(min(workers or os.cpu_count() or 1, max(len(todo), 1)))
+
+    start = time.perf_counter()
+    pending = list(todo)  # not yet submitted, in order
+    running: dict[Any, Job] = {}
+
+    def ready(job: Job) -> tuple[bool, dict | None]:
+        """Whether ``job`` can start, and the record of the job it depends on."""
+        if job.depends_on is None:
+            return True, None
+        active = {j.id for j in pending} | {j.id for j in running.values()}
+        if job.depends_on in active or job.depends_on not in records:
+            return False, None  # (an old failed record may be being retried right now)
+        return True, records[job.depends_on]
+
+    def finish(job: Job, record: dict[str, Any]) -> None:
+        save_record(record, jobs_dir)
+        records[job.id] = record
+        if record["status"] == "ok":
+            bar.done += 1
+        else:
+            bar.failed += 1
+            failures.append(f"{job.describe()}: {record['error']}")
+
+    interrupted = False
+    try:
+        bar.update(0)
+        while pending or running:
+            progressed = False
+            for job in list(pending):
+                if len(running) >= executor.capacity:
+                    break
+                is_ready, dep = ready(job)
+                if not is_ready:
+                    continue
+                pending.remove(job)
+                progressed = True
+                if job.depends_on is not None and dep is not None and dep["status"] != "ok":
+                    finish(job, failed_dependency(job, by_id[job.depends_on]))
+                    continue
+                running[executor.submit(run_job, job, dep)] = job
+            bar.update(len(running))
+            if not running:
+                if pending and progressed:
+                    continue
+                for job in pending:  # dependencies missing (not for a valid expansion)
+                    finish(job, failed_dependency(job, by_id.get(job.depends_on)))
+                pending.clear()
+                break
+            for future in executor.wait(list(running)):
+                job = running.pop(future)
+                try:
+                    record = future.result()
+                except Exception as exc:  # the worker itself died
+                    record = failure_record(job, exc)
+                finish(job, record)
+                bar.last.append(f"{job.describe()}: {record['status']}")
+            if not pending:
+                bar.update(len(running))  # (otherwise once the free workers have new jobs)
+    except KeyboardInterrupt:
+        interrupted = True
+        raise
+    finally:
+        bar.close()
+        executor.close(cancel=interrupted)
+
+    table = assemble(result_dir, config)
+    return RunSummary(
+        result_dir=result_dir,
+        total=len(jobs),
+        skipped=len(finished),
+        done=bar.done,
+        failed=bar.failed,
+        table=table,
+        seconds=time.perf_counter() - start,
+        failures=failures,
+        failed_earlier=[
+            f"{j.describe()}: {records[j.id].get('error', '')}"
+            for j in jobs
+            if j.id in finished and records[j.id]["status"] != "ok"
+        ],
+    )

@@ -1,0 +1,78 @@
+"""Figure-study scripts (``studies/NAME.py`` with ``run(output)``) and the study list."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from .config import StudyError, load_study
+from .jobs import expand
+
+__all__ = ["list_studies", "load_study_script"]
+
+
+def load_study_script(path: str | os.PathLike[str]):
+    """Import a figure study script ``studies/NAME.py`` and check it has ``run(output)``.
+
+    Parameters
+    ----------
+    path : path
+        A Python file defining ``run(output: pathlib.Path) -> None``, which writes its
+        tables, figures and ``README.md`` into ``output`` (``results/NAME``).
+
+    Returns
+    -------
+    module
+        The imported module.
+
+    Raises
+    ------
+    StudyError
+        When the file is missing or has no callable ``run``.
+    """
+    import importlib.util
+
+    p = Path(path)
+    if not p.is_file():
+        raise StudyError(f"{p}: no such study script")
+    spec = importlib.util.spec_from_file_location(f"gpc_compare_study_{p.stem}", p)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # (dataclasses and pickling look the module up there)
+    spec.loader.exec_module(module)
+    if not callable(getattr(module, "run", None)):
+        raise StudyError(f"{p}: a study script must define run(output), which writes results")
+    return module
+
+
+def _docstring_line(path: Path) -> str:
+    import ast
+
+    try:
+        doc = ast.get_docstring(ast.parse(path.read_text())) or ""
+    except (OSError, SyntaxError, ValueError):
+        return "(unreadable)"
+    return f"(script) {doc.strip().splitlines()[0] if doc.strip() else ''}"
+
+
+def list_studies(directory: str | os.PathLike[str] = "studies") -> list[dict[str, Any]]:
+    """The study files in ``directory``: name, path, description, or the error if malformed."""
+    out = []
+    for path in sorted(Path(directory).glob("*.py")):
+        doc = _docstring_line(path)
+        out.append({"name": path.stem, "path": str(path), "jobs": 1, "description": doc})
+    for path in sorted(Path(directory).glob("*.toml")):
+        try:
+            cfg = load_study(path)
+            out.append(
+                {
+                    "name": cfg.name,
+                    "path": str(path),
+                    "jobs": len(expand(cfg)),
+                    "description": cfg.description,
+                }
+            )
+        except StudyError as exc:
+            out.append({"name": path.stem, "path": str(path), "jobs": 0, "description": str(exc)})
+    return out

@@ -1,0 +1,177 @@
+"""The tidy table: one row per data set, split, engine and metric, from the job records."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .. import metrics
+from .config import StudyConfig, load_study
+from .jobs import expand
+from .records import atomic_write, load_records
+
+__all__ = ["TABLE_COLUMNS", "TIMING_COLUMNS", "assemble"]
+
+#: Columns of the tidy table, in order (``pandas.read_csv`` reads it without help).
+TABLE_COLUMNS = [
+    "dataset",
+    "split",
+    "engine",
+    "likelihood",
+    "metric",
+    "value",
+    "policy",
+    "hyperparameters",
+    "hyperparameters_from",
+    "converged",
+    "iterations",
+    "fit_seconds",
+    "predict_seconds",
+    "n_train",
+    "n_test",
+    "seed",
+    "job_id",
+    "versions",
+]
+#: Columns that hold wall-clock times: everything else is reproducible from the seeds.
+TIMING_COLUMNS = ["fit_seconds", "predict_seconds"]
+
+
+def assemble(result_dir: str | os.PathLike[str], config: StudyConfig | None = None) -> pd.DataFrame:
+    """Build (and write) the tidy table ``results.csv`` and ``jobs.csv`` from the job records.
+
+    Parameters
+    ----------
+    result_dir : path
+        ``results/NAME``.
+    config : StudyConfig, optional
+        The study; read from ``result_dir/study.toml`` when omitted. Only the records of
+        its current jobs are used.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per data set, split, engine and metric, columns :data:`TABLE_COLUMNS`.
+        Metrics: the held-out scores of :func:`gpc_compare.metrics.score`,
+        ``log_evidence`` (the engine's, on the training fold), and, against the
+        reference engine at the same hyperparameters, the latent errors,
+        ``marginal_kl_mean`` and ``evidence_gap`` (with ``evidence_gap_z``).
+    """
+    result_dir = Path(result_dir)
+    if config is None:
+        config = load_study(result_dir / "study.toml")
+    jobs = expand(config)
+    records = load_records(result_dir)
+    rows: list[dict[str, Any]] = []
+    job_rows = []
+    current = {j.id: records.get(j.id) for j in jobs}
+    for job in jobs:
+        rec = current[job.id]
+        status = "not run" if rec is None else rec["status"]
+        job_rows.append(
+            {
+                "job_id": job.id,
+                "dataset": job.dataset.label,
+                "split": job.split,
+                "engine": job.engine,
+                "status": status,
+                "error": "" if rec is None else rec.get("error", ""),
+                "seconds": np.nan
+                if rec is None or "finished" not in rec or "started" not in rec
+                else rec["finished"] - rec["started"],
+                "warnings": "" if rec is None else "; ".join(rec.get("warnings", [])),
+            }
+        )
+        if rec is None or status != "ok":
+            continue
+        values = dict(rec["metrics"])
+        if rec.get("log_evidence") is not None:
+            values["log_evidence"] = rec["log_evidence"]
+        if rec.get("loo_log_predictive") is not None:
+            values["loo_log_predictive"] = rec["loo_log_predictive"]
+        if rec.get("optimizer"):
+            values["optimizer_converged"] = float(rec["optimizer"]["converged"])
+            values["optimizer_evaluations"] = rec["optimizer"]["evaluations"]
+        if rec.get("diagnostics"):
+            diag = rec["diagnostics"]
+            values["r_hat_max"] = diag["r_hat_max"]
+            values["ess_bulk_min"] = diag["ess_bulk_min"]
+            values["divergences"] = diag["divergences"]
+        try:
+            values.update(_against_reference(job, rec, jobs, current, config))
+        except ValueError as exc:  # e.g. a non-finite evidence: no comparison, and say so
+            job_rows[-1]["warnings"] += f"; comparison with the reference skipped: {exc}"
+        for metric, value in values.items():
+            rows.append(_row(rec, metric, value))
+    table = pd.DataFrame(rows, columns=TABLE_COLUMNS)
+    atomic_write(result_dir / "results.csv", table.to_csv(index=False).encode())
+    atomic_write(result_dir / "jobs.csv", pd.DataFrame(job_rows).to_csv(index=False).encode())
+    return table
+
+
+def _row(rec: Mapping[str, Any], metric: str, value: float | None) -> dict[str, Any]:
+    hp = rec["hyperparameters"]
+    conv = rec.get("convergence", {})
+    return {
+        "dataset": rec["dataset"],
+        "split": rec["split"],
+        "engine": rec["engine"],
+        "likelihood": rec["likelihood"],
+        "metric": metric,
+        "value": np.nan if value is None else float(value),
+        "policy": rec["policy"],
+        "hyperparameters": json.dumps(dict(zip(hp["names"], hp["values"], strict=True))),
+        "hyperparameters_from": hp["from"],
+        "converged": conv.get("converged"),
+        "iterations": conv.get("iterations"),
+        "fit_seconds": rec["timings"]["fit_seconds"],
+        "predict_seconds": rec["timings"]["predict_seconds"],
+        "n_train": rec["n_train"],
+        "n_test": rec["n_test"],
+        "seed": rec["seed"],
+        "job_id": rec["id"],
+        "versions": json.dumps(rec["versions"], sort_keys=True),
+    }
+
+
+def _against_reference(job, rec, jobs, current, config) -> dict[str, float]:
+    """Latent errors, marginal KL and evidence gap against the reference on this split."""
+    if config.reference is None or job.engine == config.reference:
+        return {}
+    ref_job = next(
+        (
+            j
+            for j in jobs
+            if j.engine == config.reference
+            and j.dataset.label == job.dataset.label
+            and j.split == job.split
+        ),
+        None,
+    )
+    ref = None if ref_job is None else current.get(ref_job.id)
+    if ref is None or ref["status"] != "ok":
+        return {}
+    same = rec["hyperparameters"]["names"] == ref["hyperparameters"]["names"] and np.allclose(
+        rec["hyperparameters"]["values"], ref["hyperparameters"]["values"], rtol=0, atol=1e-10
+    )
+    if not same:  # comparisons only make sense at the same hyperparameters
+        return {}
+    a, r = rec["arrays"], ref["arrays"]
+    out = metrics.latent_errors(
+        a["mean_train"], a["var_train"], ref_mean=r["mean_train"], ref_var=r["var_train"]
+    )
+    if rec.get("log_evidence") is not None and ref.get("log_evidence") is not None:
+        out.update(
+            metrics.evidence_gap(
+                rec["log_evidence"],
+                ref_log_evidence=ref["log_evidence"],
+                ref_se=ref.get("log_evidence_se"),
+            )
+        )
+    return out

@@ -1,0 +1,176 @@
+"""One job's work: load its problem, fit its engine, score it, and return its record.
+
+The worker asks the posterior for the facts a study stores (:meth:`Posterior.record`) and
+the engine for what it can do (:func:`gpc_compare.engines.capabilities`); it never tests
+an engine's name.
+"""
+
+from __future__ import annotations
+
+import platform
+import time
+import traceback
+import warnings
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .. import datasets as gc_datasets
+from .. import metrics
+from .._fit import fit
+from ..engines import capabilities, get_engine
+from ..provenance import versions
+from .jobs import Job
+from .problem import load_dataset, make_kernel, split_indices, stable_seed
+
+__all__ = ["run_job"]
+
+
+def run_job(job: Job, shared: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Run one job and return its result record (never raises for a failure of the fit).
+
+    Parameters
+    ----------
+    job : Job
+    shared : dict, optional
+        The result record of ``job.depends_on`` (its hyperparameters are used).
+
+    Returns
+    -------
+    dict
+        JSON-ready: ``status`` ("ok" or "failed"), the job's identity, ``metrics``,
+        ``hyperparameters`` (names and log values), ``log_evidence`` (and ``_se``),
+        convergence facts, MCMC diagnostics, timings, per-case arrays for the report
+        (test labels, probabilities, log predictive probabilities; latent moments at the
+        training and test inputs), package versions, and for a failure ``error`` and
+        ``traceback``. MCMC results carry their InferenceData as NetCDF bytes under
+        ``"_idata_netcdf"`` (written next to the record, not into it).
+    """
+    from threadpoolctl import threadpool_limits
+
+    record: dict[str, Any] = {
+        "id": job.id,
+        "study": job.study,
+        "dataset": job.dataset.label,
+        "split": job.split,
+        "engine": job.engine,
+        "method": job.method,
+        "likelihood": job.likelihood,
+        "policy": job.policy,
+        "seed": job.seed,
+        "options": dict(job.options),
+        "versions": versions(),
+        "host": platform.node(),
+        "started": time.time(),
+    }
+    try:
+        # One BLAS thread per job: the jobs themselves run in parallel, and OpenBLAS
+        # threads competing with other processes slow everything down (see conftest).
+        with threadpool_limits(limits=1, user_api="blas"):
+            record.update(_run(job, shared))
+        record["status"] = "ok"
+    except Exception as exc:  # recorded, and the study goes on
+        record["status"] = "failed"
+        record["error"] = f"{type(exc).__name__}: {exc}"
+        record["traceback"] = traceback.format_exc()
+    record["finished"] = time.time()
+    return record
+
+
+def _run(job: Job, shared: Mapping[str, Any] | None) -> dict[str, Any]:
+    data = load_dataset(job.dataset, job.study_seed)
+    split_seed = stable_seed("split", job.study_seed, job.dataset.label)
+    train, test = split_indices(data, job.splits, job.split, split_seed)
+    X_train, X_test = gc_datasets.standardize(data.X[train], data.X[test])
+    y_train, y_test = data.y[train], data.y[test]
+    kernel = make_kernel(job.kernel, X_train.shape[1])
+    mean = job.mean
+    options = dict(job.options)
+    objective = options.pop("objective", "evidence")
+    source = None
+    if shared is not None:
+        theta = np.asarray(shared["hyperparameters"]["values"], dtype=float)
+        p = kernel.theta.size
+        kernel = kernel.with_theta(theta[:p])
+        mean = None if mean is None else float(theta[p])
+        source = shared["engine"]
+    optimize = job.optimize
+    fit_kwargs: dict[str, Any] = {}
+    if "random_seed" in get_engine(job.method).OPTIONS and "random_seed" not in options:
+        options["random_seed"] = job.seed % (2**32)
+    if optimize:
+        fit_kwargs = {"n_restarts": job.n_restarts, "random_seed": job.seed, "objective": objective}
+        options.pop("random_seed", None)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        t0 = time.perf_counter()
+        post = fit(
+            X_train,
+            y_train,
+            method=job.method,
+            kernel=kernel,
+            likelihood=job.likelihood,
+            mean=mean,
+            optimize=optimize,
+            **fit_kwargs,
+            **options,
+        )
+        t1 = time.perf_counter()
+        p1 = post.predict_proba(X_test)
+        log_p = post.log_predictive(X_test, y_test)
+        mean_test, var_test = post.predict_latent(X_test)
+        t2 = time.perf_counter()
+    base_rate = float(np.mean(y_train == 1))
+    scores = metrics.score(y_test, p1, log_p, base_rate)
+    out: dict[str, Any] = {
+        "n_train": int(train.size),
+        "n_test": int(test.size),
+        "d": int(X_train.shape[1]),
+        "base_rate": base_rate,
+        "metrics": scores,
+        "hyperparameters": {
+            "names": list(post.hyperparameter_names),
+            "values": _floats(post.hyperparameters),
+            "from": source if source is not None else ("own" if optimize else "fixed"),
+        },
+        "timings": {"fit_seconds": t1 - t0, "predict_seconds": t2 - t1},
+        "warnings": sorted({f"{w.category.__name__}: {w.message}" for w in caught}),
+        "arrays": {
+            "y_test": [int(v) for v in y_test],
+            "p1_test": _floats(p1),
+            "log_p_test": _floats(log_p),
+            "mean_test": _floats(mean_test),
+            "var_test": _floats(var_test),
+            "mean_train": _floats(post.latent_mean),
+            "var_train": _floats(post.latent_var),
+        },
+    }
+    out.update(post.record())  # convergence, evidence (and its se), engine-specific facts
+    if optimize:
+        opt = post.optimization
+        out["optimizer"] = {
+            "objective": opt.objective,
+            "best_value": float(opt.best_value),
+            "converged": bool(opt.converged),
+            "evaluations": int(opt.n_evaluations),
+            "runs": len(opt.restarts),
+        }
+    if "draws" in capabilities(job.method):
+        out["_idata_netcdf"] = _netcdf_bytes(post.idata)
+    return out
+
+
+def _netcdf_bytes(idata) -> bytes:
+    import tempfile
+
+    keep = [g for g in ("posterior", "sample_stats", "observed_data") if g in idata.groups()]
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "idata.nc"
+        idata.to_netcdf(str(path), groups=keep)
+        return path.read_bytes()
+
+
+def _floats(a: np.ndarray) -> list[float]:
+    return [float(v) for v in np.asarray(a, dtype=float).ravel()]
