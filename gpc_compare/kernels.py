@@ -10,7 +10,7 @@ Every kernel exposes the same small interface:
   hyperparameters in log space, their log bounds, and a copy with new values.
 
 A hyperparameter whose bounds are ``"fixed"`` keeps its value and is left out of
-``theta`` (the iris study of seed 002 fixes sigma_f = 1 this way). Kernels combine
+``theta`` (the Iris study fixes sigma_f = 1 this way). Kernels combine
 with ``+`` and ``*``; the parts' names are prefixed ``k1__`` and ``k2__`` as in
 scikit-learn.
 
@@ -377,7 +377,7 @@ class Linear(_VarianceOnly):
     """Linear (dot-product) kernel sigma^2 x . x'.
 
     GPC with this kernel is Bayesian logistic (or probit) regression with the prior
-    w ~ N(0, sigma^2 I) (seed 003); add a :class:`Constant` for a bias term.
+    w ~ N(0, sigma^2 I) (Bishop 2006, section 4.5); add a :class:`Constant` for a bias term.
 
     Parameters
     ----------

@@ -1,22 +1,153 @@
-"""The code base is ruff-clean (rules in pyproject.toml)."""
+"""The code base is ruff-clean, and its imports run one way.
+
+ruff is a test dependency (the ``test`` extra), so these tests never skip. The import
+graph is read from the source with ``ast``: a module may import only modules of its own
+layer or a lower one, and nothing imports in a circle.
+"""
 
 from __future__ import annotations
 
-import shutil
+import ast
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "gpc_compare"
+LINTED = ["gpc_compare", "tests", "benchmarks", "studies", "scripts"]
+
+#: The layers, lowest first: the model's parts, the posterior forms, what the engines use,
+#: the engines, hyperparameter fitting, the entry points, the study runner, its report,
+#: and the command line with the package root.
+LAYERS = [
+    {"numerics", "_validation", "provenance"},
+    {"kernels", "likelihoods", "datasets", "metrics"},
+    {"posterior"},
+    {"diagnostics", "evidence"},
+    {"engines"},
+    {"hyperparameters"},
+    {"_fit", "estimator"},
+    {"study"},
+    {"report"},
+    {"cli", "__main__", "__init__"},
+]
 
 
-@pytest.mark.skipif(shutil.which("ruff") is None, reason="ruff is installed by the test extra")
-def test_ruff_check_is_clean():
-    out = subprocess.run(
-        ["ruff", "check", "gpc_compare", "tests", "benchmarks"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
+def _ruff(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "ruff", *args, *LINTED], cwd=ROOT, capture_output=True, text=True
     )
+
+
+def test_ruff_check_is_clean() -> None:
+    out = _ruff("check")
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_ruff_format_is_clean() -> None:
+    out = _ruff("format", "--check")
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def _imports(path: Path) -> set[str]:
+    """The gpc_compare modules ``path`` imports (absolute names), TYPE_CHECKING included."""
+    name = _module_name(path)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names if a.name.split(".")[0] == "gpc_compare")
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module or ""
+            if module.split(".")[0] != "gpc_compare":
+                continue
+            # ``from . import kernels`` imports the submodule kernels
+            for alias in node.names:
+                candidate = f"{module}.{alias.name}"
+                out.add(candidate if _exists(candidate) else module)
+    return out
+
+
+def _exists(module: str) -> bool:
+    path = ROOT.joinpath(*module.split("."))
+    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+
+
+def _graph() -> dict[str, set[str]]:
+    graph = {_module_name(p): _imports(p) for p in sorted(PACKAGE.rglob("*.py"))}
+    return {m: {i for i in imps if i != m} for m, imps in graph.items()}
+
+
+def _layer(module: str) -> int:
+    parts = module.split(".")
+    top = parts[1] if len(parts) > 1 else "__init__"
+    for k, layer in enumerate(LAYERS):
+        if top in layer:
+            return k
+    raise AssertionError(f"{module} is in no layer: add it to LAYERS in tests/test_style.py")
+
+
+def test_every_module_has_a_layer() -> None:
+    for module in _graph():
+        _layer(module)
+
+
+def test_imports_never_reach_a_higher_layer() -> None:
+    wrong = [
+        f"{m} (layer {_layer(m)}) imports {i} (layer {_layer(i)})"
+        for m, imps in _graph().items()
+        for i in sorted(imps)
+        if _layer(i) > _layer(m)
+    ]
+    assert not wrong, "\n".join(wrong)
+
+
+def test_nothing_below_the_root_imports_the_root() -> None:
+    wrong = [m for m, imps in _graph().items() if "gpc_compare" in imps and _layer(m) < 9]
+    assert not wrong, wrong
+
+
+def test_imports_have_no_cycles() -> None:
+    graph = _graph()
+    # a package's __init__ may re-export its own submodules: that is not a cycle
+    edges = {
+        m: {i for i in imps if not (m == i.rpartition(".")[0] and i.startswith(m + "."))}
+        for m, imps in graph.items()
+    }
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(m: str) -> None:
+        state[m] = 1
+        stack.append(m)
+        for i in sorted(edges.get(m, ())):
+            if state.get(i) == 1:
+                cycle = stack[stack.index(i) :] + [i]
+                pytest.fail("import cycle: " + " -> ".join(cycle))
+            if state.get(i) is None and i in edges:
+                visit(i)
+        stack.pop()
+        state[m] = 2
+
+    for m in sorted(edges):
+        if m not in state:
+            visit(m)
+
+
+def test_the_import_check_sees_a_cycle(tmp_path: Path) -> None:
+    """The checker itself: a relative import is resolved to the module it names."""
+    assert "gpc_compare.study.config" in _imports(PACKAGE / "study" / "jobs.py")
+    assert "gpc_compare.engines" in _imports(PACKAGE / "study" / "config.py")
