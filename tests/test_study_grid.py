@@ -1,8 +1,12 @@
-"""studies/approximations_grid.py on a cheap configuration: one data set, n = 30, a 2 x 2 grid."""
+"""The evidence-grid study on a cheap configuration: one data set, n = 30, a 2 x 2 grid.
+
+The grid runs through the study runner (``policy = "grid"``, ``splits.kind = "none"``, an
+``[evidence.ais]`` estimator that anneals again where it is unhealthy);
+studies/approximations_grid.py draws and writes what is specific to it.
+"""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -10,92 +14,196 @@ import pandas as pd
 import pytest
 
 import gpc_compare as gc
-from gpc_compare.study import load_study_script
+from gpc_compare.study import expand, load_study, load_study_script, run_study
+from gpc_compare.study.worker import _problem
 
 SCRIPT = Path(__file__).resolve().parent.parent / "studies" / "approximations_grid.py"
 
+SMALL = """
+name = "grid_small"
+seed = 0
+likelihood = "probit"
+datasets = [{name = "crabs", subsample = 30}]
+
+[kernel]
+name = "squared_exponential"
+
+[hyperparameters]
+policy = "grid"
+
+[hyperparameters.grid]
+log_lengthscale = [0.0, 5.0]
+log_variance = {start = 0.0, stop = 10.0, num = 2}
+
+[splits]
+kind = "none"
+
+[engines.laplace]
+
+[engines.ep]
+schedule = "parallel"
+
+[evidence.ais]
+temperatures = 100
+runs = 8
+se_max = 0.5
+
+[evidence.ais.recheck]
+temperatures = 1000
+"""
+
 
 @pytest.fixture(scope="module")
-def study():
+def script():
     return load_study_script(SCRIPT)
 
 
-def test_prepare_is_a_stratified_standardised_subsample(study):
-    X, y = study.prepare("sonar", 30)
-    full = gc.datasets.load("sonar")
-    assert X.shape == (30, full.X.shape[1])
-    # stratified: the class proportions of the full set, to the nearest case
-    assert abs(y.sum() - 30 * full.y.mean()) <= 1
+@pytest.fixture(scope="module")
+def small(tmp_path_factory: pytest.TempPathFactory):
+    """The small grid run once through the script (serial), shared by the tests below."""
+    root = tmp_path_factory.mktemp("grid")
+    path = root / "small.toml"
+    path.write_text(SMALL)
+    module = load_study_script(SCRIPT)
+    out = root / "out" / "grid_small"
+    module.run(out, study=path, workers=1)
+    return path, out
+
+
+def test_the_committed_study_is_the_classic_grid() -> None:
+    config = load_study(SCRIPT.with_suffix(".toml"))
+    assert config.policy == "grid" and config.splits == {"kind": "none"}
+    assert len(config.grid) == 49 and len(expand(config)) == 6 * 49 * 3
+    assert sorted({p["log_lengthscale"] for p in config.grid}) == pytest.approx(
+        np.linspace(0, 5, 7)
+    )
+    assert sorted({p["log_variance"] / 2 for p in config.grid}) == pytest.approx(
+        np.linspace(0, 5, 7)
+    )
+
+
+def test_each_job_works_on_a_stratified_standardised_subsample(small) -> None:
+    path, _ = small
+    job = expand(load_study(path))[0]
+    X, y, X_test, y_test, kernel, mean, origin = _problem(job, None)
+    full = gc.datasets.load("crabs")
+    assert X.shape == (30, full.X.shape[1]) and X_test.shape == (0, full.X.shape[1])
+    assert y_test.size == 0 and mean is None and origin == "grid"
+    assert abs(y.sum() - 30 * full.y.mean()) <= 1  # stratified
     np.testing.assert_allclose(X.mean(axis=0), 0.0, atol=1e-12)
     np.testing.assert_allclose(X.std(axis=0), 1.0, atol=1e-12)
+    np.testing.assert_allclose(kernel.theta, [0.0, 0.0])  # the first grid point
 
 
-def test_tasks_match_gc_fit_and_ais_agrees_with_ep_and_cache_is_read(study, tmp_path, monkeypatch):
-    specs = study.task_specs(
-        tmp_path / "cache", datasets=("crabs",), g=2, n_max=30, temperatures=100, runs=8
-    )
-    records = study.run_tasks(specs, workers=1)
-    assert [r["from_cache"] for r in records] == [False] * 4
-    X, y = study.prepare("crabs", 30)
-    for spec, record in zip(specs, records, strict=True):
-        rows = {row["method"]: row for row in record["rows"]}
-        kernel = gc.kernels.SquaredExponential(
-            lengthscale=np.exp(spec["log_ell"]), variance=np.exp(2 * spec["log_sf"])
-        )
+def test_grid_rows_match_gc_fit_and_ais_agrees_with_ep(small) -> None:
+    path, out = small
+    grid = pd.read_csv(out / "grid.csv")
+    assert len(grid) == 12 and set(grid.method) == {"laplace", "ep", "ais"}
+    job = expand(load_study(path))[0]
+    X, y, *_ = _problem(job, None)
+    for (le, ls), rows in grid.groupby(["log_lengthscale", "log_sf"]):
+        rows = rows.set_index("method")
+        kernel = gc.kernels.SquaredExponential(lengthscale=np.exp(le), variance=np.exp(2 * ls))
         laplace = gc.fit(X, y, method="laplace", kernel=kernel)
         ep = gc.fit(X, y, method="ep", kernel=kernel, schedule="parallel")
-        assert rows["laplace"]["log_evidence"] == pytest.approx(
+        assert rows.log_evidence["laplace"] == pytest.approx(
             laplace.log_marginal_likelihood, abs=1e-10
         )
-        assert rows["ep"]["log_evidence"] == pytest.approx(ep.log_marginal_likelihood, abs=1e-10)
-        # AIS is an independent (sampling) estimate of log p(y). EP is accurate here: over
-        # three AIS seeds at these four points |AIS - EP| / se stayed below 2.4 (EP's own
-        # bias, ~0.02 nats at (5, 5), is of the order of AIS's se), so 5 se is a test
-        # that fails if either estimate is off by more than sampling noise. At
-        # (log ell, log sf) = (0, 5) AIS's se is ~0.5-0.8 (the degenerate corner the
-        # study flags), so there the check is weak; elsewhere se is 1e-4 to 0.01 nats.
-        ais = rows["ais"]
-        assert ais["se"] > 0
-        assert abs(ais["log_evidence"] - rows["ep"]["log_evidence"]) < 5 * ais["se"]
+        assert rows.log_evidence["ep"] == pytest.approx(ep.log_marginal_likelihood, abs=1e-10)
+        # AIS is an independent (sampling) estimate of log p(y), and EP is accurate here
+        # (its bias, ~0.02 nats at (5, 5), is of the order of AIS's se): 5 se is a test
+        # that fails if either is off by more than sampling noise. At (log ell, log sf) =
+        # (0, 5) the first anneal is degenerate (se > 0.5) and is annealed again.
+        ais_se = rows.se["ais"]
+        assert 0 < ais_se <= 0.5
+        assert abs(rows.log_evidence["ais"] - rows.log_evidence["ep"]) < 5 * ais_se
         # Laplace's evidence is a lower approximation here (K&R 2005): never above AIS's
-        assert rows["laplace"]["log_evidence"] < ais["log_evidence"] + 5 * ais["se"]
-    # a cache file per task, and a rerun reads them all without recomputing
-    files = sorted((tmp_path / "cache").glob("*.json"))
-    assert len(files) == 4
-    mtimes = [f.stat().st_mtime_ns for f in files]
-    again = study.run_tasks(specs, workers=1)
-    assert [r["from_cache"] for r in again] == [True] * 4
-    assert [f.stat().st_mtime_ns for f in files] == mtimes
-    assert [r["rows"] for r in again] == [json.loads(json.dumps(r["rows"])) for r in records]
-    # the check: only the degenerate point (0, 5) (se 0.50 > SE_MAX at T = 100) is annealed
-    # again; 1000 temperatures bring its se under SE_MAX (0.27) and it agrees with EP
-    monkeypatch.setattr(study, "CHECK_TEMPERATURES", 1000)
-    df = study.tidy(records)
-    check = study.check_disagreements(df, specs, workers=1)
+        assert rows.log_evidence["laplace"] < rows.log_evidence["ais"] + 5 * ais_se
+
+
+def test_only_the_degenerate_point_is_annealed_again(small) -> None:
+    _, out = small
+    check = pd.read_csv(out / "ais_check.csv")
     assert list(zip(check.log_lengthscale, check.log_sf, strict=True)) == [(0.0, 5.0)]
     row = check.iloc[0]
-    assert row.ais_se > study.SE_MAX >= row.ais_long_se
+    assert row.ais_se > 0.5 >= row.ais_long_se and row.reason.startswith("degenerate")
+    assert (row.temperatures, row.temperatures_long) == (100, 1000)
     assert abs(row.ais_long - row.ep) < 5 * row.ais_long_se
-    best = study.with_gold_standard(df, check)
-    replaced = best[best.checked]
-    assert len(replaced) == 1 and replaced.method.iloc[0] == "ais"
-    assert replaced.log_evidence.iloc[0] == row.ais_long
-    pd.testing.assert_frame_equal(best.drop(columns="checked")[~best.checked], df[~best.checked])
-    # a changed setting (more AIS runs) does not reuse a stale file
-    changed = study.task_specs(
-        tmp_path / "cache", datasets=("crabs",), g=2, n_max=30, temperatures=100, runs=4
+    grid = pd.read_csv(out / "grid.csv")
+    checked = grid[grid.checked]
+    assert len(checked) == 1 and checked.method.iloc[0] == "ais"
+    assert checked.log_evidence.iloc[0] == row.ais_long  # the gold standard is the long one
+
+
+def test_the_script_writes_its_figures_and_readme(small) -> None:
+    _, out = small
+    for name in ("evidence_contours.png", "evidence_gaps.png"):
+        assert (out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert (out / name).stat().st_size > 20_000
+    summary = pd.read_csv(out / "summary.csv")
+    assert summary.dataset.tolist() == ["crabs"] and summary.ais_reliable.iloc[0] == 4
+    text = (out / "README.md").read_text()
+    assert "2 x 2 grid" in text and "T = 1000" in text and "seed 00" not in text.lower()
+
+
+def test_a_rerun_resumes_and_workers_give_the_serial_results(small, tmp_path) -> None:
+    path, out = small
+    config = load_study(path)
+    again = run_study(config, out.parent, workers=1)
+    assert (again.skipped, again.done) == (again.total, 0)  # nothing recomputed
+    pooled = run_study(config, tmp_path, workers=2)
+    assert pooled.done == pooled.total == 12
+    a = pd.read_csv(out / "results.csv").drop(columns=["fit_seconds", "predict_seconds"])
+    b = pooled.table.drop(columns=["fit_seconds", "predict_seconds"])
+    pd.testing.assert_frame_equal(a, b, check_dtype=False)
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (('policy = "grid"', 'policy = "fixed"'), r"hyperparameters\.grid: policy = 'grid' and"),
+        (("[hyperparameters.grid]\n", "[hyperparameters.nogrid]\n"), r"hyperparameters: unknown"),
+        (("log_lengthscale = [0.0, 5.0]", "log_ell = [0.0]"), r"grid \(for 'crabs', d = 5\)"),
+        (("log_lengthscale = [0.0, 5.0]", "log_lengthscale = []"), r"grid\.log_lengthscale"),
+        (("log_lengthscale = [0.0, 5.0]", 'log_lengthscale = ["a"]'), r"grid\.log_lengthscale"),
+        (("num = 2}", "num = 0}"), r"grid\.log_variance\.num: must be an integer >= 1"),
+        (("num = 2}", "num = 2, step = 1}"), r"grid\.log_variance: unknown field"),
+        (('kind = "none"', 'kind = "none"\nn_splits = 2'), r"splits: kind = 'none'"),
+        (("[evidence.ais]\n", "[evidence.smc]\n"), r"evidence\.smc: unknown evidence estimator"),
+        (("runs = 8", "runs = 8\ndraws = 3"), r"evidence\.ais: unknown field"),
+        (("runs = 8", "runs = 1"), r"evidence\.ais\.runs: must be an integer >= 2"),
+        (("se_max = 0.5", 'se_max = 0.5\nstart = "laplace"'), r"evidence\.ais\.start"),
+        (("temperatures = 1000", "temperatures = 1000\nz = -1"), r"recheck\.z: must be"),
+        (('policy = "grid"', 'policy = "grid"\nsource = "ep"'), r"a grid study has no source"),
+    ],
+)
+def test_grid_and_evidence_fields_are_checked_at_load(tmp_path: Path, edit, message) -> None:
+    path = tmp_path / "small.toml"
+    assert edit[0] in SMALL
+    path.write_text(SMALL.replace(*edit))
+    with pytest.raises(ValueError, match=message):
+        load_study(path)
+
+
+def test_an_evidence_estimator_runs_at_the_source_engines_values(tmp_path: Path) -> None:
+    """Outside a grid, a gold-standard estimator takes the values its study's source
+    selected (as an engine without an evidence gradient does)."""
+    text = (
+        SMALL.replace('policy = "grid"', 'policy = "optimize"\nn_restarts = 0')
+        .replace("[hyperparameters.grid]\n", "")
+        .replace("log_lengthscale = [0.0, 5.0]\n", "")
+        .replace("log_variance = {start = 0.0, stop = 10.0, num = 2}\n", "")
+        .replace('kind = "none"', 'kind = "kfold"\nn_splits = 2')
     )
-    assert study.read_cache(changed[0]) is None
-
-
-def test_forkserver_workers_give_the_serial_results(study, tmp_path):
-    # the workers import the script by name from its directory (not as this test's module
-    # name): the pool must run, and with the same seeds reproduce the in-process numbers
-    kwargs = {"datasets": ("crabs",), "g": 2, "n_max": 20, "temperatures": 20, "runs": 4}
-    serial = study.run_tasks(study.task_specs(tmp_path / "a", **kwargs), workers=1)
-    pooled = study.run_tasks(study.task_specs(tmp_path / "b", **kwargs), workers=2)
-    assert [r["from_cache"] for r in pooled] == [False] * 4
-    for a, b in zip(serial, pooled, strict=True):
-        for ra, rb in zip(a["rows"], b["rows"], strict=True):
-            assert ra["log_evidence"] == rb["log_evidence"]
-            assert ra["se"] == rb["se"] or (np.isnan(ra["se"]) and np.isnan(rb["se"]))
+    path = tmp_path / "opt.toml"
+    path.write_text(text)
+    config = load_study(path)
+    assert config.source == "ep"
+    summary = run_study(config, tmp_path, workers=1)
+    assert summary.failed == 0
+    table = summary.table
+    hp = table[table.metric == "log_evidence"].set_index(["split", "engine"]).hyperparameters
+    for split in (0, 1):
+        assert hp[(split, "ais")] == hp[(split, "ep")] != hp[(split, "laplace")]
+    ais = table[(table.engine == "ais") & (table.metric == "log_evidence")]
+    assert (ais.hyperparameters_from == "ep").all()

@@ -7,6 +7,7 @@ never later in every job.
 
 from __future__ import annotations
 
+import itertools
 import os
 import tomllib
 from collections.abc import Iterable, Mapping
@@ -18,14 +19,26 @@ import numpy as np
 
 from .. import datasets as gc_datasets
 from ..engines import ENGINES, capabilities, get_engine
-from .problem import KERNELS, load_dataset
+from .problem import KERNELS, load_dataset, make_kernel
 
 __all__ = ["DatasetSpec", "StudyConfig", "StudyError", "load_study"]
 
-POLICIES = ("fixed", "optimize", "shared", "full_bayes")
+POLICIES = ("fixed", "optimize", "shared", "full_bayes", "grid")
 BINARY_LIKELIHOODS = ("probit", "logistic")
 OBJECTIVES = ("evidence", "loo", "loo_fixed_sites")
-SPLIT_KINDS = ("kfold", "holdout")
+SPLIT_KINDS = ("kfold", "holdout", "none")
+#: Gold-standard evidence estimators a study may run beside its engines (``[evidence.NAME]``).
+EVIDENCE_METHODS = ("ais",)
+#: Their options and defaults: AIS from EP's approximation or the prior (R&W-style probit or
+#: logistic likelihood), and a longer anneal where the first is unhealthy (``recheck``).
+EVIDENCE_OPTIONS: dict[str, Any] = {
+    "start": "ep",
+    "temperatures": 1000,
+    "runs": 16,
+    "se_max": 0.5,
+    "recheck": None,
+}
+RECHECK_OPTIONS: dict[str, Any] = {"temperatures": 5000, "z": 5.0, "nats": 0.3}
 #: The default hyperparameter source, in order of preference: EP (closest to the reference
 #: in every comparison so far), else Laplace.
 DEFAULT_SOURCES = ("ep", "laplace")
@@ -68,6 +81,10 @@ class StudyConfig:
     seed: int
     reference: str | None
     path: str = ""
+    #: The grid points (policy ``"grid"``): hyperparameter name -> value, one dict each.
+    grid: tuple[Mapping[str, float], ...] = ()
+    #: Gold-standard evidence estimators (``[evidence.NAME]``): label -> options.
+    evidence: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
 
 def _fail(path: str, where: str, message: str) -> StudyError:
@@ -141,6 +158,7 @@ def load_study(path: str | os.PathLike[str]) -> StudyConfig:
         "hyperparameters",
         "splits",
         "engines",
+        "evidence",
     }
     _check_keys(raw, top, p, "top level")
     name = raw.get("name", Path(p).stem)
@@ -162,9 +180,13 @@ def load_study(path: str | os.PathLike[str]) -> StudyConfig:
     engines, methods = _parse_engines(raw.get("engines"), p)
     kernel = _parse_kernel(raw.get("kernel", {}), p)
     at_source = any(o.get("hyperparameters") == "source" for o in engines.values())
+    hyperparameters = raw.get("hyperparameters", {})
+    policy = hyperparameters.get("policy") if isinstance(hyperparameters, dict) else None
+    evidence = _parse_evidence(raw.get("evidence", {}), policy, p)
     policy, source, n_restarts = _parse_hyperparameters(
-        raw.get("hyperparameters", {}), methods, p, at_source
+        hyperparameters, methods, p, at_source, list(evidence)
     )
+    grid = _parse_grid(hyperparameters, policy, kernel, mean, datasets, seed, p)
     if policy == "full_bayes":
         for label, method in methods.items():
             if "hyperparameter_sampling" in capabilities(method) and engines[label].get("evidence"):
@@ -194,6 +216,8 @@ def load_study(path: str | os.PathLike[str]) -> StudyConfig:
         seed=seed,
         reference=reference,
         path=p,
+        grid=grid,
+        evidence=evidence,
     )
 
 
@@ -226,7 +250,7 @@ def _parse_datasets(
         if data.n_classes != 2:
             raise _fail(p, where, f"{name!r} has {data.n_classes} classes; studies are binary")
         smallest = int(np.min(np.bincount(data.y)))
-        folds = splits["n_splits"] if splits["kind"] == "kfold" else 2
+        folds = {"kfold": splits.get("n_splits"), "holdout": 2, "none": 1}[splits["kind"]]
         if smallest < folds:
             raise _fail(
                 p, where, f"the smaller class has {smallest} cases, too few for {folds} "
@@ -343,17 +367,37 @@ def _engines_with(capability: str) -> str:
     return ", ".join(sorted(m for m in ENGINES if capability in capabilities(m)))
 
 
-def _parse_hyperparameters(value: Any, methods: Mapping[str, str], p: str, at_source=False):
+def _parse_hyperparameters(
+    value: Any,
+    methods: Mapping[str, str],
+    p: str,
+    at_source: bool = False,
+    estimators: list[str] | None = None,
+):
     if not isinstance(value, dict):
         raise _fail(p, "hyperparameters", "must be a table")
-    _check_keys(value, {"policy", "source", "n_restarts"}, p, "hyperparameters")
+    _check_keys(value, {"policy", "source", "n_restarts", "grid"}, p, "hyperparameters")
+    if ("grid" in value) != (value.get("policy") == "grid"):
+        raise _fail(
+            p, "hyperparameters.grid", "policy = 'grid' and a [hyperparameters.grid] table go "
+            "together: one names the values of each hyperparameter, the other uses them"
+        )  # fmt: skip
     policy = value.get("policy", "optimize")
     if policy not in POLICIES:
         raise _fail(p, "hyperparameters.policy", f"must be one of {POLICIES}, got {policy!r}")
     n_restarts = _int(value.get("n_restarts", 2), p, "hyperparameters.n_restarts", 0)
     source = value.get("source")
     engines = list(methods)
-    borrowing = [e for e, m in methods.items() if runs_at_source(policy, m)]
+    # engines that cannot select their own values, and gold-standard evidence estimators,
+    # run at the source's
+    borrowing = [e for e, m in methods.items() if runs_at_source(policy, m)] + (estimators or [])
+    if policy == "grid":  # every engine at every grid point: nobody selects anything
+        if source is not None or at_source:
+            raise _fail(
+                p, "hyperparameters.source" if source is not None else "engines",
+                "a grid study has no source engine: every engine runs at every grid point",
+            )  # fmt: skip
+        return policy, None, n_restarts
     needs_source = policy == "shared" or at_source or (policy == "optimize" and bool(borrowing))
     if source is None and needs_source:
         source = next((e for e in DEFAULT_SOURCES if methods.get(e) == e), None)
@@ -372,6 +416,99 @@ def _parse_hyperparameters(value: Any, methods: Mapping[str, str], p: str, at_so
     return policy, source if needs_source else None, n_restarts
 
 
+def _parse_grid(
+    value: Any,
+    policy: str,
+    kernel: Mapping[str, Any],
+    mean: Any,
+    datasets: tuple[DatasetSpec, ...],
+    seed: int,
+    p: str,
+) -> tuple[dict[str, float], ...]:
+    """The grid points of ``[hyperparameters.grid]``: the product of its axes, in order.
+
+    Each axis is named by a hyperparameter (``log_lengthscale``, ``log_variance``, ...,
+    ``mean``) and holds a list of values or ``{start, stop, num}`` (``numpy.linspace``);
+    hyperparameters without an axis keep the kernel's (or the mean's) given value.
+    """
+    if policy != "grid":
+        return ()
+    axes = value["grid"]
+    if not isinstance(axes, dict) or not axes:
+        raise _fail(p, "hyperparameters.grid", "must be a table of axes, e.g. log_lengthscale")
+    for data in datasets:  # every data set's kernel must have these hyperparameters
+        d = load_dataset(data, seed).X.shape[1]
+        names = make_kernel(kernel, d).hyperparameter_names + ([] if mean is None else ["mean"])
+        _check_keys(axes, names, p, f"hyperparameters.grid (for {data.label!r}, d = {d})")
+    values = []
+    for name, axis in axes.items():
+        where = f"hyperparameters.grid.{name}"
+        if isinstance(axis, dict):
+            _check_keys(axis, {"start", "stop", "num"}, p, where)
+            if set(axis) != {"start", "stop", "num"} or not all(
+                _is_number(axis[k]) for k in ("start", "stop")
+            ):
+                raise _fail(p, where, "needs start, stop (numbers) and num (points)")
+            num = _int(axis["num"], p, f"{where}.num", 1)
+            points = np.linspace(float(axis["start"]), float(axis["stop"]), num)
+        elif isinstance(axis, list) and axis and all(_is_number(v) for v in axis):
+            points = np.asarray(axis, dtype=float)
+        else:
+            raise _fail(p, where, f"must be numbers or {{start, stop, num}}, got {axis!r}")
+        if not np.all(np.isfinite(points)):
+            raise _fail(p, where, "values must be finite")
+        values.append([float(v) for v in points])
+    names = list(axes)
+    return tuple(dict(zip(names, combo, strict=True)) for combo in itertools.product(*values))
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _parse_evidence(value: Any, policy: str, p: str) -> dict[str, dict[str, Any]]:
+    """Gold-standard evidence estimators, ``[evidence.NAME]``, with their options checked."""
+    if not isinstance(value, dict):
+        raise _fail(p, "evidence", "must hold one table per estimator, e.g. [evidence.ais]")
+    if value and policy == "full_bayes":
+        raise _fail(p, "evidence", "a gold-standard evidence needs fixed hyperparameters")
+    out = {}
+    for label, options in value.items():
+        where = f"evidence.{label}"
+        if not isinstance(options, dict):
+            raise _fail(p, where, "must be a table of the estimator's options")
+        options = dict(options)
+        method = options.pop("method", label)
+        if method not in EVIDENCE_METHODS:
+            raise _fail(
+                p, where, f"unknown evidence estimator {method!r}; known: {EVIDENCE_METHODS} "
+                "(a table named otherwise needs method = ESTIMATOR)"
+            )  # fmt: skip
+        _check_keys(options, EVIDENCE_OPTIONS, p, where)
+        merged = {**EVIDENCE_OPTIONS, **options, "method": method}
+        if merged["start"] not in ("ep", "prior"):
+            raise _fail(p, f"{where}.start", f"must be 'ep' or 'prior', got {merged['start']!r}")
+        merged["temperatures"] = _int(merged["temperatures"], p, f"{where}.temperatures", 1)
+        merged["runs"] = _int(merged["runs"], p, f"{where}.runs", 2)
+        if not _is_number(merged["se_max"]) or not merged["se_max"] > 0:
+            raise _fail(p, f"{where}.se_max", f"must be a positive number, got {merged['se_max']}")
+        recheck = merged["recheck"]
+        if recheck is not None:
+            if not isinstance(recheck, dict):
+                raise _fail(p, f"{where}.recheck", "must be a table (temperatures, z, nats)")
+            _check_keys(recheck, RECHECK_OPTIONS, p, f"{where}.recheck")
+            recheck = {**RECHECK_OPTIONS, **recheck}
+            recheck["temperatures"] = _int(
+                recheck["temperatures"], p, f"{where}.recheck.temperatures", 1
+            )
+            for key in ("z", "nats"):
+                if not _is_number(recheck[key]) or recheck[key] < 0:
+                    raise _fail(p, f"{where}.recheck.{key}", "must be a number >= 0")
+            merged["recheck"] = recheck
+        out[label] = merged
+    return out
+
+
 def _parse_splits(value: Any, p: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise _fail(p, "splits", "must be a table")
@@ -379,6 +516,11 @@ def _parse_splits(value: Any, p: str) -> dict[str, Any]:
     kind = value.get("kind", "kfold")
     if kind not in SPLIT_KINDS:
         raise _fail(p, "splits.kind", f"must be one of {SPLIT_KINDS}, got {kind!r}")
+    if kind == "none":
+        if len(value) > 1:
+            raise _fail(p, "splits", "kind = 'none' (every case trains, none is held out) has no "
+                        "other fields")  # fmt: skip
+        return {"kind": kind}
     if kind == "kfold":
         if "test_size" in value or "n_repeats" in value:
             raise _fail(p, "splits", "test_size and n_repeats belong to kind = 'holdout'")

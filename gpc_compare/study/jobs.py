@@ -41,19 +41,29 @@ class Job:
     study_seed: int = 0
     depends_on: str | None = None
     optimize: bool = False
+    #: ``"engine"``, or ``"evidence"`` for a gold-standard evidence estimator
+    kind: str = "engine"
+    #: grid studies: the grid point's index and its hyperparameter values
+    point: int | None = None
+    hyperparameters: Mapping[str, float] | None = None
 
     def describe(self) -> str:
-        """``dataset/split k/engine`` for messages and the progress line."""
-        return f"{self.dataset.label}/split {self.split}/{self.engine}"
+        """``dataset/split k/engine`` (or ``dataset/point k/engine``) for messages."""
+        where = f"split {self.split}" if self.point is None else f"point {self.point}"
+        if self.point is not None and self.split:
+            where += f"/split {self.split}"
+        return f"{self.dataset.label}/{where}/{self.engine}"
 
 
 def expand(config: StudyConfig) -> list[Job]:
-    """The study's jobs: one per data set, split and engine, in a deterministic order.
+    """The study's jobs: one per data set, (grid point,) split and engine, in a fixed order.
 
     A job's ``id`` hashes everything that determines its result, so a changed study file
     never reuses a stale result. Jobs that run at another engine's selected
     hyperparameters (:func:`~gpc_compare.study.config.runs_at_source`) name it in
-    ``depends_on``; ``optimize`` says whether the job selects its own.
+    ``depends_on``; ``optimize`` says whether the job selects its own. Gold-standard
+    evidence estimators (``[evidence.NAME]``) follow the engines, at the hyperparameters
+    an engine without an evidence gradient would use.
 
     Parameters
     ----------
@@ -64,64 +74,100 @@ def expand(config: StudyConfig) -> list[Job]:
     list of Job
     """
     jobs = []
+    points: list[tuple[int | None, Mapping[str, float] | None]] = (
+        list(enumerate(config.grid)) if config.grid else [(None, None)]
+    )
     for data in config.datasets:
-        for split in range(n_splits(config.splits)):
-            ids: dict[str, str] = {}
-            for engine in engine_order(config):
-                options = dict(config.engines[engine])
-                method = config.methods[engine]
-                samples_theta = "hyperparameter_sampling" in capabilities(method)
-                if config.policy == "full_bayes" and samples_theta:
-                    options["full_bayes"] = True
-                depends = None
-                at_source = options.pop("hyperparameters", None) == "source"
-                if config.source is not None and engine != config.source:
-                    if runs_at_source(config.policy, method, at_source):
-                        depends = ids[config.source]
-                seed = stable_seed(config.seed, data.label, split, engine)
-                spec = {
-                    "dataset": [data.name, dict(data.options), data.subsample],
-                    "split": split,
-                    "engine": engine,
-                    "method": method,
-                    "options": options,
-                    "likelihood": config.likelihood,
-                    "kernel": dict(config.kernel),
-                    "mean": config.mean,
-                    "policy": config.policy,
-                    "n_restarts": config.n_restarts,
-                    "splits": dict(config.splits),
-                    "seed": [config.seed, seed],
-                    "depends": depends,
-                    "version": package_version(),
-                }
-                digest = hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()
-                job_id = f"{data.label}__s{split}__{engine}__{digest[:10]}"
-                ids[engine] = job_id
-                jobs.append(
-                    Job(
-                        id=job_id,
-                        study=config.name,
-                        dataset=data,
-                        split=split,
-                        engine=engine,
-                        method=method,
-                        options=options,
-                        likelihood=config.likelihood,
-                        kernel=config.kernel,
-                        mean=config.mean,
-                        policy=config.policy,
-                        n_restarts=config.n_restarts,
-                        splits=config.splits,
-                        seed=seed,
-                        study_seed=config.seed,
-                        depends_on=depends,
-                        optimize=depends is None
-                        and config.policy != "fixed"
-                        and "evidence_gradient" in capabilities(method),
-                    )
-                )
+        for point, values in points:
+            for split in range(n_splits(config.splits)):
+                ids: dict[str, str] = {}
+                for engine in engine_order(config):
+                    jobs.append(_engine_job(config, data, point, values, split, engine, ids))
+                for label, options in config.evidence.items():
+                    depends = ids[config.source] if config.source is not None else None
+                    jobs.append(
+                        _job(config, data, point, values, split, label, options["method"],
+                             options, depends, kind="evidence")
+                    )  # fmt: skip
     return jobs
+
+
+def _engine_job(config, data, point, values, split, engine, ids) -> Job:
+    options = dict(config.engines[engine])
+    method = config.methods[engine]
+    if config.policy == "full_bayes" and "hyperparameter_sampling" in capabilities(method):
+        options["full_bayes"] = True
+    depends = None
+    at_source = options.pop("hyperparameters", None) == "source"
+    if config.source is not None and engine != config.source:
+        if runs_at_source(config.policy, method, at_source):
+            depends = ids[config.source]
+    job = _job(config, data, point, values, split, engine, method, options, depends)
+    ids[engine] = job.id
+    return job
+
+
+def _job(
+    config: StudyConfig,
+    data: DatasetSpec,
+    point: int | None,
+    values: Mapping[str, float] | None,
+    split: int,
+    engine: str,
+    method: str,
+    options: Mapping[str, Any],
+    depends: str | None,
+    kind: str = "engine",
+) -> Job:
+    where = [split] if point is None else [point, split]
+    seed = stable_seed(config.seed, data.label, *where, engine)
+    spec = {
+        "dataset": [data.name, dict(data.options), data.subsample],
+        "split": split,
+        "engine": engine,
+        "method": method,
+        "options": options,
+        "likelihood": config.likelihood,
+        "kernel": dict(config.kernel),
+        "mean": config.mean,
+        "policy": config.policy,
+        "n_restarts": config.n_restarts,
+        "splits": dict(config.splits),
+        "seed": [config.seed, seed],
+        "depends": depends,
+        "version": package_version(),
+    }
+    if point is not None:  # (only new keys: the ids of studies without a grid stay as they were)
+        spec["point"] = dict(values)
+    if kind != "engine":
+        spec["kind"] = kind
+    digest = hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()
+    at = f"s{split}" if point is None else f"p{point}__s{split}"
+    return Job(
+        id=f"{data.label}__{at}__{engine}__{digest[:10]}",
+        study=config.name,
+        dataset=data,
+        split=split,
+        engine=engine,
+        method=method,
+        options=options,
+        likelihood=config.likelihood,
+        kernel=config.kernel,
+        mean=config.mean,
+        policy=config.policy,
+        n_restarts=config.n_restarts,
+        splits=config.splits,
+        seed=seed,
+        study_seed=config.seed,
+        depends_on=depends,
+        optimize=kind == "engine"
+        and depends is None
+        and config.policy not in ("fixed", "grid")
+        and "evidence_gradient" in capabilities(method),
+        kind=kind,
+        point=point,
+        hyperparameters=None if values is None else dict(values),
+    )
 
 
 def engine_order(config: StudyConfig) -> list[str]:

@@ -25,7 +25,15 @@ from .. import kernels
 if TYPE_CHECKING:
     from .config import DatasetSpec
 
-__all__ = ["KERNELS", "load_dataset", "make_kernel", "n_splits", "split_indices", "stable_seed"]
+__all__ = [
+    "KERNELS",
+    "at_point",
+    "load_dataset",
+    "make_kernel",
+    "n_splits",
+    "split_indices",
+    "stable_seed",
+]
 
 #: Kernel names a study may use, and their classes in :mod:`gpc_compare.kernels`.
 KERNELS = {
@@ -43,7 +51,9 @@ def stable_seed(*parts: object) -> int:
 
 
 def n_splits(splits: Mapping[str, Any]) -> int:
-    return splits["n_splits"] if splits["kind"] == "kfold" else splits["n_repeats"]
+    """How many splits a study's ``[splits]`` makes (one for ``kind = "none"``)."""
+    kind = splits["kind"]
+    return 1 if kind == "none" else splits["n_splits"] if kind == "kfold" else splits["n_repeats"]
 
 
 def load_dataset(spec: DatasetSpec, seed: int = 0) -> gc_datasets.Dataset:
@@ -63,7 +73,12 @@ def load_dataset(spec: DatasetSpec, seed: int = 0) -> gc_datasets.Dataset:
 
 
 def split_indices(data: gc_datasets.Dataset, splits: Mapping[str, Any], index: int, seed: int):
-    """Train and test indices of split ``index`` (stratified; same for every engine)."""
+    """Train and test indices of split ``index`` (stratified; same for every engine).
+
+    ``kind = "none"``: every case trains and the test set is empty (evidence studies).
+    """
+    if splits["kind"] == "none":
+        return np.arange(data.n_samples), np.arange(0)
     if splits["kind"] == "kfold":
         splitter = StratifiedKFold(splits["n_splits"], shuffle=True, random_state=seed)
     else:
@@ -90,3 +105,17 @@ def make_kernel(spec: Mapping[str, Any], d: int) -> kernels.Kernel:
     ell = math.sqrt(d) if spec["lengthscale"] == "sqrt_d" else float(spec["lengthscale"])
     ell = np.full(d, ell) if spec.get("ard") else ell
     return cls(lengthscale=ell, variance=float(spec["variance"]), **bounds)
+
+
+def at_point(
+    kernel: kernels.Kernel, mean: float | None, point: Mapping[str, float]
+) -> tuple[kernels.Kernel, float | None]:
+    """The kernel and prior mean with the hyperparameters named in ``point`` set to its values."""
+    names = kernel.hyperparameter_names
+    theta = kernel.theta.copy()
+    for name, value in point.items():
+        if name == "mean":
+            mean = float(value)
+        else:
+            theta[names.index(name)] = value
+    return kernel.with_theta(theta), mean

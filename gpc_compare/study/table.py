@@ -98,6 +98,8 @@ def assemble(result_dir: str | os.PathLike[str], config: StudyConfig | None = No
         if rec.get("optimizer"):
             values["optimizer_converged"] = float(rec["optimizer"]["converged"])
             values["optimizer_evaluations"] = rec["optimizer"]["evaluations"]
+        if rec.get("evidence"):  # a gold-standard evidence estimator and its health
+            values.update(_evidence_values(rec))
         if rec.get("diagnostics"):
             diag = rec["diagnostics"]
             values["r_hat_max"] = diag["r_hat_max"]
@@ -174,4 +176,21 @@ def _against_reference(job, rec, jobs, current, config) -> dict[str, float]:
                 ref_se=ref.get("log_evidence_se"),
             )
         )
+    return out
+
+
+def _evidence_values(rec: Mapping[str, Any]) -> dict[str, float]:
+    """An evidence estimator's rows: its estimate, standard error and health."""
+    ev = rec["evidence"]
+    out = {
+        "log_evidence_se": rec["log_evidence_se"],
+        "evidence_temperatures": ev["runs"][-1]["temperatures"],
+        "evidence_rechecked": float(ev["recheck"] is not None),
+        "evidence_healthy": float(rec["convergence"]["converged"]),
+    }
+    if ev["recheck"] is not None:
+        out["log_evidence_first"] = ev["runs"][0]["log_evidence"]
+        out["log_evidence_first_se"] = ev["runs"][0]["se"]
+    if ev.get("start_log_evidence") is not None:
+        out["start_log_evidence"] = ev["start_log_evidence"]
     return out

@@ -21,9 +21,12 @@ from .. import datasets as gc_datasets
 from .. import metrics
 from .._fit import fit
 from ..engines import capabilities, get_engine
+from ..engines.mcmc import ais_log_evidence, ais_log_evidence_from_sites
+from ..likelihoods import get_likelihood
+from ..numerics import JITTER, cholesky
 from ..provenance import versions
 from .jobs import Job
-from .problem import load_dataset, make_kernel, split_indices, stable_seed
+from .problem import at_point, load_dataset, make_kernel, split_indices, stable_seed
 
 __all__ = ["run_job"]
 
@@ -69,7 +72,7 @@ def run_job(job: Job, shared: Mapping[str, Any] | None = None) -> dict[str, Any]
         # One BLAS thread per job: the jobs themselves run in parallel, and OpenBLAS
         # threads competing with other processes slow everything down (see conftest).
         with threadpool_limits(limits=1, user_api="blas"):
-            record.update(_run(job, shared))
+            record.update((_run if job.kind == "engine" else _run_evidence)(job, shared))
         record["status"] = "ok"
     except Exception as exc:  # recorded, and the study goes on
         record["status"] = "failed"
@@ -79,23 +82,35 @@ def run_job(job: Job, shared: Mapping[str, Any] | None = None) -> dict[str, Any]
     return record
 
 
-def _run(job: Job, shared: Mapping[str, Any] | None) -> dict[str, Any]:
+def _problem(job: Job, shared: Mapping[str, Any] | None):
+    """The job's training and test folds (standardised on the training fold), its kernel
+    and prior mean (at the source's values, or the grid point's), and where they came from."""
     data = load_dataset(job.dataset, job.study_seed)
     split_seed = stable_seed("split", job.study_seed, job.dataset.label)
     train, test = split_indices(data, job.splits, job.split, split_seed)
-    X_train, X_test = gc_datasets.standardize(data.X[train], data.X[test])
-    y_train, y_test = data.y[train], data.y[test]
+    X_train, X_test = gc_datasets.standardize(data.X[train], data.X[test if test.size else train])
+    X_test = X_test[: test.size]
     kernel = make_kernel(job.kernel, X_train.shape[1])
     mean = job.mean
-    options = dict(job.options)
-    objective = options.pop("objective", "evidence")
-    source = None
+    origin = "fixed"
     if shared is not None:
         theta = np.asarray(shared["hyperparameters"]["values"], dtype=float)
         p = kernel.theta.size
         kernel = kernel.with_theta(theta[:p])
         mean = None if mean is None else float(theta[p])
-        source = shared["engine"]
+        origin = shared["engine"]
+    elif job.hyperparameters is not None:
+        kernel, mean = at_point(kernel, mean, job.hyperparameters)
+        origin = "grid"
+    elif job.optimize:
+        origin = "own"
+    return X_train, data.y[train], X_test, data.y[test], kernel, mean, origin
+
+
+def _run(job: Job, shared: Mapping[str, Any] | None) -> dict[str, Any]:
+    X_train, y_train, X_test, y_test, kernel, mean, origin = _problem(job, shared)
+    options = dict(job.options)
+    objective = options.pop("objective", "evidence")
     optimize = job.optimize
     fit_kwargs: dict[str, Any] = {}
     if "random_seed" in get_engine(job.method).OPTIONS and "random_seed" not in options:
@@ -118,26 +133,29 @@ def _run(job: Job, shared: Mapping[str, Any] | None) -> dict[str, Any]:
             **options,
         )
         t1 = time.perf_counter()
-        p1 = post.predict_proba(X_test)
-        log_p = post.log_predictive(X_test, y_test)
-        mean_test, var_test = post.predict_latent(X_test)
+        held_out = y_test.size > 0  # (none with splits kind = "none": evidence only)
+        if held_out:
+            p1 = post.predict_proba(X_test)
+            log_p = post.log_predictive(X_test, y_test)
+            mean_test, var_test = post.predict_latent(X_test)
         t2 = time.perf_counter()
     base_rate = float(np.mean(y_train == 1))
-    scores = metrics.score(y_test, p1, log_p, base_rate)
     out: dict[str, Any] = {
-        "n_train": int(train.size),
-        "n_test": int(test.size),
+        "n_train": int(y_train.size),
+        "n_test": int(y_test.size),
         "d": int(X_train.shape[1]),
         "base_rate": base_rate,
-        "metrics": scores,
+        "metrics": metrics.score(y_test, p1, log_p, base_rate) if held_out else {},
         "hyperparameters": {
             "names": list(post.hyperparameter_names),
             "values": _floats(post.hyperparameters),
-            "from": source if source is not None else ("own" if optimize else "fixed"),
+            "from": origin,
         },
         "timings": {"fit_seconds": t1 - t0, "predict_seconds": t2 - t1},
         "warnings": sorted({f"{w.category.__name__}: {w.message}" for w in caught}),
-        "arrays": {
+    }
+    if held_out:  # per-case arrays for the report and the comparisons with the reference
+        out["arrays"] = {
             "y_test": [int(v) for v in y_test],
             "p1_test": _floats(p1),
             "log_p_test": _floats(log_p),
@@ -145,8 +163,7 @@ def _run(job: Job, shared: Mapping[str, Any] | None) -> dict[str, Any]:
             "var_test": _floats(var_test),
             "mean_train": _floats(post.latent_mean),
             "var_train": _floats(post.latent_var),
-        },
-    }
+        }
     out.update(post.record())  # convergence, evidence (and its se), engine-specific facts
     if optimize:
         opt = post.optimization
@@ -160,6 +177,98 @@ def _run(job: Job, shared: Mapping[str, Any] | None) -> dict[str, Any]:
     if "draws" in capabilities(job.method):
         out["_idata_netcdf"] = _netcdf_bytes(post.idata)
     return out
+
+
+def _run_evidence(job: Job, shared: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A gold-standard evidence estimate: AIS (Neal 2001) from EP's approximation or the
+    prior, annealed again with more temperatures where the first anneal is unhealthy."""
+    X, y, _, _, kernel, mean, origin = _problem(job, shared)
+    opts = job.options
+    likelihood = get_likelihood(job.likelihood)
+    m = 0.0 if mean is None else float(mean)
+    # K as the MCMC engine holds it: with the jitter its Cholesky factor adds
+    L = cholesky(kernel(X), jitter=JITTER, what="kernel matrix K")
+    y_pm1 = 2.0 * y - 1.0
+    start_evidence = None
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        t0 = time.perf_counter()
+        if opts["start"] == "ep":
+            ep = fit(X, y, method="ep", kernel=kernel, likelihood=likelihood, mean=mean,
+                     schedule="parallel")  # fmt: skip
+            start_evidence = float(ep.log_marginal_likelihood)
+
+            def anneal(temperatures: int) -> tuple[float, float]:
+                return ais_log_evidence_from_sites(
+                    L @ L.T, L, m, y_pm1, likelihood, ep.ttau, ep.tnu,
+                    temperatures=temperatures, runs=opts["runs"],
+                    random_seed=np.random.default_rng([job.seed, temperatures]),
+                )  # fmt: skip
+        else:
+
+            def anneal(temperatures: int) -> tuple[float, float]:
+                return ais_log_evidence(
+                    L, m, y_pm1, likelihood, temperatures=temperatures, runs=opts["runs"],
+                    random_seed=np.random.default_rng([job.seed, temperatures]),
+                )  # fmt: skip
+
+        runs = [_timed_anneal(anneal, opts["temperatures"])]
+        reason = _recheck_reason(runs[0], start_evidence, opts)
+        if reason is not None:
+            runs.append(_timed_anneal(anneal, opts["recheck"]["temperatures"]))
+        seconds = time.perf_counter() - t0
+    final = runs[-1]
+    return {
+        "n_train": int(y.size),
+        "n_test": 0,
+        "d": int(X.shape[1]),
+        "base_rate": float(np.mean(y == 1)),
+        "metrics": {},
+        "hyperparameters": {
+            "names": kernel.hyperparameter_names + ([] if mean is None else ["mean"]),
+            "values": _floats(np.concatenate([kernel.theta, [] if mean is None else [mean]])),
+            "from": origin,
+        },
+        "timings": {"fit_seconds": seconds, "predict_seconds": 0.0},
+        "warnings": sorted({f"{w.category.__name__}: {w.message}" for w in caught}),
+        "convergence": {
+            "converged": bool(final["se"] <= opts["se_max"]),
+            "iterations": int(final["temperatures"]),
+        },
+        "log_evidence": final["log_evidence"],
+        "log_evidence_se": final["se"],
+        "evidence": {
+            "method": opts["method"],
+            "start": opts["start"],
+            "start_log_evidence": start_evidence,
+            "runs": runs,
+            "recheck": reason,
+        },
+    }
+
+
+def _timed_anneal(anneal, temperatures: int) -> dict[str, float]:
+    t0 = time.perf_counter()
+    log_z, se = anneal(temperatures)
+    seconds = time.perf_counter() - t0
+    return {"temperatures": temperatures, "log_evidence": log_z, "se": se, "seconds": seconds}
+
+
+def _recheck_reason(first: Mapping[str, float], start: float | None, opts) -> str | None:
+    """Why the first anneal is to be repeated with more temperatures, or None: its standard
+    error exceeds ``se_max`` (one run carries the weight: degenerate, and biased low), or it
+    and the approximation it started from differ by more than ``z`` of its standard errors
+    and more than ``nats``."""
+    recheck = opts["recheck"]
+    if recheck is None:
+        return None
+    if first["se"] > opts["se_max"]:
+        return f"degenerate: se {first['se']:.2f} > {opts['se_max']}"
+    if start is not None:
+        gap = abs(start - first["log_evidence"])
+        if gap > recheck["z"] * first["se"] and gap > recheck["nats"]:
+            return f"|start - estimate| = {gap:.2f} nats, {gap / first['se']:.1f} se"
+    return None
 
 
 def _netcdf_bytes(idata) -> bytes:
