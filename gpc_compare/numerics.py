@@ -6,10 +6,12 @@ the probit likelihood's derivatives and EP's tilted moments are built from,
 and Cholesky helpers with the project's single jitter
 constant. Nothing here clips a probability: results are computed in log space
 and stay exact (to double precision) for arguments such as ``log_phi(-40)`` or
-``log_sigmoid(-800)``.
+``log_sigmoid(-800)``. :func:`newton_1d` finds the mode of a 1-D log-concave density.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import numpy as np
 import scipy.linalg
@@ -23,6 +25,7 @@ __all__ = [
     "cholesky",
     "log_phi",
     "log_sigmoid",
+    "newton_1d",
     "probit_ratio",
     "sigmoid",
 ]
@@ -158,3 +161,57 @@ def cho_solve(L: np.ndarray, b: np.ndarray) -> np.ndarray:
 def solve_lower(L: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Solve L x = b for lower-triangular L."""
     return scipy.linalg.solve_triangular(L, b, lower=True, check_finite=False)
+
+
+def newton_1d(
+    grad_hess: Callable[[float], tuple[float, float]],
+    lo: float,
+    hi: float,
+    tol: float = 1e-12,
+    *,
+    x0: float | None = None,
+    max_iter: int = 300,
+) -> float:
+    """The root of a decreasing function in [lo, hi], by Newton safeguarded by bisection.
+
+    Made for the mode of a 1-D log-concave density: ``grad_hess(x)`` returns the first and
+    second derivatives (g, h) of its log, g decreasing (h < 0) with one root in the
+    bracket. Each step shrinks the bracket to the side of x where the root lies (x
+    becomes ``lo`` when g(x) > 0, else ``hi``), then takes the Newton step x - g / h, or
+    the bracket's midpoint when that step leaves the open bracket. It stops after the
+    step that moves x by less than ``tol`` or leaves a bracket narrower than ``tol``, and
+    after ``max_iter`` steps at the latest.
+
+    Parameters
+    ----------
+    grad_hess : callable
+        x -> (g(x), g'(x)), with g'(x) < 0.
+    lo, hi : float
+        A bracket of the root, lo < hi.
+    tol : float, default 1e-12
+        Tolerance on the step and on the bracket's width.
+    x0 : float, optional
+        The starting point (default: the bracket's midpoint).
+    max_iter : int, default 300
+        The most Newton steps taken.
+
+    Returns
+    -------
+    float
+        The root (the mode of the density), to ``tol``.
+    """
+    x = 0.5 * (lo + hi) if x0 is None else x0
+    for _ in range(max_iter):
+        g, h = grad_hess(x)
+        if g > 0:
+            lo = max(lo, x)
+        else:
+            hi = min(hi, x)
+        new = x - g / h
+        if not lo < new < hi:
+            new = 0.5 * (lo + hi)
+        done = abs(new - x) < tol or hi - lo < tol
+        x = new
+        if done:
+            break
+    return x

@@ -1,6 +1,6 @@
-"""Seed 002's Iris demo: three-class GP classification with the softmax Laplace engine.
+"""The Iris GP-classification lecture demo: three classes with the softmax Laplace engine.
 
-Seed 002 (lecture slides after R&W ch. 3, "Demo of KernLabDemo.R") shows, for
+The Iris GP-classification lecture demo (an R demo with kernlab, after R&W ch. 3) shows, for
 Species ~ Petal.Length + Petal.Width with an SE kernel, "automatic l estimation and
 sigma_f = 1", the maps p(Setosa | .), p(Versicolor | .), p(Virginica | .) and the decision
 boundary. Here: the multi-class Laplace approximation (Williams and Barber 1998; R&W
@@ -16,7 +16,7 @@ section 5.5.1; 3 random restarts, seed 0). Also:
 - the training error rate and a 5-fold stratified cross-validation (shuffled, seed 0;
   standardisation and l refitted inside each training fold) of the error rate and the
   mean log predictive probability of softmax Laplace;
-- for comparison with the slides, the length-scale that kernlab's ``kpar = "automatic"``
+- for comparison with the demo, the length-scale that kernlab's ``kpar = "automatic"``
   heuristic (``sigest``: sigma = mean of the inverse 0.9 and 0.1 quantiles of the
   squared distances; kernel exp(-sigma |x - x'|^2), i.e. l = 1 / sqrt(2 sigma)) gives on
   these standardised inputs (all pairs, so without sigest's random subsample), and the
@@ -39,8 +39,7 @@ from sklearn.model_selection import StratifiedKFold
 from threadpoolctl import threadpool_limits
 
 import gpc_compare as gc
-import gpc_compare.datasets  # noqa: F401  (gpc_compare/__init__ does not import it)
-import gpc_compare.metrics  # noqa: F401
+from gpc_compare.provenance import versions_text
 
 FEATURES = ("Petal.Length", "Petal.Width")
 MCMC_OPTIONS = {"draws": 1000, "tune": 1000, "chains": 4, "random_seed": 0}
@@ -174,8 +173,9 @@ def _figure(data, P_lap, P_mc, names, lengthscale, error, path: Path) -> None:
         ax.set_ylabel("petal width (cm)")
     axes[0, 3].legend(loc="lower right", fontsize=9)
     fig.suptitle(
-        "Iris (seed 002), softmax GPC: SE kernel, sigma_f = 1, length-scale learned by the "
-        f"Laplace evidence: {lengthscale:.3f} (standardised units); MCMC at the same kernel",
+        "Iris (the lecture demo's model), softmax GPC: SE kernel, sigma_f = 1, length-scale "
+        f"learned by the Laplace evidence: {lengthscale:.3f} (standardised units); MCMC at the "
+        "same kernel",
         fontsize=11,
     )
     fig.savefig(path, dpi=100)
@@ -271,9 +271,6 @@ def run(output: Path) -> None:
 
 
 def _readme(summary: pd.DataFrame, cv: pd.DataFrame, seconds: float) -> str:
-    import pymc
-    import scipy
-
     v = summary.set_index(["method", "quantity"])["value"]
 
     def g(m: str, q: str) -> float:
@@ -281,7 +278,7 @@ def _readme(summary: pd.DataFrame, cv: pd.DataFrame, seconds: float) -> str:
 
     return "\n".join(
         [
-            "# Iris, three classes: softmax Laplace GPC (seed 002's demo)",
+            "# Iris, three classes: softmax Laplace GPC (the Iris GP-classification lecture demo)",
             "",
             "Species ~ Petal.Length + Petal.Width (standardised), SE kernel with sigma_f = 1 "
             "and the length-scale l learned by the softmax Laplace evidence (R&W section 3.5, "
@@ -374,9 +371,9 @@ def _readme(summary: pd.DataFrame, cv: pd.DataFrame, seconds: float) -> str:
                 else "."
             ),
             "",
-            "**Against seed 002.** The slides give the three probability maps and the decision "
-            "boundary of their R demo but no number (no length-scale, no error rate), so the "
-            "comparison is qualitative: the same picture, setosa isolated at small petals, "
+            "**Against the lecture demo.** The demo gives the three probability maps and the "
+            "decision boundary of its R code but no number (no length-scale, no error rate), "
+            "so the comparison is qualitative: the same picture, setosa isolated at small petals, "
             "versicolor in the middle and virginica at large petals, the versicolor/virginica "
             "boundary crossing the data diagonally where the species overlap. One difference "
             "to expect: the demo's name (KernLabDemo.R) points to kernlab's gausspr, whose "
@@ -397,9 +394,8 @@ def _readme(summary: pd.DataFrame, cv: pd.DataFrame, seconds: float) -> str:
             "python studies/iris.py          # or: gpc-compare run studies/iris.py",
             "```",
             "",
-            f"Run time {seconds:.0f} s (one BLAS thread). Versions: gpc_compare "
-            f"{gc.__version__}, numpy {np.__version__}, scipy {scipy.__version__}, pymc "
-            f"{pymc.__version__}. Seeds: optimiser restarts 0, CV shuffle {CV_SEED}, MCMC "
+            f"Run time {seconds:.0f} s (one BLAS thread). Versions: {versions_text()}. "
+            f"Seeds: optimiser restarts 0, CV shuffle {CV_SEED}, MCMC "
             f"{MCMC_OPTIONS['random_seed']} (draws {MCMC_OPTIONS['draws']}, tune "
             f"{MCMC_OPTIONS['tune']}, chains {MCMC_OPTIONS['chains']}).",
             "",

@@ -1,4 +1,4 @@
-"""Seed 003 / Bishop (2006) Figure 4.14: the Laplace approximation of a skewed 1-D density.
+"""Bishop (2006) Figure 4.14: the Laplace approximation of a skewed 1-D density.
 
 The density is p(z) = f(z) / Z with f(z) = exp(-z^2 / 2) sigma(20 z + 4) (Bishop 4.125,
 Fig. 4.14). This study computes
@@ -6,9 +6,9 @@ Fig. 4.14). This study computes
 - the exact normaliser Z and moments of p(z) by adaptive quadrature (``scipy.integrate.quad``
   on [-40, 40], the mode as a break point, relative tolerance 1e-13);
 - Bishop's Laplace approximation directly: the mode z0 (4.126, d/dz ln f = 0 solved by
-  safeguarded Newton to 1e-12), the precision A = -d^2/dz^2 ln f at z0 (4.128), the
-  Gaussian N(z0, 1/A) (4.130) and the evidence approximation Z ~ f(z0) sqrt(2 pi / A)
-  (4.135);
+  safeguarded Newton to 1e-12, ``gpc_compare.numerics.newton_1d``), the precision
+  A = -d^2/dz^2 ln f at z0 (4.128), the Gaussian N(z0, 1/A) (4.130) and the evidence
+  approximation Z ~ f(z0) sqrt(2 pi / A) (4.135);
 - the package's Laplace, EP and MCMC engines on the same density.
 
 The mapping onto the engines. f(z) is, up to the constant sqrt(2 pi), the posterior of
@@ -42,7 +42,9 @@ from threadpoolctl import threadpool_limits
 
 import gpc_compare as gc
 from gpc_compare.likelihoods import get_likelihood
-from gpc_compare.numerics import log_sigmoid, sigmoid
+from gpc_compare.metrics import mc_standard_errors
+from gpc_compare.numerics import log_sigmoid, newton_1d, sigmoid
+from gpc_compare.provenance import versions_text
 
 #: sigma(SCALE z + OFFSET): Bishop's Fig. 4.14 has sigma(20 z + 4).
 SCALE = 20.0
@@ -89,23 +91,10 @@ def laplace_direct(tol: float = 1e-12) -> LaplaceFit:
 
     ln f is strictly concave (second derivative <= -1), so d ln f / dz is decreasing with
     one root, bracketed by [-1, 21] (the derivative is -z + 20 sigma(-a), between -z and
-    20 - z). Iterates until the bracket or the step is below ``tol``.
+    20 - z). Iterates from z = 0 until the bracket or the step is below ``tol``
+    (:func:`gpc_compare.numerics.newton_1d`).
     """
-    lo, hi = -1.0, SCALE + 1.0
-    z = 0.0
-    for _ in range(200):
-        g, h = d_log_f(z)
-        if g > 0:
-            lo = max(lo, z)
-        else:
-            hi = min(hi, z)
-        new = z - g / h
-        if not lo < new < hi:
-            new = 0.5 * (lo + hi)
-        done = abs(new - z) < tol or hi - lo < tol
-        z = new
-        if done:
-            break
+    z = newton_1d(d_log_f, -1.0, SCALE + 1.0, tol, x0=0.0, max_iter=200)
     A = -d_log_f(z)[1]
     # Bishop 4.135 in one dimension: Z ~ f(z0) (2 pi)^(1/2) / A^(1/2)
     return LaplaceFit(z, A, float(np.exp(log_f(z)) * np.sqrt(2.0 * np.pi / A)))
@@ -179,23 +168,6 @@ def fit_engine(method: str, **options) -> EngineFit:
     return EngineFit(m, v, Z, post)
 
 
-def mcmc_standard_errors(z_chains: np.ndarray) -> tuple[float, float]:
-    """Monte Carlo standard errors of the mean and variance of draws (chains, draws).
-
-    The mean's from ArviZ's ``mcse``; the variance's as the mcse of the mean of the
-    squared deviations (z - zbar)^2, whose average is the variance.
-    """
-    import warnings
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", FutureWarning)
-        import arviz as az
-
-    se_mean = float(np.ravel(az.mcse(z_chains, method="mean"))[0])
-    sq = (z_chains - z_chains.mean()) ** 2
-    return se_mean, float(np.ravel(az.mcse(sq, method="mean"))[0])
-
-
 # --------------------------------------------------------------------------- the study
 def compute(mcmc: bool = True) -> dict:
     """Everything the study reports; ``mcmc=False`` skips the sampler (fast, for tests)."""
@@ -219,9 +191,9 @@ def compute(mcmc: bool = True) -> dict:
     if mcmc:
         z_chains = (eng_mc.posterior.idata.posterior["f"].values[..., 0] - OFFSET) / SCALE
         out["mcmc_z"] = z_chains
-        out["mcmc_se"] = mcmc_standard_errors(z_chains)
+        out["mcmc_se"] = mc_standard_errors(z_chains)
         out["mcmc_extra"] = [
-            (seed, e, mcmc_standard_errors(
+            (seed, e, mc_standard_errors(
                 (e.posterior.idata.posterior["f"].values[..., 0] - OFFSET) / SCALE))
             for seed, e in zip(EXTRA_SEEDS, extra, strict=True)
         ]  # fmt: skip
@@ -324,17 +296,6 @@ def markdown_table(df: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-def versions() -> str:
-    import numpy
-    import pymc
-    import scipy
-
-    return (
-        f"gpc_compare {gc.__version__}, numpy {numpy.__version__}, scipy {scipy.__version__}, "
-        f"pymc {pymc.__version__}"
-    )
-
-
 def readme(res: dict, table: pd.DataFrame) -> str:
     ex, lap, el, ep, mc = (res[k] for k in ("exact", "laplace", "engine_laplace", "ep", "mcmc"))
     se_m, se_v = res["mcmc_se"]
@@ -342,7 +303,7 @@ def readme(res: dict, table: pd.DataFrame) -> str:
     skew_gap = (ex.mean - lap.z0) / np.sqrt(ex.var)
     return f"""# Bishop Figure 4.14: the Laplace approximation of p(z) ∝ exp(-z²/2) σ(20z + 4)
 
-Seed 003 (slides on Bishop 4.4), Bishop (2006) eqs. 4.125-4.135 and Fig. 4.14.
+Bishop (2006), section 4.4: eqs. 4.125-4.135 and Fig. 4.14.
 
 ![figure](figure_4_14.png)
 
@@ -379,8 +340,8 @@ Seed 003 (slides on Bishop 4.4), Bishop (2006) eqs. 4.125-4.135 and Fig. 4.14.
   Diagnostics: R-hat max {d.r_hat_max:.4f}, bulk ESS min {d.ess_bulk_min:.0f}, divergences
   {d.divergences}, passed = {d.passed}.
 
-**Against the slides / Bishop.** The slides (Fig. 4.14 caption) show only the exact density and
-the Laplace Gaussian "centred on the mode z0" and their negative logs; the figure here
+**Against Bishop.** Fig. 4.14 shows only the exact density and the Laplace Gaussian
+"centred on the mode z0" and their negative logs; the figure here
 reproduces both panels (the right one shows the Laplace parabola touching -ln p(z) at z0
 and diverging from it on both sides, most on the left where -ln p(z) grows linearly
 with slope ~20 before the quadratic takes over). What the figure in the book does not
@@ -400,7 +361,7 @@ textbook; the numbers above make its qualitative picture precise.
 `python studies/laplace_1d.py` (from the repository root; about 40 s). Seeds: MCMC
 random_seed=0, and 1 and 2 for the spread (draws=2000, tune=1000, chains=4); EP's default
 order seed. Versions:
-{versions()}.
+{versions_text()}.
 """
 
 

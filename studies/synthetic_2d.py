@@ -1,9 +1,9 @@
-"""Bishop's Figure 6.12 (seeds 000, 001, 003): GP classifiers against the Bayes-optimal rule.
+"""Bishop's Figure 6.12: GP classifiers against the Bayes-optimal rule.
 
-Seed 003 shows Bishop's (2006) Figure 6.12: two-class synthetic data, "the optimal decision
-boundary from the true distribution in green, and the decision boundary from the Gaussian
-process classifier in black", and the predicted posterior probability. Seeds 000 and 001
-specify the Laplace engine behind it (Bishop eqs. 6.77-6.94). Here the same picture is drawn
+Bishop's (2006) Figure 6.12 shows two-class synthetic data, "the optimal decision boundary
+from the true distribution in green, and the decision boundary from the Gaussian process
+classifier in black", and the predicted posterior probability; section 6.4.6 (eqs.
+6.77-6.94) derives the Laplace approximation behind it. Here the same picture is drawn
 for three engines (Laplace, EP, MCMC) on two problems whose true p(y = 1 | x) is known:
 
 - ``bishop_mixture``: 200 training draws from a mixture with the structure of Bishop's data
@@ -23,7 +23,9 @@ test inputs of the true probability that the engine's decision is wrong (the sam
 without the label noise); the mean test log predictive probability against the
 Bayes-optimal predictor's; the mean KL(true || engine) of the class probabilities; and the
 fraction of the plotting box (a regular grid) and of the test inputs (probability mass)
-where the engine's decision differs from the Bayes decision.
+where the engine's decision differs from the Bayes decision. These scores are
+``gc.metrics.expected_error_rate``, ``gc.metrics.mean_class_kl`` and
+``gc.metrics.disagreement_fraction`` (with ``gc.metrics.decide``).
 
 Writes to ``output`` (results/synthetic_2d/): ``metrics.csv`` (tidy: problem, engine,
 quantity, value), ``decision_boundaries.png`` (Fig. 6.12 per engine), ``comparison.png``
@@ -42,8 +44,8 @@ import pandas as pd
 from threadpoolctl import threadpool_limits
 
 import gpc_compare as gc
-import gpc_compare.datasets  # noqa: F401  (gpc_compare/__init__ does not import it)
-import gpc_compare.metrics  # noqa: F401
+from gpc_compare.metrics import decide, disagreement_fraction, expected_error_rate, mean_class_kl
+from gpc_compare.provenance import versions_text
 
 ENGINES = ("laplace", "ep", "mcmc")
 ENGINE_LABELS = {"bayes": "Bayes (true p)", "laplace": "Laplace", "ep": "EP", "mcmc": "MCMC"}
@@ -107,46 +109,6 @@ def grid(
     gy = y0 + (np.arange(size) + 0.5) * (y1 - y0) / size
     G1, G2 = np.meshgrid(gx, gy)
     return G1, G2, np.column_stack([G1.ravel(), G2.ravel()])
-
-
-def decide(log_proba: np.ndarray) -> np.ndarray:
-    """The decision y = 1 iff log p(y=1|x) > log p(y=0|x) (a tie goes to class 0, as in
-    ``gc.metrics.error_rate``), from an (m, 2) array of log class probabilities."""
-    log_proba = np.asarray(log_proba, dtype=float)
-    if log_proba.ndim != 2 or log_proba.shape[1] != 2:
-        raise ValueError(f"log_proba must have shape (m, 2), got {log_proba.shape}")
-    return (log_proba[:, 1] > log_proba[:, 0]).astype(int)
-
-
-def disagreement_fraction(log_proba_a: np.ndarray, log_proba_b: np.ndarray) -> float:
-    """Fraction of the points at which the two rules decide differently.
-
-    On a regular grid of cell centres (:func:`grid`) this is the area fraction of the box
-    where the decisions disagree; on draws from p(x) it is the probability mass there.
-    """
-    a, b = decide(log_proba_a), decide(log_proba_b)
-    if a.shape != b.shape:
-        raise ValueError(f"the two arrays cover {a.size} and {b.size} points")
-    return float(np.mean(a != b))
-
-
-def expected_error(true_log_proba: np.ndarray, decision: np.ndarray) -> float:
-    """Mean over the inputs of the true probability that ``decision`` is wrong.
-
-    For inputs drawn from p(x) this estimates the rule's error rate
-    E_x[p(y != decision(x) | x)] without the label noise of counting mistakes; with the
-    Bayes decision it is the Bayes error E_x[min_k p(y = k | x)] (Bishop eq. 1.78).
-    """
-    lp = np.asarray(true_log_proba, dtype=float)
-    d = np.asarray(decision).astype(int)
-    return float(np.mean(np.exp(lp[np.arange(d.size), 1 - d])))
-
-
-def mean_kl(true_log_proba: np.ndarray, log_proba: np.ndarray) -> float:
-    """Mean over the inputs of KL(p_true(y|x) || p_engine(y|x)) in nats: the expected
-    shortfall of the engine's log predictive against the Bayes-optimal predictor's."""
-    lt, le = np.asarray(true_log_proba), np.asarray(log_proba)
-    return float(np.mean(np.sum(np.exp(lt) * (lt - le), axis=1)))
 
 
 def log_proba(post: gc.Posterior, X: np.ndarray, both: bool = True) -> np.ndarray:
@@ -213,7 +175,7 @@ def evaluate(
 
     add("bayes", "bayes_error_documented", problem.test.bayes_error)
     add("bayes", "test_error_rate", gc.metrics.error_rate(yt, np.exp(true_test[:, 1])))
-    add("bayes", "expected_error_rate", expected_error(true_test, bayes_decision))
+    add("bayes", "expected_error_rate", expected_error_rate(true_test, bayes_decision))
     bayes_lp = true_test[np.arange(yt.size), yt]
     add("bayes", "mean_log_predictive", gc.metrics.log_predictive(bayes_lp))
     if problem.extra_test is not None:
@@ -234,11 +196,11 @@ def evaluate(
             add(engine, "log_marginal_likelihood", post.log_marginal_likelihood)
         add(engine, "fit_seconds", seconds[engine])
         add(engine, "test_error_rate", gc.metrics.error_rate(yt, np.exp(lp[:, 1])))
-        err = expected_error(true_test, decide(lp))
+        err = expected_error_rate(true_test, decide(lp))
         add(engine, "expected_error_rate", err)
-        add(engine, "excess_error_rate", err - expected_error(true_test, bayes_decision))
+        add(engine, "excess_error_rate", err - expected_error_rate(true_test, bayes_decision))
         add(engine, "mean_log_predictive", gc.metrics.log_predictive(lp[np.arange(yt.size), yt]))
-        add(engine, "mean_kl_true_to_engine", mean_kl(true_test, lp))
+        add(engine, "mean_kl_true_to_engine", mean_class_kl(true_test, lp))
         add(engine, "disagreement_area_grid", disagreement_fraction(lp_grid, true_grid))
         add(engine, "disagreement_mass_test", disagreement_fraction(lp, true_test))
         if problem.extra_test is not None:
@@ -352,9 +314,6 @@ def _comparison_figure(probs: list[Problem], table: pd.DataFrame, n_test: int, p
 
 # ------------------------------------------------------------------------ README
 def _readme(probs: list[Problem], table: pd.DataFrame, n_test: int, total_seconds: float) -> str:
-    import pymc
-    import scipy
-
     v = table.set_index(["problem", "engine", "quantity"])["value"]
 
     def g(p: str, e: str, q: str) -> float:
@@ -363,7 +322,7 @@ def _readme(probs: list[Problem], table: pd.DataFrame, n_test: int, total_second
     lines = [
         "# Bishop's Figure 6.12 per engine: GP decision boundaries against the Bayes-optimal one",
         "",
-        "Seeds 000, 001 and 003 (Bishop 2006, Fig. 6.12 and eqs. 6.77-6.94). Two-class data "
+        "Bishop (2006), Fig. 6.12 and section 6.4.6 (eqs. 6.77-6.94). Two-class data "
         "with a known p(y = 1 | x); probit likelihood, SE kernel; Laplace and EP fit "
         "(length-scale l, signal variance sf2) by their own evidence (3 restarts, seed 0); "
         "MCMC (NUTS, 4 x 1000 draws after 1000 tuning, seed 0) at EP's values. Scores on "
@@ -538,9 +497,8 @@ def _readme(probs: list[Problem], table: pd.DataFrame, n_test: int, total_second
         "python studies/synthetic_2d.py          # or: gpc-compare run studies/synthetic_2d.py",
         "```",
         "",
-        f"Total run time {total_seconds:.0f} s (one BLAS thread). Versions: gpc_compare "
-        f"{gc.__version__}, numpy {np.__version__}, scipy {scipy.__version__}, pymc "
-        f"{pymc.__version__}. Seeds: training draws {TRAIN_SEED}, test draws {TEST_SEED}, "
+        f"Total run time {total_seconds:.0f} s (one BLAS thread). Versions: {versions_text()}. "
+        f"Seeds: training draws {TRAIN_SEED}, test draws {TEST_SEED}, "
         "optimiser restarts 0, MCMC 0.",
         "",
     ]

@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 
 DATA = Path(__file__).parent / "data"
+STUDIES = Path(__file__).resolve().parent.parent / "studies"
 GPML_CASES = ["synth50", "synth80_big_sf", "crabs_meanconst"]
 
 
@@ -40,3 +42,10 @@ def toy_data(n: int = 20, d: int = 2, seed: int = 0) -> tuple[np.ndarray, np.nda
     X = rng.normal(size=(n, d))
     y = np.where(np.sin(2.0 * X[:, 0]) + 0.5 * X[:, -1] + 0.5 * rng.normal(size=n) > 0, 1, -1)
     return X, y
+
+
+def study_script(name: str) -> ModuleType:
+    """The study script ``studies/NAME.py``, loaded as a module (it is not in the package)."""
+    from gpc_compare.study import load_study_script
+
+    return load_study_script(STUDIES / f"{name}.py")

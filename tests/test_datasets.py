@@ -128,7 +128,7 @@ def test_first_rows_are_the_published_ones() -> None:
 # --------------------------------------------------------------------------- options
 def test_iris_feature_selection_and_binary_views() -> None:
     full = ds.load_iris()
-    petals = ds.load_iris(features=("Petal.Length", "Petal.Width"))  # seed 002's formula
+    petals = ds.load_iris(features=("Petal.Length", "Petal.Width"))  # the Iris lecture demo
     assert petals.feature_names == ["petal length (cm)", "petal width (cm)"]
     np.testing.assert_array_equal(petals.X, full.X[:, 2:])
     same = ds.load_iris(features=["petal_length", "petal width (cm)"])
@@ -283,8 +283,20 @@ def test_mixture_samples_follow_the_model() -> None:
     np.testing.assert_allclose(np.var(X0, axis=0), [1.0, 0.3], rtol=0.05)
 
 
+def test_make_mixture_is_what_the_named_generators_draw() -> None:
+    for problem, named in ((ds.RIPLEY_MIXTURE, ds.make_ripley_mixture),
+                           (ds.BISHOP_MIXTURE, ds.make_bishop_mixture)):  # fmt: skip
+        a, b = ds.make_mixture(problem, 60, random_seed=3), named(n=60, random_seed=3)
+        np.testing.assert_array_equal(a.X, b.X)
+        np.testing.assert_array_equal(a.y, b.y)
+        assert a.name == b.name == problem.name and a.description == b.description
+        assert a.info == {"problem": problem, "random_seed": 3}
+    with pytest.raises(ValueError, match="n"):
+        ds.make_mixture(ds.RIPLEY_MIXTURE, 0)
+
+
 # --------------------------------------------------------------------------- logistic 1-D
-def test_logistic_1d_is_seed_003_example_2() -> None:
+def test_logistic_1d_is_bishops_bayesian_logistic_example() -> None:
     data = ds.make_logistic_1d()
     assert data.X.shape == (500, 1) and data.info == {"w": 1.0, "x_scale": 10.0, "random_seed": 0}
     np.testing.assert_array_equal(data.y, ds.make_logistic_1d().y)

@@ -3,7 +3,8 @@
 The log score, information, error rate, Brier score and AUC are checked by hand in
 tests/test_cli.py; this file covers what was added since: the expected calibration error,
 the reliability curve with its Jeffreys intervals, the latent-marginal errors, the
-Gaussian KL divergence and the evidence gap.
+Gaussian KL divergence and the evidence gap; the scores against a known truth (the Bayes
+rule), the summaries across splits and the Monte Carlo standard errors of MCMC draws.
 """
 
 from __future__ import annotations
@@ -12,10 +13,13 @@ import math
 
 import mpmath
 import numpy as np
+import pandas as pd
 import pytest
 from scipy import integrate, stats
+from scipy.special import log_expit
 from sklearn.calibration import calibration_curve
 
+import gpc_compare.datasets as ds
 from gpc_compare import metrics
 
 # The tiny case of tests/test_cli.py: y = (1, 0, 1, 0), P(y = 1) = (0.9, 0.2, 0.4, 0.5).
@@ -342,3 +346,156 @@ def test_evidence_gap_refuses_bad_input(args: tuple, match: str) -> None:
     approx, ref, se = args
     with pytest.raises(ValueError, match=match):
         metrics.evidence_gap(approx, ref_log_evidence=ref, ref_se=se)
+
+
+# ------------------------------------------------------------------ against the Bayes rule
+def _rule(f: np.ndarray) -> np.ndarray:
+    """(m, 2) log class probabilities of a logistic model with log-odds f."""
+    return np.column_stack([log_expit(-f), log_expit(f)])
+
+
+def _cell_centres(box: tuple[float, float, float, float], size: int) -> np.ndarray:
+    """The size x size cell centres of a box, (size**2, 2): every point the same area."""
+    x0, x1, y0, y1 = box
+    gx = np.linspace(x0, x1, 2 * size + 1)[1::2]
+    gy = np.linspace(y0, y1, 2 * size + 1)[1::2]
+    return np.array([(a, b) for b in gy for a in gx])
+
+
+def test_disagreement_area_of_two_half_planes() -> None:
+    # x1 > 0 against x2 > 0 on [-1, 1]^2: they disagree on two of the four quadrants
+    pts = _cell_centres((-1.0, 1.0, -1.0, 1.0), size=100)
+    a, b = _rule(5.0 * pts[:, 0]), _rule(5.0 * pts[:, 1])
+    assert metrics.disagreement_fraction(a, b) == pytest.approx(0.5, abs=1e-12)
+    # x1 > 0 against x1 > 0.5: the strip 0 < x1 < 0.5 is a quarter of the box (its edges
+    # fall on cell edges, so the midpoint rule is exact)
+    c = _rule(5.0 * (pts[:, 0] - 0.5))
+    assert metrics.disagreement_fraction(a, c) == pytest.approx(0.25, abs=1e-12)
+    assert metrics.disagreement_fraction(a, a) == 0.0
+    with pytest.raises(ValueError, match="cover 10000 and 3 points"):
+        metrics.disagreement_fraction(a, a[:3])
+
+
+def test_disagreement_area_of_a_disc() -> None:
+    # inside the disc of radius 0.5 against nowhere: pi 0.25 / 4 of [-1, 1]^2, to the
+    # midpoint rule's accuracy on a 400 x 400 grid (boundary cells: about 1e-3)
+    pts = _cell_centres((-1.0, 1.0, -1.0, 1.0), size=400)
+    inside = _rule(50.0 * (0.25 - np.sum(pts**2, axis=1)))
+    nowhere = _rule(-np.ones(pts.shape[0]))
+    assert metrics.disagreement_fraction(inside, nowhere) == pytest.approx(np.pi / 16, abs=1e-3)
+
+
+def test_decide_tie_and_shape() -> None:
+    assert metrics.decide(np.log([[0.5, 0.5], [0.4, 0.6], [0.6, 0.4]])).tolist() == [0, 1, 0]
+    with pytest.raises(ValueError, match="shape"):
+        metrics.decide(np.zeros(3))
+
+
+def test_expected_error_rate_by_hand() -> None:
+    # p(y = 1 | x) = 0.8, 0.4, 0.5; deciding 1, 1, 0 is wrong with probability 0.2, 0.6, 0.5
+    lt = np.log([[0.2, 0.8], [0.6, 0.4], [0.5, 0.5]])
+    assert metrics.expected_error_rate(lt, [1, 1, 0]) == pytest.approx(1.3 / 3, rel=1e-14)
+    # the Bayes decision (1, 0, 0 with the tie to class 0) errs with min_k p: 0.2, 0.4, 0.5
+    assert metrics.expected_error_rate(lt, metrics.decide(lt)) == pytest.approx(1.1 / 3)
+    with pytest.raises(ValueError, match="3 decisions in"):
+        metrics.expected_error_rate(lt, [1, 0])
+    with pytest.raises(ValueError, match="3 decisions in"):
+        metrics.expected_error_rate(lt, [1, 2, 0])
+
+
+def test_expected_error_is_the_documented_bayes_error() -> None:
+    # the Bayes rule's mean conditional error over 200,000 draws from each model, against
+    # the Bayes errors documented in gc.datasets (grid quadrature); 4 standard errors
+    for name, documented in (("bishop_mixture", 0.0992874), ("ripley_mixture", 0.0893265)):
+        data = ds.load(name, n=200_000, random_seed=7)
+        assert data.bayes_error == documented
+        lp = data.true_log_proba(data.X)
+        est = metrics.expected_error_rate(lp, metrics.decide(lp))
+        e = np.exp(np.min(lp, axis=1))
+        se = e.std(ddof=1) / np.sqrt(e.size)
+        assert abs(est - documented) < 4 * se, (name, est, documented, se)
+        # the excess error of any other rule is positive: here always deciding class 1
+        assert metrics.expected_error_rate(lp, np.ones(e.size, dtype=int)) > est + 0.1
+
+
+def test_bayes_rule_makes_80_errors_on_synth_te() -> None:
+    # documented in load_ripley_synth: the Bayes rule errs on 80 of synth.te's 1000 cases
+    te = ds.load("ripley_synth", subset="test")
+    wrong = metrics.decide(te.true_log_proba(te.X)) != te.y
+    assert int(wrong.sum()) == 80
+
+
+def test_mean_class_kl_by_hand_and_against_scipy() -> None:
+    lt = np.log([[0.3, 0.7], [0.5, 0.5]])
+    le = np.log([[0.5, 0.5], [0.5, 0.5]])
+    by_hand = (0.3 * np.log(0.6) + 0.7 * np.log(1.4)) / 2
+    assert metrics.mean_class_kl(lt, le) == pytest.approx(by_hand, rel=1e-12)
+    assert metrics.mean_class_kl(lt, lt) == 0.0
+    # random class probabilities: scipy.stats.entropy(p, q) is KL(p || q)
+    rng = np.random.default_rng(3)
+    p, q = rng.uniform(0.01, 0.99, 50), rng.uniform(0.01, 0.99, 50)
+    P, Q = np.column_stack([1 - p, p]), np.column_stack([1 - q, q])
+    expected = np.mean([stats.entropy(a, b) for a, b in zip(P, Q, strict=True)])
+    assert metrics.mean_class_kl(np.log(P), np.log(Q)) == pytest.approx(expected, rel=1e-12)
+    with pytest.raises(ValueError, match="shape"):
+        metrics.mean_class_kl(np.log(P), np.log(Q[:3]))
+
+
+# ------------------------------------------------------------------ across repetitions
+def test_summarize_interval() -> None:
+    table = pd.DataFrame(
+        {"dataset": "d", "engine": "e", "metric": "m", "value": [1.0, 2.0, 3.0, 4.0]}
+    )
+    row = metrics.summarize(table).iloc[0]
+    # mean 2.5, sd sqrt(5/3), t_{0.975,3} = 3.182446305
+    half = 3.182446305284263 * np.sqrt(5 / 3) / 2
+    assert (row["mean"], row["n_splits"]) == (2.5, 4)
+    assert row["low"] == pytest.approx(2.5 - half, rel=1e-9)
+    assert row["high"] == pytest.approx(2.5 + half, rel=1e-9)
+
+
+def test_summarize_one_split_nan_and_infinite_values() -> None:
+    table = pd.DataFrame(
+        {
+            "dataset": "d",
+            "engine": ["a", "b", "b", "c", "c"],
+            "metric": "m",
+            "value": [0.5, np.nan, 3.0, -np.inf, 1.0],
+        }
+    )
+    s = metrics.summarize(table).set_index("engine")
+    # one split, or one left after dropping NaN: no interval
+    assert s.loc["a", ["n_splits", "mean", "sd", "low", "high"]].tolist() == [1, 0.5, 0, 0.5, 0.5]
+    assert s.loc["b", ["n_splits", "mean", "low", "high"]].tolist() == [1, 3.0, 3.0, 3.0]
+    # a confident mistake: the mean is -inf and no sd is computed
+    assert s.loc["c", "mean"] == -np.inf and s.loc["c", "sd"] == 0.0
+
+
+def _ar1(rho: float, chains: int, n: int, seed: int) -> np.ndarray:
+    """Stationary Gaussian AR(1) chains z_t = rho z_{t-1} + e_t, Var(e) = 1 - rho^2."""
+    rng = np.random.default_rng(seed)
+    z = np.empty((chains, n))
+    z[:, 0] = rng.standard_normal(chains)
+    e = np.sqrt(1 - rho**2) * rng.standard_normal((chains, n))
+    for t in range(1, n):
+        z[:, t] = rho * z[:, t - 1] + e[:, t]
+    return z
+
+
+def test_mc_standard_errors_of_independent_and_ar1_draws() -> None:
+    n = 4 * 50_000
+    # independent N(0, 1) draws: se(mean) = 1 / sqrt(n), se(var) = sqrt(2 / n)
+    iid = np.random.default_rng(0).standard_normal((4, 50_000))
+    se_m, se_v = metrics.mc_standard_errors(iid)
+    assert se_m == pytest.approx(1 / np.sqrt(n), rel=0.05)
+    assert se_v == pytest.approx(np.sqrt(2 / n), rel=0.05)
+    # unit-variance AR(1), rho = 0.5: the asymptotic variance of the mean is
+    # (1 + rho) / (1 - rho) / n, of the sample variance 2 (1 + rho^2) / (1 - rho^2) / n
+    rho = 0.5
+    se_m, se_v = metrics.mc_standard_errors(_ar1(rho, 4, 50_000, seed=1))
+    assert se_m == pytest.approx(np.sqrt((1 + rho) / (1 - rho) / n), rel=0.05)
+    assert se_v == pytest.approx(np.sqrt(2 * (1 + rho**2) / (1 - rho**2) / n), rel=0.08)
+    # constant draws have no Monte Carlo error
+    assert metrics.mc_standard_errors(np.full((2, 10), 3.0)) == (0.0, 0.0)
+    with pytest.raises(ValueError, match="chains, draws"):
+        metrics.mc_standard_errors(np.zeros(10))

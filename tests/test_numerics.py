@@ -6,7 +6,7 @@ import mpmath
 import numpy as np
 import pytest
 
-from gpc_compare.numerics import cholesky, log_phi, log_sigmoid, probit_ratio
+from gpc_compare.numerics import cholesky, log_phi, log_sigmoid, newton_1d, probit_ratio
 
 mpmath.mp.dps = 60
 
@@ -58,3 +58,25 @@ def test_cholesky_names_the_matrix():
         cholesky(np.array([[1.0, 2.0], [2.0, 1.0]]), what="kernel matrix")
     L = cholesky(np.array([[4.0, 2.0], [2.0, 3.0]]))
     np.testing.assert_allclose(L @ L.T, [[4.0, 2.0], [2.0, 3.0]], rtol=1e-14)
+
+
+def test_newton_1d_finds_the_root_where_plain_newton_fails() -> None:
+    # g = -arctan(x - 0.3): plain Newton from |x - 0.3| > 1.39 diverges; the bracket holds it
+    def grad_hess(x: float) -> tuple[float, float]:
+        return -np.arctan(x - 0.3), -1.0 / (1.0 + (x - 0.3) ** 2)
+
+    for x0 in (None, -9.0, 9.5):
+        assert newton_1d(grad_hess, -10.0, 10.0, x0=x0) == pytest.approx(0.3, abs=1e-12)
+
+    # the mode of N(0, 1) x sigma(20 z + 4) (Bishop Fig. 4.14) against 50-digit arithmetic
+    def d_log_f(z: float) -> tuple[float, float]:
+        a = 20.0 * z + 4.0
+        s = 1.0 / (1.0 + np.exp(-a))
+        return -z + 20.0 * (1.0 - s), -1.0 - 400.0 * s * (1.0 - s)
+
+    z_mp = mpmath.findroot(lambda z: -z + 20 / (1 + mpmath.exp(20 * z + 4)), 0.08)
+    assert newton_1d(d_log_f, -1.0, 21.0, x0=0.0) == pytest.approx(float(z_mp), abs=1e-12)
+    # max_iter bounds the work: one step from the midpoint 0 of [-10, 10] is x - g / h with
+    # g = arctan(0.3), h = -1 / 1.09
+    one = newton_1d(grad_hess, -10.0, 10.0, max_iter=1)
+    assert one == pytest.approx(np.arctan(0.3) * 1.09, abs=1e-15)

@@ -18,7 +18,6 @@ import pytest
 import gpc_compare as gc
 from gpc_compare import datasets, study
 from gpc_compare.cli import main
-from gpc_compare.report import summarize
 from gpc_compare.study import executors, problem, worker
 
 # A small, fast study: 2 folds of 80 breast-cancer cases, Laplace and EP with their
@@ -392,18 +391,6 @@ def test_report_writes_figures_and_summary(mcmc_study: Path) -> None:
     (mcmc_study / "report.md").unlink()
     assert main(["report", str(mcmc_study)]) == 0
     assert (mcmc_study / "report.md").read_text().count("## ") == report.count("## ")
-
-
-def test_summarize_interval() -> None:
-    table = pd.DataFrame(
-        {"dataset": "d", "engine": "e", "metric": "m", "value": [1.0, 2.0, 3.0, 4.0]}
-    )
-    row = summarize(table).iloc[0]
-    # mean 2.5, sd sqrt(5/3), t_{0.975,3} = 3.182446305
-    half = 3.182446305284263 * np.sqrt(5 / 3) / 2
-    assert (row["mean"], row["n_splits"]) == (2.5, 4)
-    assert row["low"] == pytest.approx(2.5 - half, rel=1e-9)
-    assert row["high"] == pytest.approx(2.5 + half, rel=1e-9)
 
 
 def test_list_command(tmp_path: Path, capsys) -> None:

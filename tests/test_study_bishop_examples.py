@@ -1,4 +1,7 @@
-"""Seed 003's studies (studies/laplace_1d.py, studies/bayesian_logistic.py): core numbers.
+"""Bishop's 1-D examples (studies/laplace_1d.py, studies/bayesian_logistic.py): core numbers.
+
+Bishop (2006) Fig. 4.14 (the Laplace approximation of a skewed density) and the Bayesian
+logistic regression examples of sections 4.4-4.5.
 
 The scripts are imported from the repository's studies/ directory. MCMC and the 500-point
 EP fit (about 15 s) are skipped: everything here is quadrature, closed forms, Newton and
@@ -7,31 +10,23 @@ the Laplace / one-site EP engines, a few seconds in all.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 from scipy import integrate, optimize
 from scipy.special import expit
 from scipy.stats import norm
 
-from gpc_compare.study import load_study_script
-
-STUDIES = Path(__file__).resolve().parent.parent / "studies"
-
-
-def _load(name: str):
-    return load_study_script(STUDIES / f"{name}.py")
+from .helpers import study_script
 
 
 @pytest.fixture(scope="module")
 def l1d():
-    return _load("laplace_1d")
+    return study_script("laplace_1d")
 
 
 @pytest.fixture(scope="module")
 def blr():
-    return _load("bayesian_logistic")
+    return study_script("bayesian_logistic")
 
 
 # --------------------------------------------------------------------------- laplace_1d

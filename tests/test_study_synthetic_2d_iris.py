@@ -1,5 +1,8 @@
 """The core numbers of studies/synthetic_2d.py and studies/iris.py, on cheap configurations.
 
+The scores against the Bayes rule the synthetic_2d study reports are gc.metrics functions,
+tested in tests/test_metrics.py.
+
 The scripts are imported from the repository's ``studies/`` directory (they are not part of
 the package). No MCMC here: the studies' MCMC parts only call ``gc.fit(method="mcmc")``,
 which tests/test_mcmc.py and tests/test_softmax.py cover.
@@ -7,36 +10,23 @@ which tests/test_mcmc.py and tests/test_softmax.py cover.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
-from scipy.special import log_expit
 
 import gpc_compare as gc
-import gpc_compare.datasets  # noqa: F401
-from gpc_compare.study import load_study_script
+from gpc_compare import metrics
 
-STUDIES = Path(__file__).resolve().parent.parent / "studies"
-
-
-def _load(name: str):
-    return load_study_script(STUDIES / f"{name}.py")
+from .helpers import study_script
 
 
 @pytest.fixture(scope="module")
 def synth():
-    return _load("synthetic_2d")
+    return study_script("synthetic_2d")
 
 
 @pytest.fixture(scope="module")
 def iris():
-    return _load("iris")
-
-
-def _rule(f: np.ndarray) -> np.ndarray:
-    """(m, 2) log class probabilities of a logistic model with log-odds f."""
-    return np.column_stack([log_expit(-f), log_expit(f)])
+    return study_script("iris")
 
 
 # --------------------------------------------------------------------------- synthetic_2d
@@ -52,63 +42,6 @@ def test_grid_cells_have_equal_area(synth):
     # cell centres: -0.75, -0.25, 0.25, 0.75 and 0.375, 1.125, 1.875, 2.625
     np.testing.assert_allclose(np.unique(points[:, 0]), [-0.75, -0.25, 0.25, 0.75])
     np.testing.assert_allclose(np.unique(points[:, 1]), [0.375, 1.125, 1.875, 2.625])
-
-
-def test_disagreement_area_of_two_half_planes(synth):
-    # x1 > 0 against x2 > 0 on [-1, 1]^2: they disagree on two of the four quadrants
-    _, _, pts = synth.grid((-1.0, 1.0, -1.0, 1.0), size=100)
-    a, b = _rule(5.0 * pts[:, 0]), _rule(5.0 * pts[:, 1])
-    assert synth.disagreement_fraction(a, b) == pytest.approx(0.5, abs=1e-12)
-    # x1 > 0 against x1 > 0.5: the strip 0 < x1 < 0.5 is a quarter of the box (its edges
-    # fall on cell edges, so the midpoint rule is exact)
-    c = _rule(5.0 * (pts[:, 0] - 0.5))
-    assert synth.disagreement_fraction(a, c) == pytest.approx(0.25, abs=1e-12)
-    assert synth.disagreement_fraction(a, a) == 0.0
-
-
-def test_disagreement_area_of_a_disc(synth):
-    # inside the disc of radius 0.5 against nowhere: pi 0.25 / 4 of [-1, 1]^2, to the
-    # midpoint rule's accuracy on a 400 x 400 grid (boundary cells: about 1e-3)
-    _, _, pts = synth.grid((-1.0, 1.0, -1.0, 1.0), size=400)
-    inside = _rule(50.0 * (0.25 - np.sum(pts**2, axis=1)))
-    nowhere = _rule(-np.ones(pts.shape[0]))
-    assert synth.disagreement_fraction(inside, nowhere) == pytest.approx(np.pi / 16, abs=1e-3)
-
-
-def test_decide_tie_and_shape(synth):
-    assert synth.decide(np.log([[0.5, 0.5], [0.4, 0.6], [0.6, 0.4]])).tolist() == [0, 1, 0]
-    with pytest.raises(ValueError, match="shape"):
-        synth.decide(np.zeros(3))
-
-
-def test_expected_error_is_the_documented_bayes_error(synth):
-    # the Bayes rule's mean conditional error over 200,000 draws from each model, against
-    # the Bayes errors documented in gc.datasets (grid quadrature); 4 standard errors
-    for name, documented in (("bishop_mixture", 0.0992874), ("ripley_mixture", 0.0893265)):
-        data = gc.datasets.load(name, n=200_000, random_seed=7)
-        assert data.bayes_error == documented
-        lp = data.true_log_proba(data.X)
-        est = synth.expected_error(lp, synth.decide(lp))
-        e = np.exp(np.min(lp, axis=1))
-        se = e.std(ddof=1) / np.sqrt(e.size)
-        assert abs(est - documented) < 4 * se, (name, est, documented, se)
-        # the excess error of any other rule is positive: here always deciding class 1
-        assert synth.expected_error(lp, np.ones(e.size, dtype=int)) > est + 0.1
-
-
-def test_bayes_rule_makes_80_errors_on_synth_te(synth):
-    # documented in load_ripley_synth: the Bayes rule errs on 80 of synth.te's 1000 cases
-    te = gc.datasets.load("ripley_synth", subset="test")
-    wrong = synth.decide(te.true_log_proba(te.X)) != te.y
-    assert int(wrong.sum()) == 80
-
-
-def test_mean_kl_by_hand(synth):
-    lt = np.log([[0.3, 0.7], [0.5, 0.5]])
-    le = np.log([[0.5, 0.5], [0.5, 0.5]])
-    by_hand = (0.3 * np.log(0.6) + 0.7 * np.log(1.4)) / 2
-    assert synth.mean_kl(lt, le) == pytest.approx(by_hand, rel=1e-12)
-    assert synth.mean_kl(lt, lt) == 0.0
 
 
 def test_engines_against_bayes_on_a_small_problem(synth):
@@ -140,7 +73,7 @@ def test_engines_against_bayes_on_a_small_problem(synth):
         )
         assert maps[engine].shape == (400,)
     assert v[("bayes", "expected_error_rate")] == pytest.approx(
-        synth.expected_error(lt, synth.decide(lt))
+        metrics.expected_error_rate(lt, metrics.decide(lt))
     )
 
 

@@ -1,0 +1,219 @@
+"""The classic GP-classification benchmarks, offline, and synthetic problems with a known truth.
+
+Real data sets (all read from files inside the package or inside scikit-learn; nothing is
+downloaded):
+
+===============  =====  ==  ==========================  =====================================
+name             n      d   classes (y = 1 first)       source
+===============  =====  ==  ==========================  =====================================
+breast_cancer    569    30  212 malignant / 357 benign  scikit-learn (UCI WDBC)
+ionosphere       351    34  225 good / 126 bad          UCI, via Orange3 3.40.0 (= mlbench)
+sonar            208    60  111 mine / 97 rock          UCI, via R mlbench 2.1-3
+pima             532    7   177 diabetic / 355 not      R MASS 7.3-58.2 Pima.tr + Pima.te
+crabs            200    5   100 male / 100 female       R MASS 7.3-58.2 crabs
+digits_3v5       365    64  183 "3" / 182 "5"           scikit-learn digits (8x8 UCI optdigits)
+iris             150    4   50 / 50 / 50 (3 classes)    scikit-learn
+ripley_synth     1250   2   625 / 625                   R MASS 7.3-58.2 synth.tr + synth.te
+===============  =====  ==  ==========================  =====================================
+
+Synthetic generators (``load(name, n=..., random_seed=...)``; deterministic in the seed,
+``np.random.default_rng(random_seed)``); the first three carry their true p(y = 1 | x):
+
+- ``ripley_mixture``: Ripley's (1994, 1996) two-class problem, each class an equal mixture
+  of two bivariate normals (:data:`RIPLEY_MIXTURE`); Bayes error 8.93%.
+- ``bishop_mixture``: the structure of Bishop's (2006, App. A, Figs. A.7 and 6.12)
+  synthetic classification data, one class a single Gaussian and the other a mixture of
+  two (:data:`BISHOP_MIXTURE`); Bayes error 9.93%. Bishop does not publish his
+  parameters: these are ours (see the constant's documentation).
+- ``logistic_1d``: the 1-D Bayesian logistic regression example (Bishop 2006, secs.
+  4.4-4.5), x ~ N(0, 10^2), y ~ Bernoulli(sigma(w x)), w = 1.
+- ``near_separable``: two classes split by a hyperplane with a margin, and optionally a
+  few flipped labels, where the maximum-likelihood logistic fit diverges.
+
+Conventions. Every loader returns a :class:`Dataset` with the inputs **exactly as
+published** (no scaling, no column dropped unless asked) and integer labels ``y``: for a
+binary set ``y`` in {0, 1} with ``y = 1`` the ``positive_class``; for Iris ``y`` in
+{0, 1, 2} indexing ``class_names``. Standardise inside each training fold with
+:func:`standardize`, so that nothing about a test fold leaks into the fit.
+
+:func:`load` and :data:`DATASETS` reach every set by name; :func:`list_datasets` tabulates
+them. The loaders of the real sets live in :mod:`gpc_compare.datasets.bundled`, the
+generators in :mod:`gpc_compare.datasets.synthetic`; every public name is importable from
+here. Provenance, licences and checksums of the bundled CSV files are in
+``gpc_compare/data/README.md``; ``scripts/extract_datasets.py`` regenerates them.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from sklearn.preprocessing import StandardScaler
+
+from .._validation import check_X
+from ._dataset import Dataset
+from .bundled import (
+    load_breast_cancer,
+    load_crabs,
+    load_digits_3v5,
+    load_ionosphere,
+    load_iris,
+    load_pima,
+    load_ripley_synth,
+    load_sonar,
+)
+from .synthetic import (
+    BISHOP_MIXTURE,
+    RIPLEY_MIXTURE,
+    GaussianMixtureProblem,
+    MixtureComponent,
+    make_bishop_mixture,
+    make_logistic_1d,
+    make_mixture,
+    make_near_separable,
+    make_ripley_mixture,
+)
+
+__all__ = [
+    "BISHOP_MIXTURE",
+    "DATASETS",
+    "RIPLEY_MIXTURE",
+    "Dataset",
+    "GaussianMixtureProblem",
+    "MixtureComponent",
+    "list_datasets",
+    "load",
+    "load_breast_cancer",
+    "load_crabs",
+    "load_digits_3v5",
+    "load_ionosphere",
+    "load_iris",
+    "load_pima",
+    "load_ripley_synth",
+    "load_sonar",
+    "make_bishop_mixture",
+    "make_logistic_1d",
+    "make_mixture",
+    "make_near_separable",
+    "make_ripley_mixture",
+    "standardize",
+]
+
+
+# --------------------------------------------------------------------------- registry
+#: Every data set by name: the real ones (loaders) and the synthetic generators.
+DATASETS: dict[str, Callable[..., Dataset]] = {
+    "breast_cancer": load_breast_cancer,
+    "ionosphere": load_ionosphere,
+    "sonar": load_sonar,
+    "pima": load_pima,
+    "crabs": load_crabs,
+    "digits_3v5": load_digits_3v5,
+    "iris": load_iris,
+    "ripley_synth": load_ripley_synth,
+    "ripley_mixture": make_ripley_mixture,
+    "bishop_mixture": make_bishop_mixture,
+    "logistic_1d": make_logistic_1d,
+    "near_separable": make_near_separable,
+}
+
+_GENERATORS = frozenset({"ripley_mixture", "bishop_mixture", "logistic_1d", "near_separable"})
+
+
+def load(name: str, **kwargs: Any) -> Dataset:
+    """A data set by name, e.g. ``load("sonar")`` or ``load("ripley_mixture", n=500)``.
+
+    Parameters
+    ----------
+    name : str
+        A key of :data:`DATASETS` (case and ``-``/``_`` are not significant).
+    **kwargs
+        The loader's or generator's options (see its documentation).
+
+    Returns
+    -------
+    Dataset
+
+    Raises
+    ------
+    ValueError
+        For an unknown name (the message lists the known ones) or an option the loader
+        does not take.
+    """
+    key = str(name).strip().lower().replace("-", "_")
+    if key not in DATASETS:
+        raise ValueError(f"unknown data set {name!r}; known: {', '.join(DATASETS)}")
+    loader = DATASETS[key]
+    try:
+        inspect.signature(loader).bind(**kwargs)
+    except TypeError:
+        options = list(inspect.signature(loader).parameters)
+        raise ValueError(
+            f"data set {key!r} does not take the option(s) "
+            f"{sorted(set(kwargs) - set(options))}; its options: {options or 'none'}"
+        ) from None
+    return loader(**kwargs)
+
+
+def list_datasets() -> list[dict[str, Any]]:
+    """One row per data set: what ``gpc-compare list`` shows.
+
+    Returns
+    -------
+    list of dict
+        Keys ``name``, ``kind`` ("real" or "synthetic"), ``generator`` (True if built on
+        request from ``n`` and ``random_seed``), ``n`` and ``d`` (at the default
+        options), ``classes`` (number), ``balance`` (cases per class, e.g.
+        ``"111 mine / 97 rock"``) and ``description`` (one line).
+        ``pandas.DataFrame(list_datasets())`` makes it a table.
+    """
+    rows = []
+    for name, loader in DATASETS.items():
+        data = loader()
+        counts = list(data.class_counts.items())
+        if data.n_classes == 2:
+            counts.reverse()  # the positive class first
+        rows.append(
+            {
+                "name": name,
+                "kind": data.kind,
+                "generator": name in _GENERATORS,
+                "n": data.n_samples,
+                "d": data.n_features,
+                "classes": data.n_classes,
+                "balance": " / ".join(f"{k} {c}" for c, k in counts),
+                "description": inspect.getdoc(loader).splitlines()[0],
+            }
+        )
+    return rows
+
+
+# --------------------------------------------------------------------------- scaling
+def standardize(X_train: np.ndarray, X_test: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Scale both folds to zero mean and unit variance using the training fold's statistics.
+
+    Parameters
+    ----------
+    X_train : array_like, shape (n, d)
+        Training inputs; their column means and standard deviations define the scaling.
+    X_test : array_like, shape (m, d)
+        Test inputs, transformed with the training statistics (never refitted).
+
+    Returns
+    -------
+    X_train_scaled, X_test_scaled : ndarray
+        The scaled arrays. A constant training column is centred but left unscaled.
+    """
+    X_train = np.asarray(X_train, dtype=float)
+    X_test = np.asarray(X_test, dtype=float)
+    if X_train.ndim != 2 or X_test.ndim != 2 or X_train.shape[1] != X_test.shape[1]:
+        raise ValueError(
+            "X_train and X_test must be 2-D with the same number of columns, got shapes "
+            f"{X_train.shape} and {X_test.shape}"
+        )
+    X_train = check_X(X_train, name="X_train")
+    X_test = check_X(X_test, name="X_test")
+    scaler = StandardScaler().fit(X_train)
+    return scaler.transform(X_train), scaler.transform(X_test)

@@ -1,0 +1,74 @@
+"""Held-out scores for probabilistic binary classifiers, and errors against a reference.
+
+Labels may be {0, 1}, {-1, +1} or booleans; the positive class is 1 / +1 / True.
+``p1`` is always the predicted probability of the positive class.
+
+Log scores are taken from log predictive probabilities ``log_p = log p(y* | x*, data)``
+as the model computes them in log space (``Posterior.log_predictive``), never from
+probabilities clipped away from 0 and 1: a confident mistake (``log_p = -inf``) makes
+the mean log predictive probability ``-inf``, as it should.
+
+Scikit-learn computes what it has: the error rate, Brier score and AUC.
+:func:`expected_calibration_error` and :func:`reliability_curve` bin exactly as
+:func:`sklearn.calibration.calibration_curve` does (the same edges, the same
+``np.searchsorted`` rule, so the same means in every non-empty bin; the tests check it)
+but count the cases themselves, since the expected calibration error weights each bin by
+its count and the Jeffreys interval needs the whole numbers of cases and positives, which
+``calibration_curve`` does not return.
+
+Against a reference posterior (MCMC at the same hyperparameters), :func:`latent_errors`,
+:func:`kl_gaussian`, :func:`mean_marginal_kl` and :func:`evidence_gap` take plain arrays
+and numbers (``post.latent_mean``, ``post.latent_var``, ``post.log_marginal_likelihood``);
+the reference's arguments are keyword-only (``ref_mean=``, ``ref_var=``, ...), so an
+approximation and its reference cannot be swapped by position.
+
+Against a known truth (synthetic data with the true p(y | x)), :func:`decide`,
+:func:`expected_error_rate`, :func:`disagreement_fraction` and :func:`mean_class_kl` score a
+classifier against the Bayes-optimal rule. Across repetitions, :func:`summarize` gives
+means with t-intervals over a study's splits, and :func:`mc_standard_errors` the Monte
+Carlo standard errors of MCMC draws.
+
+Modules: ``scores`` (scoring rules), ``calibration`` (ECE, reliability curves),
+``comparison`` (against a reference posterior), ``bayes_rule`` (against the truth),
+``summary`` (across repetitions); every public name is importable from here.
+"""
+
+from __future__ import annotations
+
+from .bayes_rule import decide, disagreement_fraction, expected_error_rate, mean_class_kl
+from .calibration import expected_calibration_error, reliability_curve
+from .comparison import evidence_gap, kl_gaussian, latent_errors, mean_marginal_kl
+from .scores import (
+    SCORE_ECE_BINS,
+    auc,
+    base_rate_entropy_bits,
+    brier,
+    error_rate,
+    information_bits,
+    log_predictive,
+    score,
+)
+from .summary import mc_standard_errors, summarize
+
+__all__ = [
+    "SCORE_ECE_BINS",
+    "auc",
+    "base_rate_entropy_bits",
+    "brier",
+    "decide",
+    "disagreement_fraction",
+    "error_rate",
+    "evidence_gap",
+    "expected_calibration_error",
+    "expected_error_rate",
+    "information_bits",
+    "kl_gaussian",
+    "latent_errors",
+    "log_predictive",
+    "mc_standard_errors",
+    "mean_class_kl",
+    "mean_marginal_kl",
+    "reliability_curve",
+    "score",
+    "summarize",
+]

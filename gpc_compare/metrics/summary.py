@@ -1,0 +1,87 @@
+"""Summaries across repetitions: intervals over a study's splits, Monte Carlo standard errors."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+__all__ = ["mc_standard_errors", "summarize"]
+
+
+def summarize(table: pd.DataFrame) -> pd.DataFrame:
+    """Mean, standard deviation and a 95% t-interval across splits per data set, engine, metric.
+
+    Parameters
+    ----------
+    table : DataFrame
+        The tidy study table (``results.csv``).
+
+    Returns
+    -------
+    DataFrame
+        Columns ``dataset, engine, metric, n_splits, mean, sd, low, high``; ``low`` and
+        ``high`` are mean -/+ t_{0.975, k-1} sd / sqrt(k) over the k splits (equal to the
+        mean for one split). Infinite values (a confident mistake) give an infinite mean.
+    """
+    rows = []
+    for (dataset, engine, metric), group in table.groupby(
+        ["dataset", "engine", "metric"], sort=False
+    ):
+        v = group["value"].to_numpy(dtype=float)
+        v = v[~np.isnan(v)]
+        k = v.size
+        if k == 0:
+            continue
+        mean = float(np.mean(v))
+        sd = float(np.std(v, ddof=1)) if k > 1 and np.all(np.isfinite(v)) else 0.0
+        half = float(stats.t.ppf(0.975, k - 1) * sd / math.sqrt(k)) if k > 1 else 0.0
+        rows.append(
+            {
+                "dataset": dataset,
+                "engine": engine,
+                "metric": metric,
+                "n_splits": k,
+                "mean": mean,
+                "sd": sd,
+                "low": mean - half,
+                "high": mean + half,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def mc_standard_errors(draws: object) -> tuple[float, float]:
+    """Monte Carlo standard errors of the mean and of the variance of MCMC draws.
+
+    The mean's is ArviZ's ``az.mcse(draws, method="mean")``: the standard deviation of all
+    draws (``ddof=1``) over the square root of their effective sample size for the mean,
+    the split-chain ESS from the autocorrelations truncated by Geyer's initial monotone
+    sequence (Vehtari et al. 2021, Bayesian Analysis 16(2), without rank normalisation).
+    The variance's is the same estimator applied to the squared deviations
+    (z - zbar)^2 about the mean zbar of all draws, whose average is the (ddof=0) variance
+    of the draws.
+
+    Parameters
+    ----------
+    draws : array_like, shape (chains, draws)
+        The draws of one scalar quantity, one row per chain (at least 4 draws per chain).
+
+    Returns
+    -------
+    se_mean, se_var : float
+        The standard errors of the sample mean and of the sample variance.
+    """
+    z = np.asarray(draws, dtype=float)
+    if z.ndim != 2:
+        raise ValueError(f"draws must have shape (chains, draws), got {z.shape}")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        import arviz as az
+
+    se_mean = float(np.ravel(az.mcse(z, method="mean"))[0])
+    se_var = float(np.ravel(az.mcse((z - z.mean()) ** 2, method="mean"))[0])
+    return se_mean, se_var

@@ -1,0 +1,100 @@
+"""Figures and a written summary of a study's results (``gpc-compare report results/NAME``).
+
+:func:`write_report` reads the job records and the tidy table under ``results/NAME`` and
+writes ``report.md`` (:mod:`.markdown`) and ``figures/*.png`` (:mod:`.figures`: held-out
+metrics, reliability diagrams, latent moments against the reference engine, evidence,
+timings, MCMC rank plots). :func:`summarize` (the intervals across splits) lives in
+:mod:`gpc_compare.metrics` and is re-exported here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pandas as pd
+
+from ..metrics import summarize
+from ..study import assemble, load_records, load_study
+from .figures import (
+    plot_evidence,
+    plot_latent,
+    plot_mcmc,
+    plot_metrics,
+    plot_reliability,
+    plot_timings,
+)
+from .markdown import report_markdown
+from .styles import ENGINE_STYLE, METRICS, REFERENCE_METRICS, set_styles
+
+__all__ = ["ENGINE_STYLE", "METRICS", "REFERENCE_METRICS", "summarize", "write_report"]
+
+
+def write_report(result_dir: str | os.PathLike[str]) -> Path:
+    """Write ``report.md`` and ``figures/*.png`` for the study results in ``result_dir``.
+
+    Parameters
+    ----------
+    result_dir : path
+        ``results/NAME`` as written by :func:`gpc_compare.study.run_study` (with its
+        ``study.toml`` and ``jobs/``).
+
+    Returns
+    -------
+    Path
+        The path of ``report.md``.
+
+    Raises
+    ------
+    ValueError
+        When ``result_dir`` holds no study results.
+    """
+    result_dir = Path(result_dir)
+    if not (result_dir / "study.toml").exists():
+        raise ValueError(
+            f"{result_dir} holds no study results (no study.toml): "
+            "run `gpc-compare run studies/NAME.toml` first"
+        )
+    config = load_study(result_dir / "study.toml")
+    table = assemble(result_dir, config)
+    if table.empty:
+        raise ValueError(f"{result_dir}: no job has finished yet; nothing to report")
+    jobs = pd.read_csv(result_dir / "jobs.csv")
+    current = set(jobs["job_id"])
+    records = [
+        r for r in load_records(result_dir).values() if r["id"] in current and r["status"] == "ok"
+    ]
+    datasets = [d.label for d in config.datasets]
+    engines = list(config.engines)
+    set_styles(engines)
+    summary = summarize(table)
+    figures = result_dir / "figures"
+    figures.mkdir(exist_ok=True)
+    made: list[tuple[str, str]] = []
+
+    plot_metrics(summary, datasets, engines, figures / "metrics.png")
+    made.append(("metrics.png", "Held-out scores per engine and data set"))
+    plot_reliability(records, datasets, engines, figures / "reliability.png")
+    made.append(("reliability.png", "Reliability diagrams"))
+    if config.reference is not None:
+        name = f"latent_vs_{config.reference}.png"
+        if plot_latent(records, datasets, engines, config.reference, figures / name):
+            made.append((name, f"Latent moments against {config.reference}"))
+    if plot_evidence(records, datasets, engines, config.methods, figures / "evidence.png"):
+        made.append(("evidence.png", "Log evidence against the hyperparameters used"))
+    plot_timings(table, datasets, engines, figures / "timings.png")
+    made.append(("timings.png", "Fitting time"))
+    if plot_mcmc(result_dir, records, datasets, figures / "mcmc_diagnostics.png"):
+        made.append(("mcmc_diagnostics.png", "MCMC rank plots (ArviZ)"))
+
+    try:
+        study_file = json.loads((result_dir / "run.json").read_text())["study_file"]
+    except (OSError, ValueError, KeyError):
+        study_file = f"studies/{config.name}.toml"
+    text = report_markdown(
+        config, table, jobs, summary, records, datasets, engines, made, study_file, result_dir
+    )
+    path = result_dir / "report.md"
+    path.write_text(text)
+    return path
