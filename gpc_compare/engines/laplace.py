@@ -30,7 +30,7 @@ from ..kernels import Kernel
 from ..likelihoods import Likelihood, Softmax
 from ..numerics import cho_solve, chol_B
 from ..posterior import Convergence, GaussianPosterior
-from ._laplace_softmax import SoftmaxLaplacePosterior, infer_softmax
+from .laplace_softmax import SoftmaxLaplacePosterior, infer_softmax
 
 __all__ = ["LaplacePosterior", "SoftmaxLaplacePosterior", "infer"]
 
@@ -108,7 +108,7 @@ def infer(
     """Fit the Laplace approximation at fixed hyperparameters.
 
     With the softmax likelihood this is the multi-class approximation of R&W Alg. 3.3
-    (see :mod:`gpc_compare.engines._laplace_softmax`): ``y`` holds class indices
+    (see :mod:`gpc_compare.engines.laplace_softmax`): ``y`` holds class indices
     0..C-1, ``mean`` must be None and ``warm_start`` has shape (n, C).
 
     Parameters

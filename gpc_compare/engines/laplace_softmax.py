@@ -45,7 +45,7 @@ from ..likelihoods import Softmax
 from ..numerics import JITTER, cho_solve, chol_B, cholesky, solve_lower
 from ..posterior import Convergence, MulticlassPosterior
 
-__all__ = ["SoftmaxLaplacePosterior", "infer_softmax"]
+__all__ = ["SoftmaxLaplacePosterior", "check_codes", "infer_softmax"]
 
 
 class _Factors:
@@ -267,8 +267,9 @@ class SoftmaxLaplacePosterior(MulticlassPosterior):
         )
 
 
-def check_codes(y: np.ndarray) -> tuple[np.ndarray, int]:
-    """Class indices 0..C-1 (every class present), as given to the engines by ``gc.fit``."""
+def check_codes(y: np.ndarray, likelihood: Softmax | None = None) -> tuple[np.ndarray, int]:
+    """Class indices 0..C-1 (every class present), as given to the engines by ``gc.fit``,
+    and C (which must be ``likelihood.n_classes`` when that is set)."""
     y = np.asarray(y)
     if y.ndim != 1 or y.size == 0 or not np.issubdtype(y.dtype, np.number):
         raise ValueError("the softmax engines take y as class indices 0..C-1 (1-D)")
@@ -281,6 +282,8 @@ def check_codes(y: np.ndarray) -> tuple[np.ndarray, int]:
             f"y must hold every class index 0..{C - 1} (at least two classes); "
             "gc.fit maps any labels to these"
         )
+    if likelihood is not None:
+        likelihood.check_n_classes(C)
     return codes, C
 
 
@@ -307,7 +310,7 @@ def infer_softmax(
             "the softmax likelihood takes no prior mean (mean=None): a constant shared by "
             "the C latent functions cancels in the softmax"
         )
-    codes, C = check_codes(y)
+    codes, C = check_codes(y, likelihood)
     n = X.shape[0]
     tol, max_iter = check_positive(tol, "tol"), check_count(max_iter, "max_iter")
     K = check_kernel_matrix(kernel, X)
