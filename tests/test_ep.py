@@ -196,7 +196,7 @@ def test_loo_fixed_site_gradient_matches_finite_differences(ell, mean):
     post = post_at(theta)
     p = kernel.n_hyperparameters
 
-    def frozen(t):  # the sites held at their values at theta (seed 004)
+    def frozen(t):  # the sites held at their values at theta (Vehtari et al. 2016)
         m = t[p] if mean is not None else 0.0
         K = kernel.with_theta(t[:p])(X)
         return ep._SiteState(K, post.y, Probit(), post.ttau, post.tnu, m).log_z.sum()

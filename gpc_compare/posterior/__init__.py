@@ -1,4 +1,4 @@
-"""The ``Posterior`` contract, and the Gaussian posterior shared by Laplace and EP.
+"""The ``Posterior`` contract, and the forms the engines share: Gaussian, multi-class, draws.
 
 The contract
 ------------
@@ -50,6 +50,7 @@ Laplace and EP both approximate p(f | X, y) by N(f | m + K alpha, (K^-1 + W)^-1)
 as (alpha, sW = W^1/2, L = chol(B)), B = I + sW K sW (R&W Alg. 3.1-3.2 and 3.5-3.6;
 for EP, W is the site precision diag(tau~)). :class:`GaussianPosterior` writes
 prediction, sampling and export once for both.
+
 Draws
 -----
 The MCMC engine holds the posterior as draws of f at the training inputs
