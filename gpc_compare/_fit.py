@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 
 from ._validation import check_class_labels, check_count, check_X, check_Xy
-from .engines import get_engine
+from .engines import ENGINES, get_engine
 from .hyperparameters import maximize
 from .kernels import Kernel, SquaredExponential
-from .likelihoods import Likelihood, Softmax, get_likelihood
+from .likelihoods import Likelihood, get_likelihood
 from .posterior import Posterior
 
 __all__ = ["fit"]
@@ -19,7 +19,7 @@ def fit(
     y: np.ndarray,
     method: str = "laplace",
     kernel: Kernel | None = None,
-    likelihood: str | Likelihood | Softmax = "probit",
+    likelihood: str | Likelihood = "probit",
     mean: float | None = None,
     optimize: bool = False,
     *,
@@ -63,11 +63,12 @@ def fit(
     mean_bounds : (float, float)
         Bounds of the prior mean during optimisation.
     objective : {"evidence", "loo", "loo_fixed_sites"}
-        What ``optimize`` maximises: the engine's log marginal likelihood, or (EP only)
-        the leave-one-out predictive log-likelihood (seed 004), followed with its total
-        gradient (``"loo"``, the sites re-converging) or with seed 004's gradient at fixed
-        sites (``"loo_fixed_sites"``, which is not the objective's gradient: for studying
-        where that leads the optimiser).
+        What ``optimize`` maximises: the engine's log marginal likelihood, or (engines
+        with the "loo" capability: EP) the leave-one-out predictive log-likelihood (Opper
+        and Winther 2000; Vehtari et al. 2016), followed with its total gradient
+        (``"loo"``, the sites re-converging) or with the gradient at fixed sites
+        (``"loo_fixed_sites"``, which is not the objective's gradient: for studying where
+        that leads the optimiser).
     **options
         Engine options, e.g. ``tol``, ``max_iter``, ``warm_start`` for Laplace.
 
@@ -77,8 +78,9 @@ def fit(
         See :mod:`gpc_compare.posterior` for the contract.
     """
     lik = get_likelihood(likelihood)
+    multiclass = lik.latent_dim != 1  # one latent function per class (softmax)
     classes = None
-    if isinstance(lik, Softmax):
+    if multiclass:
         X = check_X(X)
         y, classes = check_class_labels(y)
         if X.shape[0] != y.shape[0]:
@@ -96,12 +98,12 @@ def fit(
     if not isinstance(kernel, Kernel):
         raise ValueError(f"kernel must be a gpc_compare Kernel, got {type(kernel).__name__}")
     kernel.check_input_dim(X.shape[1])
-    engine_name = engine.__name__.rsplit(".", 1)[-1]
-    if isinstance(lik, Softmax):
-        if engine_name == "ep":
+    can = engine.CAPABILITIES
+    if multiclass:
+        if "multiclass" not in can:
             raise ValueError(
-                "EP is binary only here: for C classes use method='laplace' or 'mcmc' with "
-                "likelihood='softmax'"
+                f"{engine.LABEL} is binary only here: for C classes use "
+                f"{_methods_with('multiclass')} with likelihood='softmax'"
             )
         if mean is not None:
             raise ValueError(
@@ -126,14 +128,20 @@ def fit(
         )
     value_and_gradient = value = None
     if objective in ("loo", "loo_fixed_sites"):
-        if engine_name != "ep":
-            raise ValueError(f"objective={objective!r} needs method='ep' (EP's cavity LOO)")
+        if "loo" not in can:
+            raise ValueError(
+                f"objective={objective!r} needs {_methods_with('loo')} (the cavity "
+                f"leave-one-out predictive), which the {engine.LABEL} engine does not give"
+            )
         if lik.name != "probit":
-            raise ValueError(f"objective={objective!r} needs the probit likelihood (seed 004)")
+            raise ValueError(
+                f"objective={objective!r} needs the probit likelihood (its LOO gradient is "
+                "implemented for probit)"
+            )
         if not optimize:
             raise ValueError(f"objective={objective!r} applies to optimize=True")
 
-        total = objective == "loo"  # "loo_fixed_sites": seed 004's gradient, sites held fixed
+        total = objective == "loo"  # "loo_fixed_sites": the gradient with the sites held fixed
 
         def value_and_gradient(post):
             return post.loo_log_predictive, post.loo_log_predictive_gradient(total=total)
@@ -141,10 +149,11 @@ def fit(
         def value(post):
             return post.loo_log_predictive
 
-    if optimize and engine_name == "mcmc":
+    if optimize and "evidence_gradient" not in can:
         raise ValueError(
-            "optimize=True needs an evidence gradient, which the MCMC engine does not give: "
-            "fit the hyperparameters with method='laplace' or 'ep' and pass the kernel"
+            f"optimize=True needs an evidence gradient, which the {engine.LABEL} engine does "
+            f"not give: fit the hyperparameters with {_methods_with('evidence_gradient')} and "
+            "pass the kernel"
         )
     if optimize:
         post = maximize(
@@ -169,3 +178,9 @@ def fit(
     if classes is not None:
         post.classes_ = classes
     return post
+
+
+def _methods_with(capability: str) -> str:
+    """The engines declaring ``capability``, for messages: "method='laplace' or 'ep'"."""
+    names = [repr(name) for name, mod in ENGINES.items() if capability in mod.CAPABILITIES]
+    return "method=" + " or ".join(names)

@@ -8,8 +8,9 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._fit import fit as _fit
+from .engines import capabilities
 from .kernels import Kernel, SquaredExponential
-from .likelihoods import Likelihood, Softmax, get_likelihood
+from .likelihoods import Likelihood, get_likelihood
 
 __all__ = ["GPClassifier"]
 
@@ -35,9 +36,9 @@ class GPClassifier(ClassifierMixin, BaseEstimator):
         Constant prior mean (a hyperparameter when a number), as in :func:`gpc_compare.fit`.
     optimizer : {"fmin_l_bfgs_b"} or None
         Fit the hyperparameters by maximising the engine's evidence (L-BFGS-B with
-        restarts), or keep the kernel's. The MCMC engine has no evidence gradient: with it,
-        the hyperparameters are fitted by EP's evidence (Laplace's with softmax) and then
-        held fixed for sampling.
+        restarts), or keep the kernel's. An engine without an evidence gradient (MCMC; see
+        :func:`gpc_compare.engines.capabilities`) has its hyperparameters fitted by EP's
+        evidence (Laplace's with softmax) and then held fixed for sampling.
     n_restarts_optimizer : int
         Extra optimiser starts, drawn uniformly in log space within the kernel's bounds.
     random_state : int, optional
@@ -101,8 +102,8 @@ class GPClassifier(ClassifierMixin, BaseEstimator):
             "random_seed": self.random_state,
         }
         optimize = self.optimizer is not None
-        if optimize and self.method == "mcmc":
-            # MCMC gives no evidence gradient: fit the hyperparameters by EP, then sample
+        if optimize and "evidence_gradient" not in capabilities(self.method):
+            # no evidence gradient (MCMC): fit the hyperparameters by EP, then sample
             ep = _fit(X, t, "laplace" if softmax else "ep", kernel, optimize=True,
                       n_restarts=self.n_restarts_optimizer, **common)  # fmt: skip
             kernel, common["mean"], optimize = ep.kernel, ep.mean, False
@@ -114,7 +115,7 @@ class GPClassifier(ClassifierMixin, BaseEstimator):
         return self
 
     def _softmax(self) -> bool:
-        return isinstance(get_likelihood(self.likelihood), Softmax)
+        return get_likelihood(self.likelihood).latent_dim != 1
 
     def predict_proba(self, X) -> np.ndarray:
         """Class probabilities, shape (n, C), columns in the order of ``classes_``."""

@@ -12,7 +12,7 @@ posterior's ``warm_start``), never kept in hidden state.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import ModuleType
 
 import numpy as np
@@ -20,52 +20,9 @@ import scipy.optimize
 
 from .kernels import Kernel
 from .likelihoods import Likelihood
-from .posterior import Posterior
+from .posterior import OptimizationResult, Posterior, Restart
 
 __all__ = ["OptimizationResult", "Restart", "maximize"]
-
-
-@dataclass(frozen=True)
-class Restart:
-    """One L-BFGS-B run: where it started, where it ended and how."""
-
-    start: np.ndarray
-    theta: np.ndarray
-    value: float
-    converged: bool
-    n_evaluations: int
-    message: str
-
-
-@dataclass(frozen=True)
-class OptimizationResult:
-    """The outcome of hyperparameter fitting.
-
-    Attributes
-    ----------
-    objective : str
-        What was maximised (``"evidence"`` for the log marginal likelihood).
-    names : list of str
-        Hyperparameter names, in the order of ``theta``.
-    theta : ndarray
-        The best hyperparameters found (log scale for the kernel's).
-    best_value : float
-        The objective there.
-    converged : bool
-        Whether the best run's L-BFGS-B reported convergence.
-    n_evaluations : int
-        Objective evaluations over all runs.
-    restarts : list of Restart
-        Every run, the given starting point first.
-    """
-
-    objective: str
-    names: list[str]
-    theta: np.ndarray
-    best_value: float
-    converged: bool
-    n_evaluations: int
-    restarts: list[Restart] = field(default_factory=list)
 
 
 @dataclass

@@ -1,8 +1,10 @@
 """Likelihoods p(y | f), answering each engine in its own terms.
 
-Binary likelihoods (probit, logistic) take y in {-1, +1} and one latent value per input;
-the softmax likelihood (:class:`Softmax`) takes class indices 0..C-1 and C latent values
-per input (R&W section 3.5); its part is at the end of this module.
+Every likelihood is a :class:`Likelihood`, whose ``latent_dim`` says how many latent values
+it takes per input. Binary likelihoods (probit, logistic; ``latent_dim = 1``) take y in
+{-1, +1} and one latent value per input; the softmax likelihood (:class:`Softmax`) takes
+class indices 0..C-1 and C latent values per input (R&W section 3.5); its part is at the
+end of this module.
 
 - Laplace asks for ``log_prob`` and its first three derivatives in f
   (:meth:`Likelihood.derivatives`; the third enters the evidence gradient, R&W eq. 5.23).
@@ -50,15 +52,25 @@ _CHUNK_ELEMENTS = 2_000_000
 
 
 class Likelihood(ABC):
-    """A binary likelihood p(y | f) with y in {-1, +1}.
+    """A likelihood p(y | f): by default a binary one, with y in {-1, +1}.
 
     Subclasses provide :meth:`log_prob` and :meth:`derivatives`; the predictive integral
     and EP's tilted moments then come from quadrature unless a closed form overrides them.
     The likelihood must be log-concave in f (probit and logistic are), which makes the
-    tilted integrand unimodal.
+    tilted integrand unimodal. :class:`Softmax` (several latent values per input) is a
+    subclass too, overriding the binary parts.
+
+    Attributes
+    ----------
+    name : str
+    latent_dim : int or None
+        Latent values per input: 1 for a binary likelihood; for :class:`Softmax` the number
+        of classes C, or None while C is not yet known (it comes from the labels at fit
+        time). Test ``likelihood.latent_dim != 1`` for "one latent function per class".
     """
 
     name: str = "likelihood"
+    latent_dim: int | None = 1
 
     @abstractmethod
     def log_prob(self, y: np.ndarray, f: np.ndarray) -> np.ndarray:
@@ -216,7 +228,7 @@ class Likelihood(ABC):
 
 
 class Probit(Likelihood):
-    """p(y | f) = Phi(y f), the cumulative Gaussian ("noisy step function", seed 004)."""
+    """p(y | f) = Phi(y f), the cumulative Gaussian (R&W section 3.1; Bishop 4.3.5)."""
 
     name = "probit"
 
@@ -273,8 +285,15 @@ class Logistic(Likelihood):
         return log_sigmoid(y * kappa * mean)
 
 
-class Softmax:
+class Softmax(Likelihood):
     """p(y = c | f) = exp(f_c) / sum_c' exp(f_c') with C latent values per input (R&W eq. 3.34).
+
+    A :class:`Likelihood` with ``latent_dim = C``: ``Softmax(n_classes=C)`` fixes C (the
+    engines then refuse labels with another number of classes); ``Softmax()`` leaves it to
+    the labels (``latent_dim`` None until then). The binary parts of the base class
+    (:meth:`derivatives`, :meth:`tilted_moments`, :meth:`quadrature`) do not apply: the
+    multi-class Laplace engine works with the softmax's full Hessian itself (R&W Alg. 3.3),
+    and EP here is binary only.
 
     Labels are class indices 0, ..., C - 1 (``gc.fit`` maps any C distinct labels to these,
     in sorted order); latent values are arrays of shape (..., C). Everything is computed in
@@ -312,6 +331,21 @@ class Softmax:
     """
 
     name = "softmax"
+
+    def __init__(self, n_classes: int | None = None) -> None:
+        if n_classes is not None and (int(n_classes) != n_classes or n_classes < 2):
+            raise ValueError(f"n_classes must be an integer >= 2, got {n_classes!r}")
+        self.n_classes = None if n_classes is None else int(n_classes)
+
+    @property
+    def latent_dim(self) -> int | None:  # type: ignore[override]
+        """The number of classes C (latent values per input), None until it is known."""
+        return self.n_classes
+
+    def check_n_classes(self, C: int) -> None:
+        """Refuse labels with C classes when this likelihood was built for another number."""
+        if self.n_classes is not None and C != self.n_classes:
+            raise ValueError(f"the labels have {C} classes but the likelihood is {self!r}")
 
     def log_prob(self, y: np.ndarray, F: np.ndarray) -> np.ndarray:
         """log p(y_i | f_i) = f_i,y_i - log sum_c exp f_i,c, for indices y (n,) and F (n, C)."""
@@ -409,8 +443,23 @@ class Softmax:
         y = np.broadcast_to(np.asarray(y, dtype=int), lp.shape[:-1])
         return np.take_along_axis(lp, y[..., None], axis=-1)[..., 0]
 
+    # ------------------------------------------------- the binary parts do not apply
+    def derivatives(self, y, f):
+        raise NotImplementedError(
+            "the softmax likelihood's Hessian is not diagonal: the multi-class Laplace engine "
+            "(R&W Alg. 3.3) works with it directly"
+        )
+
+    def tilted_moments(self, y, mean, var):
+        raise NotImplementedError("EP's tilted moments are binary only here")
+
+    def quadrature(self, y, mean, var):
+        raise NotImplementedError(
+            "the one-dimensional quadrature is binary only: see log_predictive_all"
+        )
+
     def __repr__(self) -> str:
-        return "Softmax()"
+        return "Softmax()" if self.n_classes is None else f"Softmax(n_classes={self.n_classes})"
 
 
 def _difference_factor(mean: np.ndarray, cov: np.ndarray):
@@ -489,16 +538,16 @@ def _softmax_mc(
     return out, se
 
 
-_LIKELIHOODS: dict[str, type[Likelihood] | type[Softmax]] = {
+_LIKELIHOODS: dict[str, type[Likelihood]] = {
     "probit": Probit,
     "logistic": Logistic,
     "softmax": Softmax,
 }
 
 
-def get_likelihood(likelihood: str | Likelihood | Softmax) -> Likelihood | Softmax:
+def get_likelihood(likelihood: str | Likelihood) -> Likelihood:
     """A likelihood object from its name ("probit", "logistic", "softmax") or the object."""
-    if isinstance(likelihood, Likelihood | Softmax):
+    if isinstance(likelihood, Likelihood):
         return likelihood
     if isinstance(likelihood, str) and likelihood.lower() in _LIKELIHOODS:
         return _LIKELIHOODS[likelihood.lower()]()

@@ -196,7 +196,7 @@ def test_loo_fixed_site_gradient_matches_finite_differences(ell, mean):
     post = post_at(theta)
     p = kernel.n_hyperparameters
 
-    def frozen(t):  # the sites held at their values at theta (seed 004)
+    def frozen(t):  # the sites held at their values at theta (Vehtari et al. 2016)
         m = t[p] if mean is not None else 0.0
         K = kernel.with_theta(t[:p])(X)
         return ep._SiteState(K, post.y, Probit(), post.ttau, post.tnu, m).log_z.sum()
@@ -331,3 +331,27 @@ def test_parallel_schedule_is_judged_on_the_undamped_step():
         np.testing.assert_allclose(par.latent_mean, seq.latent_mean, rtol=1e-5, atol=1e-4)
     else:
         assert any("not converged" in str(w.message) for w in caught)
+
+
+@pytest.mark.parametrize(
+    "likelihood, mean, schedule",
+    [("probit", None, "sequential"), ("probit", 0.4, "parallel"), ("logistic", -0.3, "sequential")],
+)
+def test_ep_latent_moments_are_the_shared_gaussian_form(likelihood, mean, schedule):
+    """EP computes latent_mean (mu) and latent_var (diag Sigma) its own way; they must equal
+    the Gaussian form's m + K alpha and k(x, x) - |L^-1 sW k|^2 (R&W Alg. 3.6)."""
+    from gpc_compare.posterior import GaussianPosterior
+
+    X, y = toy_data(n=25, d=2, seed=3)
+    lik = gc.likelihoods.get_likelihood(likelihood)
+    post = ep.infer(X, y, SquaredExponential(0.8, 3.0), lik, mean, schedule=schedule)
+    shared_mean = GaussianPosterior.latent_mean.fget(post)
+    shared_var = GaussianPosterior.latent_var.func(post)
+    np.testing.assert_allclose(post.latent_mean, post.prior_mean + post.K @ post.alpha,
+                               rtol=1e-10, atol=1e-10)  # fmt: skip
+    np.testing.assert_allclose(post.latent_mean, shared_mean, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(post.latent_var, shared_var, rtol=1e-10, atol=1e-10)
+    # and prediction at the training inputs (the shared form's) returns them
+    mean_tr, var_tr = post.predict_latent(X)
+    np.testing.assert_allclose(mean_tr, post.latent_mean, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(var_tr, post.latent_var, rtol=1e-10, atol=1e-10)

@@ -3,7 +3,7 @@
 Each likelihood term is replaced by an unnormalised Gaussian site in canonical form,
 t~_i(f_i) = exp(nu~_i f_i - tau~_i f_i^2 / 2); the posterior is
 N(f | mu, Sigma), Sigma = (K^-1 + T~)^-1, mu = Sigma (K^-1 m + nu~). A site update removes
-the site from the marginal to form the cavity (R&W eq. 3.56; seed 004 eqs. 5-12)
+the site from the marginal to form the cavity (R&W eq. 3.56)
 
     tau_-i = 1/Sigma_ii - tau~_i,       nu_-i = mu_i/Sigma_ii - nu~_i,
 
@@ -15,10 +15,11 @@ Naming (R&W): ``ttau, tnu`` site precisions and precision-means; ``tau_cav, nu_c
 cavities; ``sW = sqrt(ttau)``; ``L = chol(I + sW K sW)``; ``p = nu~ - tau~ m`` and
 ``q = nu_- - tau_- m`` the sites and cavities of g = f - m, which has a zero-mean prior.
 
-The leave-one-out predictive log-likelihood (seed 004 eqs. 1-3) is the sum of the log
+The leave-one-out predictive log-likelihood (Opper and Winther 2000; Vehtari et al. 2016,
+JMLR 17(103)) is the sum of the log
 tilted normalisers, sum_i log Phi(y_i mu_-i / sqrt(1 + s^2_-i)) for probit. Its gradient
 comes in two forms (:meth:`EPPosterior.loo_log_predictive_gradient`): with the sites held
-fixed (seed 004 eqs. 4-24), and the total derivative, in which the sites move with the
+fixed (following Vehtari et al. 2016), and the total derivative, in which the sites move with the
 hyperparameters, computed through the EP fixed point by the implicit function theorem.
 """
 
@@ -41,6 +42,8 @@ from ..posterior import Convergence, GaussianPosterior
 
 __all__ = ["EPPosterior", "infer"]
 
+#: How this engine is named in messages.
+LABEL = "EP"
 #: Options ``gc.fit(method="ep", ...)`` accepts, with their defaults.
 OPTIONS = {
     "schedule": "sequential",
@@ -197,7 +200,8 @@ class EPPosterior(GaussianPosterior):
     @property
     def loo_log_predictive(self) -> float:
         """sum_i log p(y_i | cavity_i) = sum_i log Phi(y_i mu_-i / sqrt(1 + s2_-i)) for
-        probit (seed 004 eqs. 1-3): EP's leave-one-out predictive log-likelihood."""
+        probit (Opper and Winther 2000; Vehtari et al. 2016): EP's leave-one-out predictive
+        log-likelihood."""
         return float(self._state.log_z.sum())
 
     def loo_log_predictive_gradient(self, total: bool = False) -> np.ndarray:
@@ -206,14 +210,14 @@ class EPPosterior(GaussianPosterior):
         Parameters
         ----------
         total : bool
-            False: the sites held at their fixed point (seed 004 eqs. 4-24).
+            False: the sites held at their fixed point (Vehtari et al. 2016, JMLR 17(103)).
             True: the true derivative, the sites re-converging as the hyperparameters
             move, by the implicit function theorem at the EP fixed point.
         """
         if not isinstance(self.likelihood, Probit):
             raise NotImplementedError(
                 "the leave-one-out gradient is implemented for the probit likelihood "
-                f"(seed 004), not for {self.likelihood.name}"
+                f"(Vehtari et al. 2016), not for {self.likelihood.name}"
             )
         return self._loo_gradient(total)
 
@@ -224,19 +228,19 @@ class EPPosterior(GaussianPosterior):
     def _loo_gradient(self, total: bool) -> np.ndarray:
         y, n = self.y, self.y.size
         tau_c = self.tau_cav
-        mu_c, v_c = self.nu_cav / tau_c, 1.0 / tau_c  # cavity moments (seed 004 eqs. 5-6)
+        mu_c, v_c = self.nu_cav / tau_c, 1.0 / tau_c  # cavity moments (R&W eq. 3.56)
         s = np.sqrt(1.0 + v_c)
         z = y * mu_c / s
         r, _, _ = probit_ratio(z)
-        # seed 004 eq. 4 through (mu_c, v_c): J_i = log Phi(z), z = y mu_c / sqrt(1 + v_c)
+        # the LOO term through (mu_c, v_c): J_i = log Phi(z), z = y mu_c / sqrt(1 + v_c)
         dJ_dmu = y * r / s
         dJ_dv = -r * z / (2.0 * s**2)
-        # ... and through the canonical cavity (seed 004 eqs. 5-8): mu_c = nu/tau, v_c = 1/tau
+        # ... and through the canonical cavity: mu_c = nu/tau, v_c = 1/tau
         g_tau = -dJ_dmu * mu_c / tau_c - dJ_dv / tau_c**2
         g_nu = dJ_dmu / tau_c
         if total:
             g_tau, g_nu = self._adjoint(g_tau, g_nu)
-        # d cavity / d theta at fixed sites (seed 004 eqs. 9-24):
+        # d cavity / d theta at fixed sites:
         # d tau_- = -dSigma_ii / Sigma_ii^2, d nu_- = dmu_i / Sigma_ii - mu_i dSigma_ii / Sigma_ii^2
         dS = self._state.dSigma
         mu = self._state.mu

@@ -2,7 +2,8 @@
 
 Mode finding by Newton's method in the numerically stable form of R&W Alg. 3.1
 (Bishop 6.83: f_new = C_N (I + W C_N)^-1 (t - sigma + W f)), with a step-halving
-safeguard so the objective never gets worse; the approximate log marginal likelihood
+safeguard so the objective never gets worse (:mod:`._newton`, shared with the softmax
+form); the approximate log marginal likelihood
 (R&W eq. 3.32, Bishop 6.90) and its exact gradient including the implicit dependence of
 the mode on the hyperparameters (R&W Alg. 5.1, Bishop 6.91-6.94).
 
@@ -20,7 +21,6 @@ the plus sign used below.
 
 from __future__ import annotations
 
-import warnings
 from functools import cached_property
 
 import numpy as np
@@ -30,10 +30,13 @@ from ..kernels import Kernel
 from ..likelihoods import Likelihood, Softmax
 from ..numerics import cho_solve, chol_B
 from ..posterior import Convergence, GaussianPosterior
-from ._laplace_softmax import SoftmaxLaplacePosterior, infer_softmax
+from . import _newton
+from .laplace_softmax import SoftmaxLaplacePosterior, infer_softmax
 
 __all__ = ["LaplacePosterior", "SoftmaxLaplacePosterior", "infer"]
 
+#: How this engine is named in messages.
+LABEL = "Laplace"
 #: Options ``gc.fit(method="laplace", ...)`` accepts, with their defaults.
 OPTIONS = {"tol": 1e-10, "max_iter": 100, "warm_start": None}
 #: What this engine can do (see :data:`gpc_compare.engines.CAPABILITY_NAMES`).
@@ -108,7 +111,7 @@ def infer(
     """Fit the Laplace approximation at fixed hyperparameters.
 
     With the softmax likelihood this is the multi-class approximation of R&W Alg. 3.3
-    (see :mod:`gpc_compare.engines._laplace_softmax`): ``y`` holds class indices
+    (see :mod:`gpc_compare.engines.laplace_softmax`): ``y`` holds class indices
     0..C-1, ``mean`` must be None and ``warm_start`` has shape (n, C).
 
     Parameters
@@ -146,65 +149,20 @@ def infer(
     def state(alpha: np.ndarray):
         f = K @ alpha + m
         derivs = lik.derivatives(y, f)
-        return f, derivs, _objective(alpha, f, m, derivs[0])
+        return _objective(alpha, f, m, derivs[0]), (f, derivs)
 
-    alpha = np.zeros(n)
-    f, derivs, psi = state(alpha)
-    if warm_start is not None:
-        try:
-            a0 = np.asarray(warm_start, dtype=float)
-        except (TypeError, ValueError):
-            raise ValueError("warm_start must be an array of alpha values") from None
-        if a0.shape != (n,):
-            raise ValueError(f"warm_start must have shape ({n},), got {a0.shape}")
-        if not np.all(np.isfinite(a0)):
-            raise ValueError("warm_start contains NaN or infinity")
-        f0, d0, psi0 = state(a0)
-        if psi0 < psi:  # as GPML: fall back to zero if the warm start is worse
-            alpha, f, derivs, psi = a0, f0, d0, psi0
-
-    converged, change, it = False, np.inf, 0
-    message = ""
-    while it < max_iter:
-        it += 1
-        lp, d1, d2, _ = derivs
+    def direction(alpha: np.ndarray, at: tuple) -> np.ndarray:
+        f, (lp, d1, d2, _) = at
         W = -d2
         sW = np.sqrt(W)
         L = chol_B(K, sW)
         b = W * (f - m) + d1  # R&W Alg. 3.1 line 6
-        new_alpha = b - sW * cho_solve(L, sW * (K @ b))  # lines 7-8: Newton step in alpha
-        step = new_alpha - alpha
-        s = 1.0
-        # step halving: Psi must not increase (beyond rounding, so that the last, tiny
-        # Newton correction is always taken and the mode is exact to machine precision)
-        slack = 1e-13 * max(1.0, abs(psi))
-        while True:
-            cand = alpha + s * step
-            f_c, derivs_c, psi_c = state(cand)
-            if np.isfinite(psi_c) and psi_c <= psi + slack:
-                break
-            s *= 0.5
-            if s < 1e-12:
-                f_c, derivs_c, psi_c, cand = f, derivs, psi, alpha
-                break
-        change = max(psi - psi_c, 0.0)
-        # the full Newton step in f: where Psi is nearly flat (large sf2) a small decrease
-        # in Psi does not mean f has settled, so both must be small
-        newton_df = float(np.max(np.abs(K @ step)))
-        alpha, f, derivs, psi = cand, f_c, derivs_c, psi_c
-        if change < tol and newton_df < np.sqrt(tol):
-            converged = True
-            message = (
-                f"converged at iteration {it}: Psi changed by {change:.2e} < tol = {tol:g}, "
-                f"Newton step in f {newton_df:.1e}"
-            )
-            break
-    if not converged:
-        message = (
-            f"not converged after {max_iter} Newton iterations (last change in Psi {change:.2e}, "
-            f"tol {tol:g})"
-        )
-        warnings.warn(f"Laplace mode finding {message}", RuntimeWarning, stacklevel=2)
+        return b - sW * cho_solve(L, sW * (K @ b))  # lines 7-8: Newton step in alpha
+
+    alpha, psi, at = _newton.start(state, (n,), warm_start, "alpha")
+    res = _newton.newton(state, direction, alpha, psi, at, K, tol=tol, max_iter=max_iter,
+                         stacklevel=2)  # fmt: skip
+    alpha, psi, (_, derivs) = res.x, res.psi, res.extra
 
     # factorise once more at the final mode: the evidence needs B at f^ exactly
     lp, d1, d2, d3 = derivs
@@ -225,7 +183,7 @@ def infer(
         sW=sW,
         L=L,
         log_marginal_likelihood=lml,
-        convergence=Convergence(converged, it, float(change), message),
+        convergence=Convergence(res.converged, res.iterations, res.change, res.message),
         W=W,
         derivatives=derivs,
     )

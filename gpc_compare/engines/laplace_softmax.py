@@ -44,8 +44,9 @@ from ..kernels import Kernel
 from ..likelihoods import Softmax
 from ..numerics import JITTER, cho_solve, chol_B, cholesky, solve_lower
 from ..posterior import Convergence, MulticlassPosterior
+from . import _newton
 
-__all__ = ["SoftmaxLaplacePosterior", "infer_softmax"]
+__all__ = ["SoftmaxLaplacePosterior", "check_codes", "infer_softmax"]
 
 
 class _Factors:
@@ -267,8 +268,9 @@ class SoftmaxLaplacePosterior(MulticlassPosterior):
         )
 
 
-def check_codes(y: np.ndarray) -> tuple[np.ndarray, int]:
-    """Class indices 0..C-1 (every class present), as given to the engines by ``gc.fit``."""
+def check_codes(y: np.ndarray, likelihood: Softmax | None = None) -> tuple[np.ndarray, int]:
+    """Class indices 0..C-1 (every class present), as given to the engines by ``gc.fit``,
+    and C (which must be ``likelihood.n_classes`` when that is set)."""
     y = np.asarray(y)
     if y.ndim != 1 or y.size == 0 or not np.issubdtype(y.dtype, np.number):
         raise ValueError("the softmax engines take y as class indices 0..C-1 (1-D)")
@@ -281,6 +283,8 @@ def check_codes(y: np.ndarray) -> tuple[np.ndarray, int]:
             f"y must hold every class index 0..{C - 1} (at least two classes); "
             "gc.fit maps any labels to these"
         )
+    if likelihood is not None:
+        likelihood.check_n_classes(C)
     return codes, C
 
 
@@ -307,7 +311,7 @@ def infer_softmax(
             "the softmax likelihood takes no prior mean (mean=None): a constant shared by "
             "the C latent functions cancels in the softmax"
         )
-    codes, C = check_codes(y)
+    codes, C = check_codes(y, likelihood)
     n = X.shape[0]
     tol, max_iter = check_positive(tol, "tol"), check_count(max_iter, "max_iter")
     K = check_kernel_matrix(kernel, X)
@@ -316,61 +320,20 @@ def infer_softmax(
 
     def state(a: np.ndarray):
         f = K @ a
-        return f, _psi(a, f, Y)
+        return _psi(a, f, Y), f
 
-    a = np.zeros((n, C))
-    f, psi = state(a)
-    if warm_start is not None:
-        try:
-            a0 = np.asarray(warm_start, dtype=float)
-        except (TypeError, ValueError):
-            raise ValueError("warm_start must be an array of a values") from None
-        if a0.shape != (n, C):
-            raise ValueError(f"warm_start must have shape ({n}, {C}), got {a0.shape}")
-        if not np.all(np.isfinite(a0)):
-            raise ValueError("warm_start contains NaN or infinity")
-        f0, psi0 = state(a0)
-        if psi0 < psi:
-            a, f, psi = a0, f0, psi0
-
-    converged, change, it, message = False, np.inf, 0, ""
-    while it < max_iter:
-        it += 1
+    def direction(a: np.ndarray, f: np.ndarray) -> np.ndarray:
         pi = np.exp(f - logsumexp(f, axis=1, keepdims=True))  # line 4: pi, Pi from f
         fac = _Factors(K, pi)  # lines 5-11
         # line 12: b = (D - Pi Pi^T) f + y - pi, row by row: pi f - pi (pi . f) + y - pi
         b = pi * f - pi * np.sum(pi * f, axis=1, keepdims=True) + Y - pi
         c = fac.E_times(K @ b)  # line 13: c = E K b
         t = cho_solve(fac.M, c.sum(axis=1))  # R^T c, then M^T \ (M \ .)
-        new_a = b - c + fac.E_times_shared(t)  # line 14: a = b - c + E R M^T \ (M \ R^T c)
-        step = new_a - a
-        s = 1.0
-        slack = 1e-13 * max(1.0, abs(psi))
-        while True:  # step halving: Psi must not increase (beyond rounding)
-            cand = a + s * step
-            f_c, psi_c = state(cand)
-            if np.isfinite(psi_c) and psi_c <= psi + slack:
-                break
-            s *= 0.5
-            if s < 1e-12:
-                f_c, psi_c, cand = f, psi, a
-                break
-        change = max(psi - psi_c, 0.0)
-        newton_df = float(np.max(np.abs(K @ step)))
-        a, f, psi = cand, f_c, psi_c
-        if change < tol and newton_df < np.sqrt(tol):
-            converged = True
-            message = (
-                f"converged at iteration {it}: Psi changed by {change:.2e} < tol = {tol:g}, "
-                f"Newton step in f {newton_df:.1e}"
-            )
-            break
-    if not converged:
-        message = (
-            f"not converged after {max_iter} Newton iterations (last change in Psi {change:.2e}, "
-            f"tol {tol:g})"
-        )
-        warnings.warn(f"Laplace mode finding {message}", RuntimeWarning, stacklevel=3)
+        return b - c + fac.E_times_shared(t)  # line 14: a = b - c + E R M^T \ (M \ R^T c)
+
+    a, psi, f = _newton.start(state, (n, C), warm_start, "a")
+    res = _newton.newton(state, direction, a, psi, f, K, tol=tol, max_iter=max_iter, stacklevel=3)
+    a, psi, f = res.x, res.psi, res.extra
 
     # factorise once more at the final mode: the evidence needs B there exactly
     pi = np.exp(f - logsumexp(f, axis=1, keepdims=True))
@@ -387,5 +350,5 @@ def infer_softmax(
         pi=pi,
         factors=fac,
         log_marginal_likelihood=lml,
-        convergence=Convergence(converged, it, float(change), message),
+        convergence=Convergence(res.converged, res.iterations, res.change, res.message),
     )

@@ -1,0 +1,215 @@
+"""The :class:`Posterior` contract (see :mod:`gpc_compare.posterior`) and its records:
+:class:`Convergence` (how an engine's iteration ended) and :class:`OptimizationResult`
+with its :class:`Restart` runs (how the hyperparameters were fitted, written by
+:func:`gpc_compare.hyperparameters.maximize`)."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+import numpy as np
+
+from .._validation import check_labels, check_X
+from ..kernels import Kernel
+from ..likelihoods import Likelihood
+
+if TYPE_CHECKING:
+    import arviz
+
+__all__ = ["Convergence", "OptimizationResult", "Posterior", "Restart"]
+
+
+class Convergence(NamedTuple):
+    """How an engine's iteration ended.
+
+    Attributes
+    ----------
+    converged : bool
+        Whether the stopping criterion was met.
+    iterations : int
+        Newton iterations (Laplace) or sweeps (EP) performed.
+    last_change : float
+        The last change in the monitored objective.
+    message : str
+        A human-readable account.
+    """
+
+    converged: bool
+    iterations: int
+    last_change: float
+    message: str
+
+
+@dataclass(frozen=True)
+class Restart:
+    """One L-BFGS-B run: where it started, where it ended and how."""
+
+    start: np.ndarray
+    theta: np.ndarray
+    value: float
+    converged: bool
+    n_evaluations: int
+    message: str
+
+
+@dataclass(frozen=True)
+class OptimizationResult:
+    """The outcome of hyperparameter fitting.
+
+    Attributes
+    ----------
+    objective : str
+        What was maximised (``"evidence"`` for the log marginal likelihood).
+    names : list of str
+        Hyperparameter names, in the order of ``theta``.
+    theta : ndarray
+        The best hyperparameters found (log scale for the kernel's).
+    best_value : float
+        The objective there.
+    converged : bool
+        Whether the best run's L-BFGS-B reported convergence.
+    n_evaluations : int
+        Objective evaluations over all runs.
+    restarts : list of Restart
+        Every run, the given starting point first.
+    """
+
+    objective: str
+    names: list[str]
+    theta: np.ndarray
+    best_value: float
+    converged: bool
+    n_evaluations: int
+    restarts: list[Restart] = field(default_factory=list)
+
+
+class Posterior(ABC):
+    """An approximate (or sampled) posterior over the latent function: the contract above."""
+
+    method: str = "posterior"
+
+    def __init__(
+        self,
+        X: np.ndarray,
+        y: np.ndarray,
+        kernel: Kernel,
+        likelihood: Likelihood,
+        mean: float | None,
+    ) -> None:
+        self.X = X
+        self.y = y
+        self.kernel = kernel
+        self.likelihood = likelihood
+        self.mean = mean
+        self.optimization: OptimizationResult | None = None  # set by hyperparameter fitting
+
+    # ------------------------------------------------------------- hyperparameters
+    @property
+    def hyperparameter_names(self) -> list[str]:
+        """Kernel log hyperparameters, then ``"mean"`` if the prior mean is one."""
+        return self.kernel.hyperparameter_names + ([] if self.mean is None else ["mean"])
+
+    @property
+    def hyperparameters(self) -> np.ndarray:
+        """Values in the order of ``hyperparameter_names`` (log scale for the kernel)."""
+        extra = [] if self.mean is None else [self.mean]
+        return np.concatenate([self.kernel.theta, extra])
+
+    @property
+    def prior_mean(self) -> float:
+        """The constant prior mean m (0 when ``mean`` is None)."""
+        return 0.0 if self.mean is None else float(self.mean)
+
+    # ------------------------------------------------------------------ contract
+    @property
+    @abstractmethod
+    def log_marginal_likelihood(self) -> float:
+        """log p(y | X, theta) as this engine estimates it."""
+
+    @property
+    @abstractmethod
+    def log_marginal_likelihood_gradient(self) -> np.ndarray:
+        """d log p(y | X, theta) / d theta, in the order of ``hyperparameter_names``."""
+
+    @property
+    @abstractmethod
+    def latent_mean(self) -> np.ndarray:
+        """Posterior mean of f at the training inputs."""
+
+    @property
+    @abstractmethod
+    def latent_var(self) -> np.ndarray:
+        """Posterior variance of f at the training inputs."""
+
+    @abstractmethod
+    def _predict_latent(self, Xs: np.ndarray) -> tuple[np.ndarray, np.ndarray]: ...
+
+    def predict_latent(self, Xs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Mean and variance of the latent f* at new inputs ``Xs`` (n, d)."""
+        return self._predict_latent(self._check_Xs(Xs))
+
+    def predict_proba(self, Xs: np.ndarray, *, integration: str = "exact") -> np.ndarray:
+        """P(y* = +1 | x*, data) at new inputs, shape (n,).
+
+        Parameters
+        ----------
+        Xs : array_like, shape (n, d)
+        integration : {"exact", "probit_approximation"}
+            How the link is integrated against the Gaussian latent: exactly (closed form
+            for probit, quadrature for logistic) or by Bishop's probit approximation
+            sigma(kappa(v) m) (4.153, logistic only).
+        """
+        mean, var = self.predict_latent(Xs)
+        return self.likelihood.predict_proba(mean, var, integration=integration)
+
+    def log_predictive(
+        self, Xs: np.ndarray, ys: np.ndarray, *, integration: str = "exact"
+    ) -> np.ndarray:
+        """log p(y* | x*, data) for test inputs and their labels, computed in log space."""
+        Xs, ys = self._check_test_set(Xs, ys)
+        mean, var = self._predict_latent(Xs)
+        return self.likelihood.log_predictive(ys, mean, var, integration=integration)
+
+    @abstractmethod
+    def to_inference_data(self, *args, **kwargs) -> arviz.InferenceData:
+        """The posterior of f at the training inputs as an ArviZ InferenceData."""
+
+    def record(self) -> dict[str, Any]:
+        """The facts a study stores about this fit, JSON-ready.
+
+        ``convergence`` (``converged``, ``iterations``), ``log_evidence`` (None where the
+        engine did not estimate it) and ``log_evidence_se`` (None for a deterministic
+        approximation); engines add what only they give (EP's ``loo_log_predictive``,
+        MCMC's ``diagnostics``).
+        """
+        conv = self.convergence
+        try:
+            log_evidence: float | None = float(self.log_marginal_likelihood)
+        except ValueError:  # e.g. MCMC without evidence=True
+            log_evidence = None
+        return {
+            "convergence": {"converged": bool(conv.converged), "iterations": int(conv.iterations)},
+            "log_evidence": log_evidence,
+            "log_evidence_se": None,
+        }
+
+    # ------------------------------------------------------------------ helpers
+    def _check_Xs(self, Xs: np.ndarray) -> np.ndarray:
+        return check_X(Xs, name="Xs", n_features=self.X.shape[1])
+
+    def _check_test_set(self, Xs: np.ndarray, ys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Test inputs and labels (one class allowed), or a ValueError naming the problem."""
+        Xs = self._check_Xs(Xs)
+        ys = check_labels(ys, name="ys", both_classes=False)
+        if ys.shape[0] != Xs.shape[0]:
+            raise ValueError(f"Xs has {Xs.shape[0]} samples but ys has {ys.shape[0]} labels")
+        return Xs, ys
+
+    def __repr__(self) -> str:
+        return (
+            f"<{type(self).__name__} method={self.method!r} n={self.X.shape[0]} "
+            f"kernel={self.kernel!r} likelihood={self.likelihood.name!r} "
+            f"log_marginal_likelihood={self.log_marginal_likelihood:.6g}>"
+        )

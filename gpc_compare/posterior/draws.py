@@ -1,0 +1,301 @@
+"""Posteriors held as draws of the latent f at the training inputs (the MCMC engine's).
+
+Prediction conditions every draw of f on the GP: f* | f ~ N(m + K*^T K^-1 (f - m),
+k** - K*^T K^-1 K*) (R&W eq. 2.19 with the draw as noise-free observations), integrates
+the link against that Gaussian per draw (closed form for probit) and averages over draws.
+:class:`SamplePosterior` is the binary form, :class:`SoftmaxSamplePosterior` the form for
+C classes; :class:`_Draws` holds what they share: the draws, the sampler's InferenceData,
+K and its factor, the convergence diagnostics.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+import xarray as xr
+from scipy.special import logsumexp
+
+from ..kernels import Kernel
+from ..likelihoods import Likelihood, Probit, Softmax
+from ..numerics import JITTER, cho_solve, cholesky
+from .base import Convergence, Posterior
+from .multiclass import MulticlassPosterior
+
+__all__ = ["SamplePosterior", "SoftmaxSamplePosterior"]
+
+# Predictions integrate the link per draw; without a closed form (logistic) at most this
+# many evenly spaced draws are used; in full Bayes, where every draw has its own kernel
+# matrix to factorise, at most _MAX_FULL_BAYES_DRAWS.
+_MAX_QUADRATURE_DRAWS = 500
+_MAX_FULL_BAYES_DRAWS = 200
+
+
+class _Draws:
+    """What a posterior held as draws carries, set once by :meth:`_set_draws`.
+
+    Attributes
+    ----------
+    f_draws : ndarray
+        (draws * chains, n), or (draws * chains, n, C) for C classes.
+    idata : arviz.InferenceData
+        The sampler's output.
+    K, L : ndarray, shape (n, n)
+        The kernel matrix and its Cholesky factor.
+    diagnostics : gpc_compare.diagnostics.Diagnostics
+        R-hat, ESS and divergences (typed loosely here: that record lives a layer up).
+    convergence : Convergence
+    """
+
+    f_draws: np.ndarray
+    idata: Any
+    K: np.ndarray
+    L: np.ndarray
+    diagnostics: Any
+    convergence: Convergence
+
+    def _set_draws(
+        self,
+        f_draws: np.ndarray,
+        idata: Any,
+        K: np.ndarray,
+        L: np.ndarray,
+        diagnostics: Any,
+        convergence: Convergence,
+    ) -> None:
+        self.f_draws = f_draws
+        self.idata = idata
+        self.K = K
+        self.L = L
+        self.diagnostics = diagnostics
+        self.convergence = convergence
+
+    def _diagnostics_record(self) -> dict[str, Any]:
+        return {"diagnostics": dataclasses.asdict(self.diagnostics)}
+
+    @cached_property
+    def latent_mean(self) -> np.ndarray:
+        """Posterior mean of f at the training inputs (over the draws)."""
+        return self.f_draws.mean(axis=0)
+
+    @cached_property
+    def latent_var(self) -> np.ndarray:
+        """Posterior variance of f at the training inputs (over the draws)."""
+        return self.f_draws.var(axis=0)
+
+
+class SamplePosterior(_Draws, Posterior):
+    """A posterior held as draws of f at the training inputs: the Posterior contract.
+
+    ``log_marginal_likelihood`` is the AIS estimate (fit with ``evidence=True``), with
+    ``log_marginal_likelihood_se``; it gives no gradient (see
+    :attr:`log_marginal_likelihood_gradient`).
+    """
+
+    method = "mcmc"
+
+    def __init__(
+        self,
+        X: np.ndarray,
+        y: np.ndarray,
+        kernel: Kernel,
+        likelihood: Likelihood,
+        mean: float | None,
+        *,
+        f_draws: np.ndarray,
+        idata,
+        K: np.ndarray,
+        L: np.ndarray,
+        diagnostics: Any,
+        evidence: tuple[float, float] | None,
+        convergence: Convergence,
+        theta_draws: np.ndarray | None = None,
+    ) -> None:
+        super().__init__(X, y, kernel, likelihood, mean)
+        self._set_draws(f_draws, idata, K, L, diagnostics, convergence)  # f: (draws * chains, n)
+        self.theta_draws = theta_draws  # (draws * chains, p) in full Bayes, else None
+        self._evidence = evidence
+
+    @property
+    def log_marginal_likelihood(self) -> float:
+        if self._evidence is None:
+            raise ValueError(
+                "the MCMC evidence was not computed: fit with evidence=True for the "
+                "annealed importance sampling estimate"
+            )
+        return self._evidence[0]
+
+    @property
+    def log_marginal_likelihood_se(self) -> float:
+        """Standard error of the AIS estimate of the log evidence."""
+        self.log_marginal_likelihood  # noqa: B018 (raises if not computed)
+        return self._evidence[1]
+
+    @property
+    def log_marginal_likelihood_gradient(self) -> np.ndarray:
+        """Not available: the Monte Carlo estimate of Fisher's identity,
+        E[1/2 r^T dK r] - 1/2 tr(K^-1 dK) with r = K^-1 (f - m), is dominated by noise
+        along the near-null directions of a smooth kernel matrix (tried: -0.0007 against
+        EP's -0.78 on an easy 30-point problem). Use the approximations' gradients, or
+        compare evidences across a grid of hyperparameters."""
+        raise NotImplementedError(
+            "the MCMC engine gives no evidence gradient: its Monte Carlo estimate is too "
+            "noisy for smooth kernels; compare AIS evidences over a hyperparameter grid"
+        )
+
+    def record(self) -> dict[str, Any]:
+        """:meth:`Posterior.record`, plus the AIS standard error and ``diagnostics``."""
+        out = super().record()
+        if out["log_evidence"] is not None:
+            out["log_evidence_se"] = float(self.log_marginal_likelihood_se)
+        out.update(self._diagnostics_record())
+        return out
+
+    def _conditional(self, Xs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per-draw conditional moments of f* | f: means (S, ns) and variances (S or 1, ns)."""
+        if self.theta_draws is None:
+            Ks = self.kernel(self.X, Xs)
+            A = cho_solve(self.L, Ks)  # K^-1 K*
+            means = self.prior_mean + (self.f_draws - self.prior_mean) @ A
+            var = np.maximum(self.kernel.diag(Xs) - np.einsum("ij,ij->j", Ks, A), 0.0)
+            return means, var[None, :]
+        # full Bayes: each draw has its own hyperparameters, so its own K
+        S = self.f_draws.shape[0]
+        idx = np.linspace(0, S - 1, min(S, _MAX_FULL_BAYES_DRAWS)).round().astype(int)
+        p = self.kernel.n_hyperparameters
+        means, variances = [], []
+        for s in idx:
+            k = self.kernel.with_theta(self.theta_draws[s, :p])
+            m = self.theta_draws[s, p] if self.mean is not None else self.prior_mean
+            L = cholesky(k(self.X), jitter=JITTER, what="kernel matrix K")
+            Ks = k(self.X, Xs)
+            A = cho_solve(L, Ks)
+            means.append(m + (self.f_draws[s] - m) @ A)
+            variances.append(np.maximum(k.diag(Xs) - np.einsum("ij,ij->j", Ks, A), 0.0))
+        return np.array(means), np.array(variances)
+
+    def _predict_latent(self, Xs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        means, var = self._conditional(Xs)
+        # law of total variance over the draws
+        return means.mean(axis=0), var.mean(axis=0) + means.var(axis=0)
+
+    def _draws_for_integration(self, means: np.ndarray, var: np.ndarray):
+        if isinstance(self.likelihood, Probit) or means.shape[0] <= _MAX_QUADRATURE_DRAWS:
+            return means, var
+        idx = np.linspace(0, means.shape[0] - 1, _MAX_QUADRATURE_DRAWS).round().astype(int)
+        return means[idx], (var if var.shape[0] == 1 else var[idx])
+
+    def predict_proba(self, Xs: np.ndarray, *, integration: str = "exact") -> np.ndarray:
+        """P(y* = +1 | x*, data): the link integrated against f* | f per draw, averaged."""
+        means, var = self._draws_for_integration(*self._conditional(self._check_Xs(Xs)))
+        return self.likelihood.predict_proba(means, var, integration=integration).mean(axis=0)
+
+    def log_predictive(
+        self, Xs: np.ndarray, ys: np.ndarray, *, integration: str = "exact"
+    ) -> np.ndarray:
+        """log p(y* | x*, data) = log mean_s p(y* | f_s), by log-sum-exp over draws."""
+        Xs, ys = self._check_test_set(Xs, ys)
+        means, var = self._draws_for_integration(*self._conditional(Xs))
+        lp = self.likelihood.log_predictive(ys[None, :], means, var, integration=integration)
+        return logsumexp(lp, axis=0) - np.log(lp.shape[0])
+
+    def to_inference_data(self, Xs: np.ndarray | None = None, random_seed=None):
+        """The sampler's InferenceData (posterior, sample_stats, observed_data); with ``Xs``,
+        a ``predictions`` group holding a draw of f* | f for every posterior draw."""
+        idata = self.idata.copy()
+        if Xs is not None:
+            if self.theta_draws is not None:
+                raise ValueError("predictions in to_inference_data need fixed hyperparameters")
+            means, var = self._conditional(self._check_Xs(Xs))
+            rng = np.random.default_rng(random_seed)
+            fs = means + np.sqrt(var) * rng.standard_normal(means.shape)
+            post = idata.posterior
+            fs = fs.reshape(post.sizes["chain"], post.sizes["draw"], -1)
+            idata.add_groups(
+                predictions=xr.Dataset(
+                    {"f_star": (("chain", "draw", "test"), fs)},
+                    coords={
+                        "chain": post["chain"].values,
+                        "draw": post["draw"].values,
+                        "test": np.arange(fs.shape[-1]),
+                    },
+                )
+            )
+        return idata
+
+
+class SoftmaxSamplePosterior(_Draws, MulticlassPosterior):
+    """Draws of the C latent functions at the training inputs: the multi-class contract.
+
+    ``f_draws`` has shape (draws * chains, n, C); ``latent_mean`` and ``latent_var`` have
+    shape (n, C). No evidence and no gradient (see :class:`SamplePosterior`).
+    """
+
+    method = "mcmc"
+
+    def __init__(
+        self,
+        X: np.ndarray,
+        y: np.ndarray,
+        kernel: Kernel,
+        likelihood: Softmax,
+        *,
+        f_draws: np.ndarray,
+        idata,
+        K: np.ndarray,
+        L: np.ndarray,
+        diagnostics: Any,
+        convergence: Convergence,
+    ) -> None:
+        super().__init__(X, y, kernel, likelihood, None, n_classes=f_draws.shape[2])
+        self._set_draws(f_draws, idata, K, L, diagnostics, convergence)
+
+    @property
+    def log_marginal_likelihood(self) -> float:
+        raise ValueError("the MCMC engine gives no evidence with the softmax likelihood")
+
+    def record(self) -> dict[str, Any]:
+        """:meth:`Posterior.record`, plus ``diagnostics``."""
+        return {**super().record(), **self._diagnostics_record()}
+
+    @property
+    def log_marginal_likelihood_gradient(self) -> np.ndarray:
+        raise NotImplementedError("the MCMC engine gives no evidence gradient")
+
+    def _conditional(self, Xs: np.ndarray, draws: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """f*_c | f_c ~ N(k*^T K^-1 f_c, k** - k*^T K^-1 k*) per draw and class: means
+        (S, m, C) and the shared variance (m,)."""
+        Ks = self.kernel(self.X, Xs)
+        A = cho_solve(self.L, Ks)  # K^-1 K*
+        means = np.einsum("snc,nm->smc", draws, A)
+        var = np.maximum(self.kernel.diag(Xs) - np.einsum("ij,ij->j", Ks, A), 0.0)
+        return means, var
+
+    def _predict_latent(self, Xs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Mean (m, C) and covariance (m, C, C) of f* (law of total covariance)."""
+        means, var = self._conditional(Xs, self.f_draws)
+        mu = means.mean(axis=0)
+        d = means - mu
+        cov = np.einsum("smc,smd->mcd", d, d) / means.shape[0]
+        idx = np.arange(self.n_classes)
+        cov[:, idx, idx] += var[:, None]
+        return mu, cov
+
+    def _integration_moments(
+        self, Xs: np.ndarray, integration: str | None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        draws = self.f_draws
+        if integration != "mc" and (integration == "quadrature" or self.n_classes <= 3):
+            # quadrature per draw: at most _MAX_QUADRATURE_DRAWS evenly spaced draws
+            S = draws.shape[0]
+            if S > _MAX_QUADRATURE_DRAWS:
+                draws = draws[np.linspace(0, S - 1, _MAX_QUADRATURE_DRAWS).round().astype(int)]
+        means, var = self._conditional(Xs, draws)
+        cov = var[:, None, None] * np.eye(self.n_classes)
+        return means, cov[None]
+
+    def to_inference_data(self):
+        """The sampler's InferenceData (f with dims ``obs``, ``class``)."""
+        return self.idata.copy()

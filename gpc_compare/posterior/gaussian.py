@@ -1,0 +1,121 @@
+"""The Gaussian posterior shared by Laplace and EP: N(f | m + K alpha, (K^-1 + W)^-1)."""
+
+from __future__ import annotations
+
+import warnings
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..kernels import Kernel
+from ..likelihoods import Likelihood
+from ..numerics import JITTER, cholesky, solve_lower
+from .base import Convergence, Posterior
+
+if TYPE_CHECKING:
+    import arviz
+
+__all__ = ["GaussianPosterior"]
+
+
+class GaussianPosterior(Posterior):
+    """N(f | m + K alpha, (K^-1 + W)^-1), held as (alpha, sW, L), L = chol(I + sW K sW).
+
+    The common form of the Laplace (W = -grad grad log p(y | f^)) and EP (W = diag(tau~))
+    approximations. Prediction follows R&W Alg. 3.2 / 3.6:
+    mean* = m + k*^T alpha, var* = k** - |L^-1 (sW k*)|^2.
+    """
+
+    def __init__(
+        self,
+        X: np.ndarray,
+        y: np.ndarray,
+        kernel: Kernel,
+        likelihood: Likelihood,
+        mean: float | None,
+        *,
+        K: np.ndarray,
+        alpha: np.ndarray,
+        sW: np.ndarray,
+        L: np.ndarray,
+        log_marginal_likelihood: float,
+        convergence: Convergence,
+    ) -> None:
+        super().__init__(X, y, kernel, likelihood, mean)
+        self.K = K
+        self.alpha = alpha
+        self.sW = sW
+        self.L = L
+        self._log_marginal_likelihood = float(log_marginal_likelihood)
+        self.convergence = convergence
+
+    @property
+    def log_marginal_likelihood(self) -> float:
+        return self._log_marginal_likelihood
+
+    @property
+    def latent_mean(self) -> np.ndarray:
+        """m + K alpha (the mode f^ for Laplace, the EP posterior mean mu for EP)."""
+        return self._latent_mean
+
+    @cached_property
+    def _latent_mean(self) -> np.ndarray:
+        return self.prior_mean + self.K @ self.alpha
+
+    @cached_property
+    def _V(self) -> np.ndarray:
+        """V = L^-1 (sW K), so that Sigma = K - V^T V (R&W Alg. 3.2 line 5)."""
+        return solve_lower(self.L, self.sW[:, None] * self.K)
+
+    @cached_property
+    def latent_var(self) -> np.ndarray:
+        """diag Sigma = diag K - sum_i V_i^2 (non-negative up to rounding, floored at 0)."""
+        return np.maximum(np.diag(self.K) - np.einsum("ij,ij->j", self._V, self._V), 0.0)
+
+    @cached_property
+    def latent_cov(self) -> np.ndarray:
+        """Sigma = (K^-1 + W)^-1 = K - K sW B^-1 sW K, shape (n, n)."""
+        return self.K - self._V.T @ self._V
+
+    def _predict_latent(self, Xs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        Ks = self.kernel(self.X, Xs)
+        mean = self.prior_mean + Ks.T @ self.alpha  # R&W Alg. 3.2 line 4
+        v = solve_lower(self.L, self.sW[:, None] * Ks)  # line 5
+        var = self.kernel.diag(Xs) - np.einsum("ij,ij->j", v, v)  # line 6
+        return mean, np.maximum(var, 0.0)
+
+    def sample_latent(self, draws: int, random_seed: int | np.random.Generator | None = None):
+        """Draws of f at the training inputs from the Gaussian posterior, shape (draws, n)."""
+        rng = np.random.default_rng(random_seed)
+        Lc = cholesky(self.latent_cov, jitter=JITTER, what="posterior covariance")
+        z = rng.standard_normal((draws, self.X.shape[0]))
+        return self.latent_mean[None, :] + z @ Lc.T
+
+    def to_inference_data(
+        self, draws: int = 1000, random_seed: int | np.random.Generator | None = None
+    ) -> arviz.InferenceData:
+        """Draws from the Gaussian posterior of f as an InferenceData.
+
+        Groups: ``posterior`` (variable ``f``, one chain, dimension ``obs``),
+        ``observed_data`` (``y`` in {-1, +1}); ``attrs`` name the method, kernel and
+        likelihood and give the log marginal likelihood.
+        """
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)  # arviz's refactor notice
+            import arviz as az
+
+        f = self.sample_latent(draws, random_seed)
+        n = self.X.shape[0]
+        return az.from_dict(
+            posterior={"f": f[None]},
+            observed_data={"y": self.y},
+            coords={"obs": np.arange(n)},
+            dims={"f": ["obs"], "y": ["obs"]},
+            attrs={
+                "method": self.method,
+                "kernel": repr(self.kernel),
+                "likelihood": self.likelihood.name,
+                "log_marginal_likelihood": self.log_marginal_likelihood,
+            },
+        )

@@ -1,0 +1,108 @@
+"""The multi-class contract: C latent functions with the softmax likelihood (R&W 3.5)."""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+
+import numpy as np
+from scipy.special import logsumexp
+
+from .._validation import check_class_labels
+from ..kernels import Kernel
+from ..likelihoods import SOFTMAX_MC_SAMPLES, Softmax
+from .base import Posterior
+
+__all__ = ["MulticlassPosterior"]
+
+
+class MulticlassPosterior(Posterior):
+    """A posterior over C latent functions with the softmax likelihood: the contract for
+    several classes (see the module notes).
+
+    Subclasses provide :meth:`_integration_moments`, the Gaussian(s) of f* that the
+    softmax is integrated against: one (Laplace) or one per posterior draw (MCMC), whose
+    predictive probabilities are averaged.
+
+    Attributes
+    ----------
+    classes_ : ndarray, shape (C,)
+        The labels, sorted; ``y`` holds their indices.
+    n_classes : int
+    """
+
+    def __init__(
+        self,
+        X: np.ndarray,
+        y: np.ndarray,
+        kernel: Kernel,
+        likelihood: Softmax,
+        mean: None = None,
+        *,
+        n_classes: int,
+    ) -> None:
+        super().__init__(X, y, kernel, likelihood, mean)
+        self.n_classes = int(n_classes)
+        self.classes_ = np.arange(self.n_classes)
+
+    @abstractmethod
+    def _integration_moments(
+        self, Xs: np.ndarray, integration: str | None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Means (S, m, C) and covariances (S or 1, m, C, C) of f*: p(y* | data) is the
+        average over S of int softmax(f*) N(f* | mean_s, cov_s) df*."""
+
+    def predict_log_proba(
+        self,
+        Xs: np.ndarray,
+        *,
+        integration: str | None = None,
+        n_samples: int = SOFTMAX_MC_SAMPLES,
+        random_seed: int | np.random.Generator | None = 0,
+    ) -> np.ndarray:
+        """log p(y* = c | x*, data), shape (m, C), columns in the order of ``classes_``.
+
+        Parameters
+        ----------
+        Xs : array_like, shape (m, d)
+        integration : {"quadrature", "mc"}, optional
+            How the softmax is integrated against the Gaussian f* (see
+            :class:`~gpc_compare.likelihoods.Softmax`): by default quadrature for C <= 3
+            (error about 1e-12) and Monte Carlo with ``n_samples`` draws otherwise
+            (standard error at most 0.5 / sqrt(n_samples)).
+        n_samples : int
+            Monte Carlo draws in all (split evenly over the posterior draws for MCMC).
+        random_seed : int or Generator, optional
+            Seeds the Monte Carlo draws; the default 0 makes predictions repeatable.
+        """
+        Xs = self._check_Xs(Xs)
+        means, covs = self._integration_moments(Xs, integration)
+        S = means.shape[0]
+        lp = self.likelihood.log_predictive_all(
+            means,
+            covs,
+            integration=integration,
+            n_samples=max(1, -(-int(n_samples) // S)),
+            random_seed=random_seed,
+        )
+        return logsumexp(lp, axis=0) - np.log(S)
+
+    def predict_proba(self, Xs: np.ndarray, **kwargs) -> np.ndarray:
+        """p(y* = c | x*, data), shape (m, C), rows summing to one (options as for
+        :meth:`predict_log_proba`)."""
+        return np.exp(self.predict_log_proba(Xs, **kwargs))
+
+    def log_predictive(self, Xs: np.ndarray, ys: np.ndarray, **kwargs) -> np.ndarray:
+        """log p(y* | x*, data) of the observed labels ``ys`` (values from ``classes_``)."""
+        Xs = self._check_Xs(Xs)
+        codes, _ = check_class_labels(ys, name="ys", classes=self.classes_)
+        if codes.shape[0] != Xs.shape[0]:
+            raise ValueError(f"Xs has {Xs.shape[0]} samples but ys has {codes.shape[0]} labels")
+        lp = self.predict_log_proba(Xs, **kwargs)
+        return lp[np.arange(codes.size), codes]
+
+    def predict(self, Xs: np.ndarray, **kwargs) -> np.ndarray:
+        """The most probable class of each input (a label from ``classes_``)."""
+        return self.classes_[np.argmax(self.predict_log_proba(Xs, **kwargs), axis=1)]
+
+    def __repr__(self) -> str:
+        return super().__repr__()[:-1] + f" n_classes={self.n_classes}>"
