@@ -31,7 +31,7 @@ import xarray as xr
 
 from .._validation import check_kernel_matrix
 from ..diagnostics import Diagnostics, check_complete, diagnose
-from ..evidence import ais, ais_log_evidence, ais_log_evidence_from_sites  # noqa: F401
+from ..evidence import ais
 from ..kernels import Kernel
 from ..likelihoods import Likelihood, Logistic, Probit, Softmax
 from ..numerics import JITTER, cholesky
@@ -41,9 +41,6 @@ from ._whitening import laplace_whitening, prior_factor, softmax_laplace_whiteni
 from .laplace_softmax import check_codes, infer_softmax
 
 __all__ = ["Diagnostics", "SamplePosterior", "SoftmaxSamplePosterior", "infer"]
-# ais_log_evidence and ais_log_evidence_from_sites are re-exported above only for scripts that
-# import them from here (studies/approximations_grid.py); they live in gpc_compare.evidence.
-
 #: How this engine is named in messages.
 LABEL = "MCMC"
 #: Options ``gc.fit(method="mcmc", ...)`` accepts, with their defaults (PyMC's names).

@@ -19,7 +19,7 @@ import numpy as np
 
 from .. import datasets as gc_datasets
 from ..engines import ENGINES, capabilities, get_engine
-from .problem import KERNELS, load_dataset, make_kernel
+from .problem import KERNELS, DatasetSpec, load_dataset, make_kernel
 
 __all__ = ["DatasetSpec", "StudyConfig", "StudyError", "load_study"]
 
@@ -46,20 +46,6 @@ DEFAULT_SOURCES = ("ep", "laplace")
 
 class StudyError(ValueError):
     """A study file that cannot be run: the message names the file and the field."""
-
-
-@dataclass(frozen=True)
-class DatasetSpec:
-    """A data set of a study: a loader name and its options."""
-
-    name: str
-    options: Mapping[str, Any] = field(default_factory=dict)
-    subsample: int | None = None
-
-    @property
-    def label(self) -> str:
-        """The name in tables and figures (the loader name, unless options make it unique)."""
-        return str(self.options.get("label", self.name))
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,8 @@ import dataclasses
 import math
 import zlib
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from sklearn.model_selection import (
@@ -22,11 +23,9 @@ from sklearn.model_selection import (
 from .. import datasets as gc_datasets
 from .. import kernels
 
-if TYPE_CHECKING:
-    from .config import DatasetSpec
-
 __all__ = [
     "KERNELS",
+    "DatasetSpec",
     "at_point",
     "load_dataset",
     "make_kernel",
@@ -42,6 +41,20 @@ KERNELS = {
     "matern52": "Matern52",
     "linear": "Linear",
 }
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    """A data set of a study: a loader name and its options."""
+
+    name: str
+    options: Mapping[str, Any] = field(default_factory=dict)
+    subsample: int | None = None
+
+    @property
+    def label(self) -> str:
+        """The name in tables and figures (the loader name, unless options make it unique)."""
+        return str(self.options.get("label", self.name))
 
 
 def stable_seed(*parts: object) -> int:

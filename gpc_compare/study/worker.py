@@ -21,7 +21,7 @@ from .. import datasets as gc_datasets
 from .. import metrics
 from .._fit import fit
 from ..engines import capabilities, get_engine
-from ..engines.mcmc import ais_log_evidence, ais_log_evidence_from_sites
+from ..evidence import ais
 from ..likelihoods import get_likelihood
 from ..numerics import JITTER, cholesky
 from ..provenance import versions
@@ -193,24 +193,19 @@ def _run_evidence(job: Job, shared: Mapping[str, Any] | None) -> dict[str, Any]:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         t0 = time.perf_counter()
+        sites = None
         if opts["start"] == "ep":
             ep = fit(X, y, method="ep", kernel=kernel, likelihood=likelihood, mean=mean,
                      schedule="parallel")  # fmt: skip
             start_evidence = float(ep.log_marginal_likelihood)
+            sites = (ep.ttau, ep.tnu)
 
-            def anneal(temperatures: int) -> tuple[float, float]:
-                return ais_log_evidence_from_sites(
-                    L @ L.T, L, m, y_pm1, likelihood, ep.ttau, ep.tnu,
-                    temperatures=temperatures, runs=opts["runs"],
-                    random_seed=np.random.default_rng([job.seed, temperatures]),
-                )  # fmt: skip
-        else:
-
-            def anneal(temperatures: int) -> tuple[float, float]:
-                return ais_log_evidence(
-                    L, m, y_pm1, likelihood, temperatures=temperatures, runs=opts["runs"],
-                    random_seed=np.random.default_rng([job.seed, temperatures]),
-                )  # fmt: skip
+        def anneal(temperatures: int) -> tuple[float, float]:
+            result = ais(
+                L, m, y_pm1, likelihood, sites=sites, temperatures=temperatures,
+                runs=opts["runs"], random_seed=np.random.default_rng([job.seed, temperatures]),
+            )  # fmt: skip
+            return result.log_evidence, result.standard_error
 
         runs = [_timed_anneal(anneal, opts["temperatures"])]
         reason = _recheck_reason(runs[0], start_evidence, opts)
