@@ -67,23 +67,28 @@ def write_report(result_dir: str | os.PathLike[str]) -> Path:
     ]
     datasets = [d.label for d in config.datasets]
     engines = list(config.engines)
-    set_styles(engines)
+    estimators = list(config.evidence)  # gold-standard evidence jobs, shown beside the engines
+    set_styles(engines + estimators)
+    held_out = config.splits["kind"] != "none"  # (kind "none": evidence only, no test set)
     summary = summarize(table)
     figures = result_dir / "figures"
     figures.mkdir(exist_ok=True)
     made: list[tuple[str, str]] = []
 
-    plot_metrics(summary, datasets, engines, figures / "metrics.png")
-    made.append(("metrics.png", "Held-out scores per engine and data set"))
-    plot_reliability(records, datasets, engines, figures / "reliability.png")
-    made.append(("reliability.png", "Reliability diagrams"))
-    if config.reference is not None:
+    if held_out:
+        plot_metrics(summary, datasets, engines, figures / "metrics.png")
+        made.append(("metrics.png", "Held-out scores per engine and data set"))
+        plot_reliability(records, datasets, engines, figures / "reliability.png")
+        made.append(("reliability.png", "Reliability diagrams"))
+    if config.reference is not None and held_out:
         name = f"latent_vs_{config.reference}.png"
         if plot_latent(records, datasets, engines, config.reference, figures / name):
             made.append((name, f"Latent moments against {config.reference}"))
-    if plot_evidence(records, datasets, engines, config.methods, figures / "evidence.png"):
+    if plot_evidence(
+        records, datasets, engines + estimators, config.methods, figures / "evidence.png"
+    ):
         made.append(("evidence.png", "Log evidence against the hyperparameters used"))
-    plot_timings(table, datasets, engines, figures / "timings.png")
+    plot_timings(table, datasets, engines + estimators, figures / "timings.png")
     made.append(("timings.png", "Fitting time"))
     if plot_mcmc(result_dir, records, datasets, figures / "mcmc_diagnostics.png"):
         made.append(("mcmc_diagnostics.png", "MCMC rank plots (ArviZ)"))

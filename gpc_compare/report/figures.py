@@ -261,7 +261,7 @@ def plot_evidence(
             ax.set_title(f"{dataset}: evidence at the hyperparameters used", fontsize=10)
             ax.grid(alpha=0.3)
             ax.legend(fontsize=8)
-    fig.suptitle("Log evidence per training case (one point per split)")
+    fig.suptitle("Log evidence per training case (one point per split or grid point)")
     fig.savefig(path, dpi=110)
     return True
 

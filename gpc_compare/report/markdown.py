@@ -244,11 +244,14 @@ def report_markdown(
     not_run = jobs[jobs.status == "not run"]
     kernel = dict(config.kernel)
     splits = config.splits
-    split_text = (
-        f"{splits['n_splits']}-fold stratified cross-validation"
-        if splits["kind"] == "kfold"
-        else f"{splits['n_repeats']} stratified train/test splits, test size {splits['test_size']}"
-    )
+    split_text = {
+        "kfold": lambda: f"{splits['n_splits']}-fold stratified cross-validation",
+        "holdout": lambda: (
+            f"{splits['n_repeats']} stratified train/test splits, test size {splits['test_size']}"
+        ),
+        "none": lambda: "every case trains, none is held out (evidence only)",
+    }[splits["kind"]]()
+    estimators = list(config.evidence)
     lines = [
         f"# Study `{config.name}`",
         "",
@@ -265,7 +268,12 @@ def report_markdown(
         f"{'constant prior mean (a hyperparameter)' if config.mean is not None else 'zero mean'}",
         f"- Hyperparameters: policy `{config.policy}`"
         + (f", source `{config.source}`" if config.source else "")
-        + f", {config.n_restarts} optimiser restarts; study seed {config.seed}",
+        + (
+            f" ({len(config.grid)} grid points)"
+            if config.grid
+            else f", {config.n_restarts} optimiser restarts"
+        )
+        + f"; study seed {config.seed}",
         "- Engines and options: "
         + "; ".join(
             f"{e}{'' if config.methods[e] == e else f' (method {config.methods[e]})'} "
@@ -274,18 +282,26 @@ def report_markdown(
         ),
         f"- Jobs: {len(jobs)} ({n_ok} finished, {len(failed)} failed, {len(not_run)} not run); "
         f"the table is `results.csv` ({len(table)} rows), per-job status in `jobs.csv`",
+        *(f"- Gold-standard evidence: {e} {dict(o)}" for e, o in config.evidence.items()),
         "",
         "## Findings",
         "",
-        *_findings(summary, table, records, datasets, engines, config.reference),
-        "",
-        "## Held-out scores",
-        "",
-        "Mean over splits with a 95% t-interval across splits in brackets.",
+        *(
+            _grid_findings(table, datasets, engines + estimators)
+            if config.grid
+            else _findings(summary, table, records, datasets, engines, config.reference)
+        ),
         "",
     ]
     present = [m for m in METRICS if m in set(summary.metric)]
-    for dataset in datasets:
+    if present:
+        lines += [
+            "## Held-out scores",
+            "",
+            "Mean over splits with a 95% t-interval across splits in brackets.",
+            "",
+        ]
+    for dataset in datasets if present else []:
         lines += [f"### {dataset}", ""]
         rows = []
         for engine in engines:
@@ -329,9 +345,12 @@ def report_markdown(
             ["data set", "engine", *[REFERENCE_METRICS[m] for m in ref_present]], rows
         ) + [""]
 
-    lines += ["## Hyperparameters used", "", "Mean over splits of the log values.", ""]
+    if estimators:
+        lines += _evidence_health(records, datasets, estimators)
+    if not config.grid:
+        lines += ["## Hyperparameters used", "", "Mean over splits of the log values.", ""]
     rows = []
-    for dataset in datasets:
+    for dataset in datasets if not config.grid else []:
         for engine in engines:
             recs = [r for r in records if r["dataset"] == dataset and r["engine"] == engine]
             if not recs:
@@ -342,11 +361,11 @@ def report_markdown(
             hp = ", ".join(f"{n} {v:.3f}" for n, v in zip(names, vals, strict=True))
             ev = [r["log_evidence"] for r in recs if r.get("log_evidence") is not None]
             rows.append([dataset, style(engine)[2], src, hp, _fmt(np.mean(ev), 2) if ev else "n/a"])
-    lines += _markdown_table(
-        ["data set", "engine", "selected by", "hyperparameters", "log evidence (mean)"], rows
-    ) + [""]
-
-    lines += _selection_comparison(table, records, datasets, engines)
+    if rows:
+        lines += _markdown_table(
+            ["data set", "engine", "selected by", "hyperparameters", "log evidence (mean)"], rows
+        ) + [""]
+        lines += _selection_comparison(table, records, datasets, engines)
 
     diag = [r for r in records if r.get("diagnostics")]
     if diag:
@@ -381,11 +400,12 @@ def report_markdown(
     rows = []
     for dataset in datasets:
         cells = [dataset]
-        for engine in engines:
+        for engine in engines + estimators:
             v = per_job[(per_job.dataset == dataset) & (per_job.engine == engine)]["fit_seconds"]
             cells.append(f"{float(np.median(v)):.3g}" if len(v) else "n/a")
         rows.append(cells)
-    lines += _markdown_table(["data set", *[style(e)[2] for e in engines]], rows) + [""]
+    header = ["data set", *[style(e)[2] for e in engines + estimators]]
+    lines += _markdown_table(header, rows) + [""]
 
     if len(failed) or len(not_run):
         lines += ["## Jobs that did not finish", ""]
@@ -398,3 +418,51 @@ def report_markdown(
     for name, caption in made:
         lines += [f"### {caption}", "", f"![{caption}](figures/{name})", ""]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _grid_findings(table: pd.DataFrame, datasets: Sequence[str], methods: Sequence[str]):
+    """For a grid study: where each method's log evidence peaks, per data set."""
+    ev = table[table.metric == "log_evidence"]
+    lines = []
+    for dataset in datasets:
+        parts = []
+        for method in methods:
+            t = ev[(ev.dataset == dataset) & (ev.engine == method)]
+            if t.empty:
+                continue
+            best = t.loc[t.value.idxmax()]
+            point = ", ".join(f"{k} {v:.2f}" for k, v in json.loads(best.hyperparameters).items())
+            parts.append(f"{style(method)[2]} {best.value:.2f} at ({point})")
+        if parts:
+            lines.append(
+                f"- **{dataset}**: largest log evidence over the grid: " + "; ".join(parts)
+            )
+    return lines or ["- No grid point has finished yet."]
+
+
+def _evidence_health(records: Records, datasets: Sequence[str], estimators: Sequence[str]):
+    """A table of each gold-standard evidence estimator's health, per data set."""
+    rows = []
+    for dataset in datasets:
+        for label in estimators:
+            recs = [r for r in records if r["dataset"] == dataset and r["engine"] == label]
+            if not recs:
+                continue
+            se = np.array([r["log_evidence_se"] for r in recs], dtype=float)
+            healthy = sum(bool(r["convergence"]["converged"]) for r in recs)
+            rechecked = sum(r["evidence"]["recheck"] is not None for r in recs)
+            rows.append(
+                [dataset, label, len(recs), healthy, rechecked,
+                 _fmt(float(np.median(se)), 3), _fmt(float(se.max()), 3)]
+            )  # fmt: skip
+    header = ["data set", "estimator", "jobs", "healthy", "annealed again", "median se", "max se"]
+    return [
+        "## Gold-standard evidence",
+        "",
+        "Healthy: standard error at most the estimator's `se_max` after any second, longer "
+        "anneal (an unhealthy estimate is degenerate: one run carries the weight, and the "
+        "estimate is biased low).",
+        "",
+        *_markdown_table(header, rows),
+        "",
+    ]

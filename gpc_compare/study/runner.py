@@ -129,7 +129,11 @@ def run_study(
         target = result_dir / "study.toml"
         if Path(config.path).resolve() != target.resolve():
             shutil.copyfile(config.path, target)
-            run_info = {"study_file": config.path, "scheduler": scheduler, "workers": workers}
+            run_info = {
+                "study_file": _as_typed(config.path),
+                "scheduler": scheduler,
+                "workers": workers,
+            }
             atomic_write(result_dir / "run.json", json.dumps(run_info, indent=1).encode())
 
     records = load_records(result_dir)
@@ -230,3 +234,11 @@ def run_study(
             if j.id in finished and records[j.id]["status"] != "ok"
         ],
     )
+
+
+def _as_typed(path: str) -> str:
+    """``path`` relative to the working directory when it lies below it (as a user types it)."""
+    try:
+        return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return path
