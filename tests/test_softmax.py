@@ -183,7 +183,7 @@ def test_three_classes_predictions_and_labels():
 
 
 def test_iris_petal_length_and_width():
-    """Seed 002's demo: SE kernel, sigma_f = 1 fixed, learned length-scale, Species ~
+    """The Iris lecture demo: SE kernel, sigma_f = 1 fixed, learned length-scale, Species ~
     Petal.Length + Petal.Width (standardised)."""
     iris = load_iris()
     X = iris.data[:, 2:4]
