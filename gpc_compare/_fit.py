@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._validation import check_class_labels, check_count, check_X, check_Xy
-from .engines import ENGINES, get_engine
+from .engines import engines_with, get_engine
 from .hyperparameters import maximize
 from .kernels import Kernel, SquaredExponential
 from .likelihoods import Likelihood, get_likelihood
@@ -182,5 +182,4 @@ def fit(
 
 def _methods_with(capability: str) -> str:
     """The engines declaring ``capability``, for messages: "method='laplace' or 'ep'"."""
-    names = [repr(name) for name, mod in ENGINES.items() if capability in mod.CAPABILITIES]
-    return "method=" + " or ".join(names)
+    return "method=" + " or ".join(repr(name) for name in engines_with(capability))

@@ -18,7 +18,7 @@ def test_ais_one_point_closed_form_and_reproducible():
     assert ais_log_evidence(L, 0.7, np.array([-1.0]), Probit(), random_seed=0) == (lz, se)
 
 
-def test_ais_annealed_from_ep_matches_brute_force_and_beats_the_prior_start() -> None:
+def test_ais_annealed_from_ep_matches_brute_force() -> None:
     """AIS from EP's approximation is unbiased in Z: two points against dblquad."""
     from scipy import integrate
 

@@ -133,6 +133,13 @@ def test_every_engine_records_what_it_can(any_post):
         assert record["diagnostics"]["divergences"] >= 0
     else:
         assert record["log_evidence_se"] is None
+    if "draws" in caps:  # fitted without evidence=True: no evidence, and no error either
+        import copy
+
+        without = copy.copy(post)
+        without._evidence = None
+        assert without.record()["log_evidence"] is None
+        assert without.record()["log_evidence_se"] is None
 
 
 def test_every_engine_exports_inference_data(any_post):

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 import gpc_compare as gc
-from gpc_compare.study import expand, load_study, load_study_script, run_study
+from gpc_compare.study import expand, load_records, load_study, load_study_script, run_study
 from gpc_compare.study.worker import _problem
 
 SCRIPT = Path(__file__).resolve().parent.parent / "studies" / "approximations_grid.py"
@@ -207,3 +207,77 @@ def test_an_evidence_estimator_runs_at_the_source_engines_values(tmp_path: Path)
         assert hp[(split, "ais")] == hp[(split, "ep")] != hp[(split, "laplace")]
     ais = table[(table.engine == "ais") & (table.metric == "log_evidence")]
     assert (ais.hyperparameters_from == "ep").all()
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (("[evidence.ais]\n", '[evidence.ep]\nmethod = "ais"\n'), r"evidence\.ep: 'ep' already"),
+        (("temperatures = 1000", "temperatures = 100"), r"recheck\.temperatures: must exceed"),
+        (("log_variance = {", "mean = [0.0, 1.0]\nlog_variance = {"), r"grid\.mean: a grid over"),
+    ],
+)
+def test_evidence_labels_rechecks_and_mean_axes_are_checked(tmp_path: Path, edit, message):
+    path = tmp_path / "small.toml"
+    assert edit[0] in SMALL
+    path.write_text(SMALL.replace(*edit))
+    with pytest.raises(ValueError, match=message):
+        load_study(path)
+
+
+def test_evidence_beside_an_mcmc_reference_and_from_the_prior(tmp_path: Path) -> None:
+    """A fixed-hyperparameter study with held-out splits, an MCMC reference and an AIS job
+    started from the prior: the table compares the engines with the reference (latent
+    moments, evidence gap) and lists the estimator's health; the report is written."""
+    from gpc_compare.report import write_report
+
+    text = (
+        SMALL.replace('policy = "grid"', 'policy = "fixed"')
+        .replace("[hyperparameters.grid]\n", "")
+        .replace("log_lengthscale = [0.0, 5.0]\n", "")
+        .replace("log_variance = {start = 0.0, stop = 10.0, num = 2}\n", "")
+        .replace('kind = "none"', 'kind = "kfold"\nn_splits = 2')
+        .replace(
+            "[evidence.ais]\n",
+            "[engines.mcmc]\ndraws = 200\ntune = 200\nchains = 2\n"
+            "evidence = true\nais_runs = 4\nais_temperatures = 50\n\n[evidence.ais]\n"
+            'start = "prior"\n',
+        )  # fmt: skip
+        .replace("temperatures = 100\n", "temperatures = 200\n")
+    )
+    path = tmp_path / "ref.toml"
+    path.write_text(text)
+    config = load_study(path)
+    assert config.reference == "mcmc" and config.evidence["ais"]["start"] == "prior"
+    summary = run_study(config, tmp_path, workers=1)
+    assert summary.failed == 0
+    t = summary.table
+    laplace = t[t.engine == "laplace"]
+    assert {"marginal_kl_mean", "evidence_gap"} <= set(laplace.metric)
+    records = {(r["engine"], r["split"]): r for r in load_records(tmp_path / "grid_small").values()}
+    for split in (0, 1):
+        # two independent AIS estimates of one evidence: from the prior (this job, 200
+        # temperatures, annealed again with 1000 if unhealthy) and from EP (MCMC's)
+        a, b = records[("ais", split)], records[("mcmc", split)]
+        se = np.hypot(a["log_evidence_se"], b["log_evidence_se"])
+        assert 0 < se < 0.5
+        assert abs(a["log_evidence"] - b["log_evidence"]) < 5 * se
+        assert a["evidence"]["start"] == "prior" and a["evidence"]["start_log_evidence"] is None
+        assert a["hyperparameters"]["values"] == b["hyperparameters"]["values"]
+    assert not set(t[t.engine == "ais"].metric) & {"marginal_kl_mean", "evidence_gap"}
+    report = write_report(tmp_path / "grid_small")
+    text = report.read_text()
+    assert "## Gold-standard evidence" in text and "| crabs | ais | 2 |" in text
+    assert "## Held-out scores" in text and "## Against the reference (mcmc)" in text
+
+
+def test_the_report_of_a_grid_study(small) -> None:
+    from gpc_compare.report import write_report
+
+    _, out = small
+    text = write_report(out).read_text()
+    assert "policy `grid` (4 grid points)" in text and "none is held out" in text
+    assert "largest log evidence over the grid" in text and "## Held-out scores" not in text
+    assert "| crabs | ais | 4 | 4 | 1 |" in text  # 4 jobs, all healthy, one annealed again
+    assert (out / "figures" / "evidence.png").exists()
+    assert not (out / "figures" / "metrics.png").exists()

@@ -12,8 +12,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "gpc_compare"
 LINTED = ["gpc_compare", "tests", "benchmarks", "studies", "scripts"]
@@ -51,43 +49,45 @@ def test_ruff_format_is_clean() -> None:
     assert out.returncode == 0, out.stdout + out.stderr
 
 
-def _module_name(path: Path) -> str:
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+def _module_name(path: Path, root: Path = ROOT) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts = parts[:-1]
     return ".".join(parts)
 
 
-def _imports(path: Path) -> set[str]:
-    """The gpc_compare modules ``path`` imports (absolute names), TYPE_CHECKING included."""
-    name = _module_name(path)
+def _imports(path: Path, root: Path = ROOT) -> set[str]:
+    """The modules of ``path``'s own top-level package that it imports (absolute names),
+    ``if TYPE_CHECKING:`` blocks included."""
+    name = _module_name(path, root)
+    top = name.split(".")[0]
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     out: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
-            out.update(a.name for a in node.names if a.name.split(".")[0] == "gpc_compare")
+            out.update(a.name for a in node.names if a.name.split(".")[0] == top)
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package.split(".")[: len(package.split(".")) - node.level + 1]
                 module = ".".join(base + ([node.module] if node.module else []))
             else:
                 module = node.module or ""
-            if module.split(".")[0] != "gpc_compare":
+            if module.split(".")[0] != top:
                 continue
             # ``from . import kernels`` imports the submodule kernels
             for alias in node.names:
                 candidate = f"{module}.{alias.name}"
-                out.add(candidate if _exists(candidate) else module)
+                out.add(candidate if _exists(candidate, root) else module)
     return out
 
 
-def _exists(module: str) -> bool:
-    path = ROOT.joinpath(*module.split("."))
+def _exists(module: str, root: Path = ROOT) -> bool:
+    path = root.joinpath(*module.split("."))
     return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
 
 
-def _graph() -> dict[str, set[str]]:
-    graph = {_module_name(p): _imports(p) for p in sorted(PACKAGE.rglob("*.py"))}
+def _graph(package: Path = PACKAGE, root: Path = ROOT) -> dict[str, set[str]]:
+    graph = {_module_name(p, root): _imports(p, root) for p in sorted(package.rglob("*.py"))}
     return {m: {i for i in imps if i != m} for m, imps in graph.items()}
 
 
@@ -98,6 +98,40 @@ def _layer(module: str) -> int:
         if top in layer:
             return k
     raise AssertionError(f"{module} is in no layer: add it to LAYERS in tests/test_style.py")
+
+
+def _find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """An import cycle of ``graph`` (module -> modules it imports), or None.
+
+    A package's ``__init__`` may re-export its own submodules: that is not a cycle.
+    """
+    edges = {
+        m: {i for i in imps if not (m == i.rpartition(".")[0] and i.startswith(m + "."))}
+        for m, imps in graph.items()
+    }
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(m: str) -> list[str] | None:
+        state[m] = 1
+        stack.append(m)
+        for i in sorted(edges.get(m, ())):
+            if state.get(i) == 1:
+                return stack[stack.index(i) :] + [i]
+            if state.get(i) is None and i in edges:
+                found = visit(i)
+                if found:
+                    return found
+        stack.pop()
+        state[m] = 2
+        return None
+
+    for m in sorted(edges):
+        if m not in state:
+            found = visit(m)
+            if found:
+                return found
+    return None
 
 
 def test_every_module_has_a_layer() -> None:
@@ -121,33 +155,25 @@ def test_nothing_below_the_root_imports_the_root() -> None:
 
 
 def test_imports_have_no_cycles() -> None:
-    graph = _graph()
-    # a package's __init__ may re-export its own submodules: that is not a cycle
-    edges = {
-        m: {i for i in imps if not (m == i.rpartition(".")[0] and i.startswith(m + "."))}
-        for m, imps in graph.items()
-    }
-    state: dict[str, int] = {}
-    stack: list[str] = []
-
-    def visit(m: str) -> None:
-        state[m] = 1
-        stack.append(m)
-        for i in sorted(edges.get(m, ())):
-            if state.get(i) == 1:
-                cycle = stack[stack.index(i) :] + [i]
-                pytest.fail("import cycle: " + " -> ".join(cycle))
-            if state.get(i) is None and i in edges:
-                visit(i)
-        stack.pop()
-        state[m] = 2
-
-    for m in sorted(edges):
-        if m not in state:
-            visit(m)
+    cycle = _find_cycle(_graph())
+    assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
 
 
-def test_the_import_check_sees_a_cycle(tmp_path: Path) -> None:
-    """The checker itself: a relative import is resolved to the module it names."""
+def test_the_import_checks_see_a_cycle_and_a_re_export(tmp_path: Path) -> None:
+    """The checker itself, on a package written here: a and b import each other (also under
+    TYPE_CHECKING, and relatively), and __init__ re-exports both (not a cycle)."""
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("from .a import f\nfrom .b import g\n")
+    (pkg / "a.py").write_text("from . import b\n\ndef f():\n    return b.g\n")
+    (pkg / "b.py").write_text(
+        "from typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n    from pkg.a import f\n"
+    )
+    graph = _graph(pkg, tmp_path)
+    assert graph == {"pkg": {"pkg.a", "pkg.b"}, "pkg.a": {"pkg.b"}, "pkg.b": {"pkg.a"}}
+    assert _find_cycle(graph) == ["pkg.a", "pkg.b", "pkg.a"]
+    (pkg / "b.py").write_text("def g():\n    return 1\n")
+    assert _find_cycle(_graph(pkg, tmp_path)) is None
+    # and on the real package: a relative import resolves to the module it names
     assert "gpc_compare.study.config" in _imports(PACKAGE / "study" / "jobs.py")
     assert "gpc_compare.engines" in _imports(PACKAGE / "study" / "config.py")

@@ -13,7 +13,7 @@ from types import ModuleType
 
 from . import ep, laplace, mcmc
 
-__all__ = ["CAPABILITY_NAMES", "ENGINES", "capabilities", "get_engine"]
+__all__ = ["CAPABILITY_NAMES", "ENGINES", "capabilities", "engines_with", "get_engine"]
 
 ENGINES: dict[str, ModuleType] = {"laplace": laplace, "ep": ep, "mcmc": mcmc}
 
@@ -41,5 +41,26 @@ def get_engine(method: str) -> ModuleType:
 
 
 def capabilities(method: str) -> frozenset[str]:
-    """What the engine ``method`` can do: a subset of :data:`CAPABILITY_NAMES`."""
+    """What an engine can do.
+
+    Parameters
+    ----------
+    method : str
+        An engine name (a key of :data:`ENGINES`).
+
+    Returns
+    -------
+    frozenset of str
+        A subset of :data:`CAPABILITY_NAMES`.
+
+    Raises
+    ------
+    ValueError
+        For an unknown engine, listing those available.
+    """
     return get_engine(method).CAPABILITIES
+
+
+def engines_with(capability: str) -> list[str]:
+    """The names of the engines that declare ``capability``, in registry order."""
+    return [name for name in ENGINES if capability in capabilities(name)]

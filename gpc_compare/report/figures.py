@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..engines import capabilities
 from ..metrics import reliability_curve
 from .styles import METRICS, style
 
@@ -252,7 +253,7 @@ def plot_evidence(
                 ]
                 y = [r["log_evidence"] / r["n_train"] for r in sel]
                 se = [(r.get("log_evidence_se") or 0.0) / r["n_train"] for r in sel]
-                label = f"{name} (AIS)" if methods.get(engine) == "mcmc" else name
+                label = f"{name} (AIS)" if _samples(methods.get(engine)) else name
                 ax.errorbar(
                     x, y, yerr=se, fmt=marker, color=colour, label=label, alpha=0.8, capsize=2
                 )
@@ -345,3 +346,8 @@ def plot_mcmc(result_dir: Path, records: Records, datasets: Sequence[str], path:
     )
     fig.savefig(path, dpi=100)
     return True
+
+
+def _samples(method: str | None) -> bool:
+    """Whether an engine holds draws (its evidence, if any, is a sampling estimate: AIS)."""
+    return method is not None and "draws" in capabilities(method)

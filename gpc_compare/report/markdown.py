@@ -411,7 +411,10 @@ def report_markdown(
         lines += ["## Jobs that did not finish", ""]
         for _, row in pd.concat([failed, not_run]).iterrows():
             err = row["error"] if isinstance(row["error"], str) and row["error"] else row["status"]
-            lines.append(f"- {row['dataset']} split {row['split']} {row['engine']}: {err}")
+            lines.append(
+                f"- {row['dataset']} split {row['split']} {row['engine']} "
+                f"(`{row['job_id']}`): {err}"
+            )
         lines += ["", "Tracebacks are in `jobs/<job_id>.json`; rerun the study to retry.", ""]
 
     lines += ["## Figures", ""]

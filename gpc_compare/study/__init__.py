@@ -24,6 +24,15 @@ Hyperparameter policies (``[hyperparameters] policy``):
 ``"full_bayes"``
     As ``"optimize"``, except that an engine that can sample the hyperparameters (MCMC)
     does, with normal priors on their logs centred on the kernel's given values (sd 1).
+``"grid"``
+    Every engine at every point of ``[hyperparameters.grid]`` (one axis per hyperparameter,
+    a list of values or ``{start, stop, num}``): evidence surfaces, as in Kuss & Rasmussen
+    (2005, Fig. 4).
+
+Splits (``[splits] kind``): ``"kfold"``, ``"holdout"``, or ``"none"`` (every case trains,
+nothing is held out: evidence studies). Gold-standard evidence estimators
+(``[evidence.NAME]``, AIS) run as jobs of their own beside the engines, at the
+hyperparameters an engine without an evidence gradient would use.
 
 Comparisons with the reference engine (default: the first engine that declares the
 ``"reference"`` capability, MCMC): latent means and variances at the training inputs, the
@@ -31,7 +40,7 @@ mean KL divergence between the Gaussian marginals, and the evidence gap (when th
 reference computed its AIS evidence), for every engine that ran at the same
 hyperparameters as the reference on that split.
 
-The wing, in the order its modules import one another: ``problem`` (a job's data, split
+The modules, in the order they import one another: ``problem`` (a job's data, split
 and kernel), ``config`` (study files), ``jobs`` (expansion), ``records`` (job records on
 disk), ``worker`` (one job), ``executors`` (where jobs run), ``table`` (the tidy table),
 ``runner`` (:func:`run_study`), ``scripts`` (figure-study scripts and the study list).

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from .. import datasets as gc_datasets
-from ..engines import ENGINES, capabilities, get_engine
+from ..engines import ENGINES, capabilities, engines_with, get_engine
 from .problem import KERNELS, DatasetSpec, load_dataset, make_kernel
 
 __all__ = ["DatasetSpec", "StudyConfig", "StudyError", "load_study"]
@@ -33,7 +33,7 @@ EVIDENCE_METHODS = ("ais",)
 #: logistic likelihood), and a longer anneal where the first is unhealthy (``recheck``).
 EVIDENCE_OPTIONS: dict[str, Any] = {
     "start": "ep",
-    "temperatures": 1000,
+    "temperatures": None,  # 1000 from EP's approximation, 2000 from the prior (as the MCMC engine)
     "runs": 16,
     "se_max": 0.5,
     "recheck": None,
@@ -110,9 +110,17 @@ def load_study(path: str | os.PathLike[str]) -> StudyConfig:
                          lengthscale_bounds = [0.01, 1000.0]
             [hyperparameters]  policy = "optimize"  source = "ep"  n_restarts = 2
             [splits]     kind = "kfold"  n_splits = 5      # or "holdout": test_size, n_repeats
+                                                          # or "none": all train (evidence)
             [engines.laplace]                         # one table per engine, its options
             [engines.ep]       schedule = "parallel"
             [engines.mcmc]     draws = 500  tune = 500  chains = 2  evidence = true
+            # policy = "grid": every engine at every grid point, one axis per hyperparameter
+            [hyperparameters.grid]  log_lengthscale = {start = 0.0, stop = 5.0, num = 7}
+                                    log_variance = [0.0, 2.0, 4.0]
+            # a gold-standard evidence job beside the engines (AIS; see studies/
+            # approximations_grid.toml): start = "ep" | "prior", temperatures, runs, se_max
+            [evidence.ais]          temperatures = 500  runs = 16
+            [evidence.ais.recheck]  temperatures = 5000  z = 5.0  nats = 0.3
 
     Returns
     -------
@@ -162,17 +170,17 @@ def load_study(path: str | os.PathLike[str]) -> StudyConfig:
         raise _fail(p, "mean", f"must be a number, got {mean!r}")
 
     splits = _parse_splits(raw.get("splits", {}), p)
-    datasets = _parse_datasets(raw.get("datasets"), splits, seed, p)
+    datasets, dims = _parse_datasets(raw.get("datasets"), splits, seed, p)
     engines, methods = _parse_engines(raw.get("engines"), p)
     kernel = _parse_kernel(raw.get("kernel", {}), p)
     at_source = any(o.get("hyperparameters") == "source" for o in engines.values())
     hyperparameters = raw.get("hyperparameters", {})
     policy = hyperparameters.get("policy") if isinstance(hyperparameters, dict) else None
-    evidence = _parse_evidence(raw.get("evidence", {}), policy, p)
+    evidence = _parse_evidence(raw.get("evidence", {}), policy, list(engines), p)
     policy, source, n_restarts = _parse_hyperparameters(
         hyperparameters, methods, p, at_source, list(evidence)
     )
-    grid = _parse_grid(hyperparameters, policy, kernel, mean, datasets, seed, p)
+    grid = _parse_grid(hyperparameters, policy, kernel, mean, dims, p)
     if policy == "full_bayes":
         for label, method in methods.items():
             if "hyperparameter_sampling" in capabilities(method) and engines[label].get("evidence"):
@@ -209,13 +217,15 @@ def load_study(path: str | os.PathLike[str]) -> StudyConfig:
 
 def _parse_datasets(
     value: Any, splits: Mapping[str, Any], seed: int, p: str
-) -> tuple[DatasetSpec, ...]:
+) -> tuple[tuple[DatasetSpec, ...], dict[str, int]]:
+    """The data sets, each loaded once here (so a bad option is named now, not in every
+    job), and their input dimensions by label."""
     if value is None:
         raise _fail(p, "datasets", "missing: name at least one data set")
     if not isinstance(value, list) or not value:
         raise _fail(p, "datasets", "must be a non-empty list of names or [[datasets]] tables")
     known = set(gc_datasets.DATASETS)
-    specs = []
+    specs, dims = [], {}
     for i, item in enumerate(value):
         where = f"datasets[{i}]"
         if isinstance(item, str):
@@ -243,10 +253,11 @@ def _parse_datasets(
                 "stratified folds: use more cases or fewer splits"
             )  # fmt: skip
         specs.append(DatasetSpec(name, options, subsample))
+        dims[specs[-1].label] = int(data.X.shape[1])
     labels = [s.label for s in specs]
     if len(set(labels)) != len(labels):
         raise _fail(p, "datasets", f"names repeat ({labels}): give repeats a distinct 'label'")
-    return tuple(specs)
+    return tuple(specs), dims
 
 
 def _parse_engines(value: Any, p: str) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
@@ -284,7 +295,7 @@ def _parse_engines(value: Any, p: str) -> tuple[dict[str, dict[str, Any]], dict[
             if "loo" not in capabilities(method) and options["objective"] != "evidence":
                 raise _fail(
                     p, f"{where}.objective", "the LOO objectives need an engine with a "
-                    f"leave-one-out predictive ({_engines_with('loo')})"
+                    f"leave-one-out predictive ({', '.join(engines_with('loo'))})"
                 )  # fmt: skip
         engines[label] = options
         methods[label] = method
@@ -349,10 +360,6 @@ def runs_at_source(policy: str, method: str, at_source: bool = False) -> bool:
     return policy == "shared" or at_source or "evidence_gradient" not in capabilities(method)
 
 
-def _engines_with(capability: str) -> str:
-    return ", ".join(sorted(m for m in ENGINES if capability in capabilities(m)))
-
-
 def _parse_hyperparameters(
     value: Any,
     methods: Mapping[str, str],
@@ -388,9 +395,10 @@ def _parse_hyperparameters(
     if source is None and needs_source:
         source = next((e for e in DEFAULT_SOURCES if methods.get(e) == e), None)
         if source is None:
+            with_gradient = ", ".join(engines_with("evidence_gradient"))
             raise _fail(
                 p, "hyperparameters.source", f"{borrowing or engines} need an engine with an "
-                f"evidence gradient ({_engines_with('evidence_gradient')}) to select their values"
+                f"evidence gradient ({with_gradient}) to select their values"
             )  # fmt: skip
     if source is not None:
         if source not in engines:
@@ -407,8 +415,7 @@ def _parse_grid(
     policy: str,
     kernel: Mapping[str, Any],
     mean: Any,
-    datasets: tuple[DatasetSpec, ...],
-    seed: int,
+    dims: Mapping[str, int],
     p: str,
 ) -> tuple[dict[str, float], ...]:
     """The grid points of ``[hyperparameters.grid]``: the product of its axes, in order.
@@ -422,10 +429,14 @@ def _parse_grid(
     axes = value["grid"]
     if not isinstance(axes, dict) or not axes:
         raise _fail(p, "hyperparameters.grid", "must be a table of axes, e.g. log_lengthscale")
-    for data in datasets:  # every data set's kernel must have these hyperparameters
-        d = load_dataset(data, seed).X.shape[1]
+    if "mean" in axes and mean is None:
+        raise _fail(
+            p, "hyperparameters.grid.mean", "a grid over the prior mean needs a constant mean: "
+            "set mean = 0.0 at the top level (the value of points without a mean axis)"
+        )  # fmt: skip
+    for label, d in dims.items():  # every data set's kernel must have these hyperparameters
         names = make_kernel(kernel, d).hyperparameter_names + ([] if mean is None else ["mean"])
-        _check_keys(axes, names, p, f"hyperparameters.grid (for {data.label!r}, d = {d})")
+        _check_keys(axes, names, p, f"hyperparameters.grid (for {label!r}, d = {d})")
     values = []
     for name, axis in axes.items():
         where = f"hyperparameters.grid.{name}"
@@ -452,7 +463,9 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def _parse_evidence(value: Any, policy: str, p: str) -> dict[str, dict[str, Any]]:
+def _parse_evidence(
+    value: Any, policy: str, engine_labels: list[str], p: str
+) -> dict[str, dict[str, Any]]:
     """Gold-standard evidence estimators, ``[evidence.NAME]``, with their options checked."""
     if not isinstance(value, dict):
         raise _fail(p, "evidence", "must hold one table per estimator, e.g. [evidence.ais]")
@@ -463,6 +476,9 @@ def _parse_evidence(value: Any, policy: str, p: str) -> dict[str, dict[str, Any]
         where = f"evidence.{label}"
         if not isinstance(options, dict):
             raise _fail(p, where, "must be a table of the estimator's options")
+        if label in engine_labels:
+            raise _fail(p, where, f"{label!r} already names an engine: give the estimator "
+                        "another name (and method = 'ais')")  # fmt: skip
         options = dict(options)
         method = options.pop("method", label)
         if method not in EVIDENCE_METHODS:
@@ -474,6 +490,8 @@ def _parse_evidence(value: Any, policy: str, p: str) -> dict[str, dict[str, Any]
         merged = {**EVIDENCE_OPTIONS, **options, "method": method}
         if merged["start"] not in ("ep", "prior"):
             raise _fail(p, f"{where}.start", f"must be 'ep' or 'prior', got {merged['start']!r}")
+        if merged["temperatures"] is None:
+            merged["temperatures"] = 1000 if merged["start"] == "ep" else 2000
         merged["temperatures"] = _int(merged["temperatures"], p, f"{where}.temperatures", 1)
         merged["runs"] = _int(merged["runs"], p, f"{where}.runs", 2)
         if not _is_number(merged["se_max"]) or not merged["se_max"] > 0:
@@ -487,6 +505,11 @@ def _parse_evidence(value: Any, policy: str, p: str) -> dict[str, dict[str, Any]
             recheck["temperatures"] = _int(
                 recheck["temperatures"], p, f"{where}.recheck.temperatures", 1
             )
+            if recheck["temperatures"] <= merged["temperatures"]:
+                raise _fail(
+                    p, f"{where}.recheck.temperatures", "must exceed the first anneal's "
+                    f"{merged['temperatures']} temperatures (it is the longer anneal)"
+                )  # fmt: skip
             for key in ("z", "nats"):
                 if not _is_number(recheck[key]) or recheck[key] < 0:
                     raise _fail(p, f"{where}.recheck.{key}", "must be a number >= 0")
@@ -518,6 +541,3 @@ def _parse_splits(value: Any, p: str) -> dict[str, Any]:
         raise _fail(p, "splits.test_size", f"must be a fraction in (0, 1), got {test_size!r}")
     n_repeats = _int(value.get("n_repeats", 5), p, "splits.n_repeats", 1)
     return {"kind": kind, "test_size": test_size, "n_repeats": n_repeats}
-
-
-# --------------------------------------------------------------------------- jobs

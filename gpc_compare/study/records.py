@@ -25,6 +25,8 @@ def atomic_write(path: Path, data: bytes) -> None:
 
 
 def save_record(record: dict[str, Any], jobs_dir: Path) -> None:
+    """Write a job's record as ``jobs_dir/ID.json`` (its InferenceData, if any, first as
+    ``ID.nc``: a record on disk means the job is complete)."""
     idata = record.pop("_idata_netcdf", None)
     if idata is not None:  # before the record: a record on disk means the job is complete
         atomic_write(jobs_dir / f"{record['id']}.nc", idata)
@@ -46,6 +48,8 @@ def load_records(result_dir: str | os.PathLike[str]) -> dict[str, dict[str, Any]
 
 
 def failure_record(job: Job, exc: BaseException) -> dict[str, Any]:
+    """The record of a job whose worker died or that could not run: status ``"failed"``,
+    the error and its traceback."""
     return {
         "id": job.id,
         "study": job.study,
@@ -63,9 +67,7 @@ def failure_record(job: Job, exc: BaseException) -> dict[str, Any]:
 
 
 def failed_dependency(job: Job, source: Job | None) -> dict[str, Any]:
+    """The record of a job not run because the job whose hyperparameters it needs failed."""
     what = source.describe() if source is not None else job.depends_on
     exc = RuntimeError(f"not run: it needs the hyperparameters of {what}, which failed")
     return failure_record(job, exc)
-
-
-# --------------------------------------------------------------------------- the table

@@ -130,7 +130,7 @@ def run_study(
         if Path(config.path).resolve() != target.resolve():
             shutil.copyfile(config.path, target)
             run_info = {
-                "study_file": _as_typed(config.path),
+                "study_file": _relative_to_cwd(config.path),
                 "scheduler": scheduler,
                 "workers": workers,
             }
@@ -236,8 +236,8 @@ def run_study(
     )
 
 
-def _as_typed(path: str) -> str:
-    """``path`` relative to the working directory when it lies below it (as a user types it)."""
+def _relative_to_cwd(path: str) -> str:
+    """``path`` relative to the working directory when it lies below it (as one would type it)."""
     try:
         return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
     except ValueError:

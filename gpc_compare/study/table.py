@@ -143,8 +143,11 @@ def _row(rec: Mapping[str, Any], metric: str, value: float | None) -> dict[str, 
 
 
 def _against_reference(job, rec, jobs, current, config) -> dict[str, float]:
-    """Latent errors, marginal KL and evidence gap against the reference on this split."""
-    if config.reference is None or job.engine == config.reference:
+    """Latent errors, marginal KL and evidence gap against the reference on this split (and
+    grid point), for an engine that ran at the reference's hyperparameters. Latent moments
+    are compared where both records hold them (none without a test set), evidences where
+    both have one; gold-standard evidence jobs are not compared."""
+    if config.reference is None or job.engine == config.reference or job.kind != "engine":
         return {}
     ref_job = next(
         (
@@ -153,6 +156,7 @@ def _against_reference(job, rec, jobs, current, config) -> dict[str, float]:
             if j.engine == config.reference
             and j.dataset.label == job.dataset.label
             and j.split == job.split
+            and j.point == job.point
         ),
         None,
     )
@@ -164,10 +168,14 @@ def _against_reference(job, rec, jobs, current, config) -> dict[str, float]:
     )
     if not same:  # comparisons only make sense at the same hyperparameters
         return {}
-    a, r = rec["arrays"], ref["arrays"]
-    out = metrics.latent_errors(
-        a["mean_train"], a["var_train"], ref_mean=r["mean_train"], ref_var=r["var_train"]
-    )
+    out: dict[str, float] = {}
+    if "arrays" in rec and "arrays" in ref:
+        a, r = rec["arrays"], ref["arrays"]
+        out.update(
+            metrics.latent_errors(
+                a["mean_train"], a["var_train"], ref_mean=r["mean_train"], ref_var=r["var_train"]
+            )
+        )
     if rec.get("log_evidence") is not None and ref.get("log_evidence") is not None:
         out.update(
             metrics.evidence_gap(

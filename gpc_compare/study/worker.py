@@ -181,13 +181,18 @@ def _run(job: Job, shared: Mapping[str, Any] | None) -> dict[str, Any]:
 
 def _run_evidence(job: Job, shared: Mapping[str, Any] | None) -> dict[str, Any]:
     """A gold-standard evidence estimate: AIS (Neal 2001) from EP's approximation or the
-    prior, annealed again with more temperatures where the first anneal is unhealthy."""
+    prior, annealed again with more temperatures where the first anneal is unhealthy.
+
+    The EP start is EP with its parallel schedule and default tolerances (deterministic,
+    and the same fit as an ``[engines.ep] schedule = "parallel"`` job at these values).
+    """
     X, y, _, _, kernel, mean, origin = _problem(job, shared)
     opts = job.options
     likelihood = get_likelihood(job.likelihood)
     m = 0.0 if mean is None else float(mean)
-    # K as the MCMC engine holds it: with the jitter its Cholesky factor adds
+    # K as the MCMC engine holds it: with the jitter its Cholesky factor adds (formed once)
     L = cholesky(kernel(X), jitter=JITTER, what="kernel matrix K")
+    K = L @ L.T
     y_pm1 = 2.0 * y - 1.0
     start_evidence = None
     with warnings.catch_warnings(record=True) as caught:
@@ -202,7 +207,7 @@ def _run_evidence(job: Job, shared: Mapping[str, Any] | None) -> dict[str, Any]:
 
         def anneal(temperatures: int) -> tuple[float, float]:
             result = ais(
-                L, m, y_pm1, likelihood, sites=sites, temperatures=temperatures,
+                L, m, y_pm1, likelihood, K=K, sites=sites, temperatures=temperatures,
                 runs=opts["runs"], random_seed=np.random.default_rng([job.seed, temperatures]),
             )  # fmt: skip
             return result.log_evidence, result.standard_error
@@ -257,12 +262,13 @@ def _recheck_reason(first: Mapping[str, float], start: float | None, opts) -> st
     recheck = opts["recheck"]
     if recheck is None:
         return None
-    if first["se"] > opts["se_max"]:
-        return f"degenerate: se {first['se']:.2f} > {opts['se_max']}"
+    se = first["se"]
+    if not se <= opts["se_max"]:  # (a NaN se is degenerate too)
+        return f"degenerate: se {se:.2f} > {opts['se_max']}"
     if start is not None:
         gap = abs(start - first["log_evidence"])
-        if gap > recheck["z"] * first["se"] and gap > recheck["nats"]:
-            return f"|start - estimate| = {gap:.2f} nats, {gap / first['se']:.1f} se"
+        if gap > recheck["z"] * se and gap > recheck["nats"]:
+            return f"|start - estimate| = {gap:.2f} nats" + (f", {gap / se:.1f} se" if se else "")
     return None
 
 
