@@ -11,11 +11,17 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from . import ep, laplace, mcmc
+from . import ep, kl, laplace, mcmc, vb
 
 __all__ = ["CAPABILITY_NAMES", "ENGINES", "capabilities", "engines_with", "get_engine"]
 
-ENGINES: dict[str, ModuleType] = {"laplace": laplace, "ep": ep, "mcmc": mcmc}
+ENGINES: dict[str, ModuleType] = {
+    "laplace": laplace,
+    "ep": ep,
+    "kl": kl,
+    "vb": vb,
+    "mcmc": mcmc,
+}
 
 #: What an engine may declare, and what each promise means.
 CAPABILITY_NAMES: dict[str, str] = {

@@ -182,15 +182,8 @@ class EPPosterior(GaussianPosterior):
         """Gradient of the EP evidence (R&W eq. 5.27): at the fixed point the sites' own
         dependence on theta contributes nothing, so
         d log Z / d theta_j = 1/2 alpha^T dK alpha - 1/2 tr(R dK), R = sW B^-1 sW,
-        and d log Z / d m = sum(alpha)."""
-        R = self.sW[:, None] * cho_solve(self.L, np.diag(self.sW))
-        grads = [
-            0.5 * self.alpha @ dK @ self.alpha - 0.5 * np.sum(R * dK)
-            for dK in self.kernel.gradient(self.X)
-        ]
-        if self.mean is not None:
-            grads.append(float(self.alpha.sum()))
-        return np.asarray(grads, dtype=float)
+        and d log Z / d m = sum(alpha) (:meth:`GaussianPosterior.stationary_gradient`)."""
+        return self.stationary_gradient()
 
     def record(self) -> dict[str, Any]:
         """:meth:`Posterior.record`, plus ``loo_log_predictive``."""

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..kernels import Kernel
 from ..likelihoods import Likelihood
-from ..numerics import JITTER, cholesky, solve_lower
+from ..numerics import JITTER, cho_solve, cholesky, solve_lower
 from .base import Convergence, Posterior
 
 if TYPE_CHECKING:
@@ -84,6 +84,24 @@ class GaussianPosterior(Posterior):
         v = solve_lower(self.L, self.sW[:, None] * Ks)  # line 5
         var = self.kernel.diag(Xs) - np.einsum("ij,ij->j", v, v)  # line 6
         return mean, np.maximum(var, 0.0)
+
+    def stationary_gradient(self) -> np.ndarray:
+        """The evidence gradient of an approximation whose own parameters are stationary.
+
+        For EP at its fixed point and for the variational bounds at their optima (KL, VB),
+        the approximation's parameters contribute nothing to the total derivative, and what
+        is left is the derivative of a Gaussian integral at fixed sites (R&W eq. 5.27):
+        d log Z / d theta_j = 1/2 alpha^T dK_j alpha - 1/2 tr(R dK_j), R = sW B^-1 sW,
+        and d log Z / d m = sum(alpha), in the order of ``hyperparameter_names``.
+        """
+        R = self.sW[:, None] * cho_solve(self.L, np.diag(self.sW))
+        grads = [
+            0.5 * self.alpha @ dK @ self.alpha - 0.5 * np.sum(R * dK)
+            for dK in self.kernel.gradient(self.X)
+        ]
+        if self.mean is not None:
+            grads.append(float(self.alpha.sum()))
+        return np.asarray(grads, dtype=float)
 
     def sample_latent(self, draws: int, random_seed: int | np.random.Generator | None = None):
         """Draws of f at the training inputs from the Gaussian posterior, shape (draws, n)."""

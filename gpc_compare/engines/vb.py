@@ -1,0 +1,213 @@
+"""The VB approximation: the Jaakkola-Jordan local variational bound, logistic likelihood.
+
+Each log sigma(z_i), z_i = y_i f_i, is bounded below by a quadratic in f_i (Jaakkola and
+Jordan 2000; Gibbs and MacKay 2000; Bishop 2006 eq. 10.144):
+
+    log sigma(z) >= log sigma(xi) + (z - xi) / 2 - lambda(xi) (z^2 - xi^2),
+    lambda(xi) = tanh(xi / 2) / (4 xi)  (1/8 at xi = 0),
+
+tight at z = +-xi. With it the likelihood is a Gaussian site exp(-1/2 W_i f_i^2 + b_i f_i),
+W_i = 2 lambda(xi_i), b_i = y_i / 2, times exp(c_i), c_i = log sigma(xi_i) - xi_i / 2 +
+lambda(xi_i) xi_i^2, and the evidence has the lower bound
+
+    log Z_VB = sum_i c_i + log int N(f; m, K) exp(-1/2 f^T W f + b^T f) df
+             = sum_i c_i + m sum(b) - m^2 sum(W) / 2 + r^T (mu - m) / 2 - log|B| / 2,
+
+r = b - W m (Nickisch and Rasmussen 2008, section 4.5; the GPML toolbox's ``infVB``).
+The variational parameters are optimised by EM, xi_i^2 = E_q[f_i^2] = mu_i^2 + v_i
+(Bishop eq. 10.163), which never lowers the bound, extrapolated by Anderson's method
+where that raises the bound further. The bound is stationary in xi at its optimum, so its
+gradient in the hyperparameters is that of the Gaussian integral at fixed sites
+(:meth:`GaussianPosterior.stationary_gradient`); the posterior is the shared Gaussian form.
+
+The probit likelihood has no such quadratic bound: ``method="kl"`` is the variational
+method for it.
+"""
+
+from __future__ import annotations
+
+import warnings
+from functools import cached_property
+
+import numpy as np
+
+from .._validation import check_count, check_kernel_matrix, check_positive
+from ..kernels import Kernel
+from ..likelihoods import Likelihood, Logistic
+from ..numerics import log_sigmoid
+from ..posterior import Convergence, GaussianPosterior
+from ._sites import GaussianSites, anderson, gaussian_sites
+
+__all__ = ["VBPosterior", "infer", "jaakkola_lambda"]
+
+#: How this engine is named in messages.
+LABEL = "VB"
+#: Options ``gc.fit(method="vb", ...)`` accepts, with their defaults.
+OPTIONS = {"tol": 1e-10, "xi_tol": 1e-6, "max_iter": 1000, "warm_start": None}
+#: What this engine can do (see :data:`gpc_compare.engines.CAPABILITY_NAMES`).
+CAPABILITIES = frozenset({"evidence", "evidence_gradient", "bound"})
+
+_ANDERSON_MEMORY = 5
+
+
+def jaakkola_lambda(xi: np.ndarray) -> np.ndarray:
+    """lambda(xi) = tanh(xi / 2) / (4 xi), even in xi, 1/8 at 0 (series below 1e-4)."""
+    xi = np.abs(np.asarray(xi, dtype=float))
+    small = xi < 1e-4
+    safe = np.where(small, 1.0, xi)
+    return np.where(small, 0.125 - xi**2 / 96.0, np.tanh(0.5 * safe) / (4.0 * safe))
+
+
+def _bound(K: np.ndarray, y: np.ndarray, m: float, xi: np.ndarray) -> tuple[GaussianSites, float]:
+    """The sites of the bound at ``xi``, q, and log Z_VB (module note)."""
+    lam = jaakkola_lambda(xi)
+    W, b = 2.0 * lam, 0.5 * y
+    q = gaussian_sites(K, m, W, b)
+    c = log_sigmoid(xi) - 0.5 * xi + lam * xi**2
+    r = b - W * m
+    log_z = (
+        float(c.sum())
+        + m * float(b.sum())
+        - 0.5 * m**2 * float(W.sum())
+        + 0.5 * float(r @ (q.mu - m))
+        - 0.5 * q.log_det_B
+    )
+    return q, log_z
+
+
+class VBPosterior(GaussianPosterior):
+    """The VB approximation N(f | mu, (K^-1 + W)^-1), W = 2 lambda(xi): the Posterior
+    contract.
+
+    ``log_marginal_likelihood`` is the Jaakkola-Jordan lower bound on log p(y | X, theta)
+    at its optimal ``xi`` (a bound, not an estimate; never above the KL engine's); its
+    gradient is exact. Extra attributes: ``xi``, ``warm_start``.
+    """
+
+    method = "vb"
+
+    def __init__(self, *args, xi: np.ndarray, v: np.ndarray, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.xi = xi
+        self._v = v
+
+    @cached_property
+    def latent_var(self) -> np.ndarray:
+        return self._v.copy()
+
+    @property
+    def warm_start(self) -> np.ndarray:
+        """xi: pass as ``warm_start`` to start a nearby fit from here."""
+        return self.xi.copy()
+
+    @cached_property
+    def log_marginal_likelihood_gradient(self) -> np.ndarray:
+        """Exact gradient of the bound (stationary in xi at the optimum):
+        :meth:`GaussianPosterior.stationary_gradient`."""
+        return self.stationary_gradient()
+
+
+def infer(
+    X: np.ndarray,
+    y: np.ndarray,
+    kernel: Kernel,
+    likelihood: Likelihood,
+    mean: float | None = None,
+    *,
+    tol: float = OPTIONS["tol"],
+    xi_tol: float = OPTIONS["xi_tol"],
+    max_iter: int = OPTIONS["max_iter"],
+    warm_start: np.ndarray | None = None,
+) -> VBPosterior:
+    """Maximise the Jaakkola-Jordan bound on the evidence over xi at fixed hyperparameters.
+
+    Parameters
+    ----------
+    X, y, kernel, mean
+        As for the Laplace engine (:func:`gpc_compare.engines.laplace.infer`).
+    likelihood : Logistic
+        The logistic likelihood only (ValueError otherwise).
+    tol : float
+        Converged when an iteration raises the bound by less than ``tol`` ...
+    xi_tol : float
+        ... and the EM update would move no xi_i by more than ``xi_tol``.
+    max_iter : int
+        Most iterations (each one Cholesky and one triangular solve); not converging by
+        then warns and is recorded.
+    warm_start : ndarray, shape (n,), optional
+        xi to start from (e.g. ``previous.warm_start``); used if its bound is at least
+        that of xi = 1.
+
+    Returns
+    -------
+    VBPosterior
+    """
+    if not isinstance(likelihood, Logistic):
+        raise ValueError(
+            f"method='vb' takes the logistic likelihood only, got {likelihood.name!r}: the "
+            "Jaakkola-Jordan quadratic bound exists for log sigma(z), and the probit has "
+            "no such bound; use method='kl' (the Gaussian variational bound) for it"
+        )
+    tol, xi_tol = check_positive(tol, "tol"), check_positive(xi_tol, "xi_tol")
+    max_iter = check_count(max_iter, "max_iter")
+    n = X.shape[0]
+    m = 0.0 if mean is None else float(mean)
+    K = check_kernel_matrix(kernel, X)
+    xi = np.ones(n)
+    q, bound = _bound(K, y, m, xi)
+    if warm_start is not None:
+        xi0 = np.abs(np.asarray(warm_start, dtype=float))
+        if xi0.shape != (n,) or not np.all(np.isfinite(xi0)):
+            raise ValueError(f"warm_start must be xi, a finite array of shape ({n},)")
+        q0, bound0 = _bound(K, y, m, xi0)
+        if bound0 >= bound:
+            xi, q, bound = xi0, q0, bound0
+    converged, change, xi_change, accelerated = False, np.inf, np.inf, 0
+    history: list[tuple[np.ndarray, np.ndarray]] = []
+    iterations = 0
+    for iterations in range(1, max_iter + 1):  # noqa: B007 (reported after the loop)
+        xi_em = np.sqrt(q.mu**2 + q.v)  # EM: xi^2 = E_q[f^2] (Bishop eq. 10.163)
+        xi_change = float(np.max(np.abs(xi_em - xi)))
+        noise = 1e-13 * (1.0 + abs(bound))
+        history = [*history[-_ANDERSON_MEMORY:], (xi, xi_em - xi)]
+        new = None
+        if len(history) > 1:
+            trial = np.abs(anderson(history))
+            if np.all(np.isfinite(trial)):
+                q_t, bound_t = _bound(K, y, m, trial)
+                if bound_t >= bound - noise:
+                    new, accelerated = (trial, q_t, bound_t), accelerated + 1
+        if new is None:  # the EM step, which never lowers the bound
+            history = history[-1:]
+            new = (xi_em, *_bound(K, y, m, xi_em))
+        change = new[2] - bound
+        xi, q, bound = new
+        if abs(change) < max(tol, noise) and xi_change < xi_tol:
+            converged = True
+            break
+    if converged:
+        message = (
+            f"converged after {iterations} iterations ({accelerated} extrapolated): bound "
+            f"change {change:.2e}, xi change {xi_change:.2e}"
+        )
+    else:
+        message = (
+            f"not converged after {iterations} iterations (bound change {change:.2e}, xi "
+            f"change {xi_change:.2e}; tol {tol:g}, xi_tol {xi_tol:g}): raise max_iter"
+        )
+        warnings.warn(f"VB {message}", RuntimeWarning, stacklevel=2)
+    return VBPosterior(
+        X,
+        y,
+        kernel,
+        likelihood,
+        mean,
+        K=K,
+        alpha=q.alpha,
+        sW=q.sW,
+        L=q.L,
+        log_marginal_likelihood=bound,
+        convergence=Convergence(converged, iterations, float(change), message),
+        xi=xi,
+        v=q.v,
+    )
