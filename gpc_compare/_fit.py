@@ -38,10 +38,11 @@ def fit(
     y : array_like, shape (n,)
         Binary likelihoods: labels in {0, 1}, {-1, +1} or booleans, both classes present.
         Softmax: any C >= 2 distinct values; sorted, they become ``posterior.classes_``.
-    method : {"laplace", "ep", "mcmc"}
-        The engine (see :mod:`gpc_compare.engines`). With ``likelihood="softmax"``:
-        "laplace" (R&W Alg. 3.3) or "mcmc" (C latent GPs sampled with PyMC); EP is
-        binary only.
+    method : {"laplace", "ep", "kl", "vb", "mcmc"}
+        The engine (see :mod:`gpc_compare.engines`; ``gpc-compare list engines`` shows
+        what each can do). "kl" and "vb" are variational: their evidence is a lower
+        bound; "vb" takes the logistic likelihood only. With ``likelihood="softmax"``:
+        "laplace" (R&W Alg. 3.3) or "mcmc" (C latent GPs sampled with PyMC).
     kernel : Kernel, optional
         Covariance function; ``SquaredExponential(lengthscale=1, variance=1)`` by default.
         With softmax, the C latent functions share it (and its hyperparameters).

@@ -26,8 +26,9 @@ class GPClassifier(ClassifierMixin, BaseEstimator):
 
     Parameters
     ----------
-    method : {"laplace", "ep", "mcmc"}
-        The posterior engine.
+    method : {"laplace", "ep", "kl", "vb", "mcmc"}
+        The posterior engine (``gpc-compare list engines``; "vb" takes the logistic
+        likelihood only).
     kernel : Kernel, optional
         Covariance function; its values are the optimiser's first start.
         Default ``SquaredExponential(1.0, 1.0)``.

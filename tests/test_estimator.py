@@ -27,6 +27,11 @@ def _checks():
     for estimator, check in estimator_checks_generator(gc.GPClassifier(), mark="skip"):
         name = getattr(check, "func", check).__name__
         yield pytest.param(estimator, check, id=name)
+    for method, likelihood in (("kl", "probit"), ("vb", "logistic")):
+        variational = gc.GPClassifier(method=method, likelihood=likelihood)
+        for estimator, check in estimator_checks_generator(variational, mark="skip"):
+            name = getattr(check, "func", check).__name__
+            yield pytest.param(estimator, check, id=f"{method}-{name}")
     softmax = gc.GPClassifier(likelihood="softmax")
     for estimator, check in estimator_checks_generator(softmax, mark="skip"):
         name = getattr(check, "func", check).__name__
@@ -41,13 +46,15 @@ def test_scikit_learn_estimator_checks(estimator, check):
         check(estimator)
 
 
-@pytest.mark.parametrize("method", ["laplace", "ep"])
+@pytest.mark.parametrize("method", ["laplace", "ep", "kl", "vb"])
 def test_same_posterior_as_fit_and_any_two_labels(method):
     X, y = toy_data(n=40, d=2, seed=2)
     labels = np.where(y > 0, "spam", "ham")
     k = SquaredExponential(1.0, 2.0)
-    clf = gc.GPClassifier(method=method, kernel=k, optimizer=None).fit(X, labels)
-    post = gc.fit(X, y, method=method, kernel=k)
+    lik = "logistic" if method == "vb" else "probit"  # (VB: logistic only)
+    clf = gc.GPClassifier(method=method, kernel=k, likelihood=lik, optimizer=None)
+    clf.fit(X, labels)
+    post = gc.fit(X, y, method=method, kernel=k, likelihood=lik)
     np.testing.assert_array_equal(clf.classes_, ["ham", "spam"])
     np.testing.assert_allclose(clf.predict_proba(X)[:, 1], post.predict_proba(X), rtol=1e-12)
     lp = clf.predict_log_proba(X)

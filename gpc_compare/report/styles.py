@@ -24,14 +24,15 @@ REFERENCE_METRICS = {
 ENGINE_STYLE = {
     "laplace": ("tab:blue", "o", "Laplace"),
     "ep": ("tab:orange", "s", "EP"),
+    "kl": ("tab:red", "v", "KL"),
+    "vb": ("tab:brown", "P", "VB"),
     "mcmc": ("tab:green", "^", "MCMC"),
 }
 
 
 _EXTRA_STYLES = [
     ("tab:purple", "D"),
-    ("tab:red", "v"),
-    ("tab:brown", "P"),
+    ("tab:gray", "h"),
     ("tab:pink", "X"),
     ("tab:olive", "<"),
     ("tab:cyan", ">"),
