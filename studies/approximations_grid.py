@@ -34,8 +34,16 @@ import pandas as pd
 from gpc_compare.provenance import versions_text
 from gpc_compare.study import StudyConfig, expand, load_records, load_study, run_study
 
-STUDY = Path(__file__).with_suffix(".toml")
+#: The two grids, by likelihood: each a study file and a subdirectory of the output. VB
+#: (the Jaakkola-Jordan bound) exists for the logistic likelihood only.
+STUDIES = {
+    "probit": Path(__file__).with_suffix(".toml"),
+    "logistic": Path(__file__).with_name("approximations_grid_logistic.toml"),
+}
 WORKERS = 2
+#: The approximations a grid may hold, in the order shown, and the gold standard.
+APPROXIMATIONS = {"laplace": "Laplace", "ep": "EP", "kl": "KL (bound)", "vb": "VB (bound)"}
+GOLD = {"ais": "AIS (gold standard)"}
 #: AIS estimates with se below this are the tightly determined ones (a second summary)
 SE_TIGHT = 0.1
 
@@ -54,6 +62,7 @@ class Settings(NamedTuple):
     z: float
     nats: float
     seed: int
+    likelihood: str
 
 
 def settings(config: StudyConfig) -> Settings:
@@ -72,6 +81,7 @@ def settings(config: StudyConfig) -> Settings:
         z=ais["recheck"]["z"],
         nats=ais["recheck"]["nats"],
         seed=config.seed,
+        likelihood=config.likelihood,
     )
 
 
@@ -134,8 +144,28 @@ def frames(config: StudyConfig, result_dir: Path) -> tuple[pd.DataFrame, pd.Data
 
 
 # --------------------------------------------------------------------------- the study
-def run(output: Path, *, study: Path = STUDY, workers: int = WORKERS) -> None:
-    """Run (or resume) the grid study into ``output`` and write its figures and README."""
+def present(df: pd.DataFrame) -> list[str]:
+    """The approximations in a grid's table, in the order shown."""
+    return [m for m in APPROXIMATIONS if m in set(df.method)]
+
+
+def run(output: Path, *, study: Path | None = None, workers: int = WORKERS) -> None:
+    """Run (or resume) the grid studies and write their figures and READMEs.
+
+    With ``study``, that one study into ``output``; otherwise each of :data:`STUDIES` into
+    ``output/LIKELIHOOD``, and an index ``output/README.md``.
+    """
+    output = Path(output)
+    if study is not None:
+        run_one(output, study, workers=workers)
+        return
+    for likelihood, path in STUDIES.items():
+        run_one(output / likelihood, path, workers=workers)
+    write_index(output)
+
+
+def run_one(output: Path, study: Path, *, workers: int = WORKERS) -> None:
+    """Run (or resume) one grid study into ``output`` and write its figures and README."""
     output = Path(output)
     config = dataclasses.replace(load_study(study), name=output.name)
     s = settings(config)
@@ -148,7 +178,8 @@ def run(output: Path, *, study: Path = STUDY, workers: int = WORKERS) -> None:
     df.to_csv(output / "grid.csv", index=False)
     check.to_csv(output / "ais_check.csv", index=False)
     title = (
-        f"Probit GPC, isotropic SE kernel: log evidence over a {s.grid_size} grid\nstratified "
+        f"{s.likelihood.capitalize()} GPC, isotropic SE kernel: log evidence over a "
+        f"{s.grid_size} grid\nstratified "
         f"subsample of <= {s.n_max} cases per data set, standardised inputs\nAIS from EP, "
         f"R={s.runs}, T={s.temperatures} (T={s.temperatures_long} where degenerate or off EP)"
     )
@@ -167,7 +198,7 @@ def run(output: Path, *, study: Path = STUDY, workers: int = WORKERS) -> None:
     info["task_seconds"] = df.groupby("method").seconds.sum().round(1).to_dict()
     info["check_ais_seconds"] = round(float(check.ais_long_seconds.sum()), 1) if len(check) else 0
     info_path.write_text(json.dumps(info, indent=1))
-    write_readme(output, df, summary, check, info, s)
+    write_readme(output, df, summary, check, info, s, study)
     print(summary.to_string())
 
 
@@ -184,10 +215,11 @@ def plot_contours(df: pd.DataFrame, path: Path, title: str, s: Settings) -> None
     from matplotlib.figure import Figure
 
     names = list(dict.fromkeys(df.dataset))
-    fig = Figure(figsize=(13, 3.4 * len(names)), layout="constrained")
+    methods = present(df)
+    labels = {**{m: APPROXIMATIONS[m] for m in methods}, **GOLD}
+    fig = Figure(figsize=(4.3 * len(labels), 3.4 * len(names)), layout="constrained")
     FigureCanvasAgg(fig)
-    axes = fig.subplots(len(names), 3, squeeze=False)
-    labels = {"laplace": "Laplace", "ep": "EP", "ais": "AIS (gold standard)"}
+    axes = fig.subplots(len(names), len(labels), squeeze=False)
     checked_label = f"T={s.temperatures_long} anneal"
     for r, name in enumerate(names):
         n = int(df[df.dataset == name].n.iloc[0])
@@ -195,7 +227,7 @@ def plot_contours(df: pd.DataFrame, path: Path, title: str, s: Settings) -> None
         _, _, ok = _surface(df, name, "ais", "converged")
         ok = ok.astype(bool)
         values = np.concatenate(
-            [surfaces[m][2].ravel() / n for m in ("laplace", "ep")] + [surfaces["ais"][2][ok] / n]
+            [surfaces[m][2].ravel() / n for m in methods] + [surfaces["ais"][2][ok] / n]
         )
         # levels at depths 0.0025 * 2^k per case below the row's maximum (as K&R's plots,
         # dense near the top), one colour per band
@@ -242,14 +274,15 @@ def plot_gaps(df: pd.DataFrame, path: Path, title: str, s: Settings) -> None:
     from matplotlib.figure import Figure
 
     names = list(dict.fromkeys(df.dataset))
-    fig = Figure(figsize=(12, 3.6 * len(names)), layout="constrained")
+    methods = present(df)
+    fig = Figure(figsize=(6.0 * len(methods), 3.6 * len(names)), layout="constrained")
     FigureCanvasAgg(fig)
-    axes = fig.subplots(len(names), 2, squeeze=False)
+    axes = fig.subplots(len(names), len(methods), squeeze=False)
     for r, name in enumerate(names):
         le, ls, Zais = _surface(df, name, "ais")
         ok = _surface(df, name, "ais", "converged")[2].astype(bool)
         checked = _surface(df, name, "ais", "checked")[2].astype(bool)
-        for c, method in enumerate(("laplace", "ep")):
+        for c, method in enumerate(methods):
             ax = axes[r, c]
             gap = np.ma.masked_array(_surface(df, name, method)[2] - Zais, ~ok)
             vmax = max(float(np.abs(gap).max()) if gap.count() else 1.0, 1e-3)
@@ -266,7 +299,7 @@ def plot_gaps(df: pd.DataFrame, path: Path, title: str, s: Settings) -> None:
                     ax.text(le[i], ls[j], text, ha="center", va="center", fontsize=7,
                             color="white" if dark else "black")  # fmt: skip
             fig.colorbar(mesh, ax=ax, label="nats")
-            label = "Laplace" if method == "laplace" else "EP"
+            label = APPROXIMATIONS[method].removesuffix(" (bound)")
             ax.set_title(
                 f"{name}: {label} - AIS\n(*: AIS T={s.temperatures_long}; "
                 f"grey: AIS se > {s.se_max})",
@@ -288,7 +321,7 @@ def summarise(df: pd.DataFrame) -> pd.DataFrame:
         ok = _surface(df, name, "ais", "converged")[2].astype(bool)
         row: dict[str, Any] = {"dataset": name, "ais_reliable": int(ok.sum()), "points": ok.size}
         k_ais = np.unravel_index(np.argmax(np.where(ok, ais, -np.inf)), ais.shape)
-        for method in ("ais", "laplace", "ep"):
+        for method in ("ais", *present(df)):
             Z = _surface(df, name, method)[2]
             k = k_ais if method == "ais" else np.unravel_index(np.argmax(Z), Z.shape)
             row[f"{method}_argmax"] = (float(le[k[1]]), float(ls[k[0]]))
@@ -305,7 +338,7 @@ def summarise(df: pd.DataFrame) -> pd.DataFrame:
                 row[f"{method}_gap_at_ais_argmax"] = float(Z[k_ais] - ais[k_ais])
         tight = ok & (se <= SE_TIGHT)
         row["tight_points"] = int(tight.sum())
-        for method in ("laplace", "ep"):
+        for method in present(df):
             gap = np.where(tight, _surface(df, name, method)[2] - ais, np.nan)
             kk = np.unravel_index(np.nanargmax(np.abs(gap)), gap.shape)
             row[f"{method}_max_abs_gap_tight"] = float(np.abs(gap[kk]))
@@ -341,6 +374,37 @@ def _check_sentence(check: pd.DataFrame, s: Settings) -> str:
     return text
 
 
+def _table(header: list[str], rows: list[list]) -> list[str]:
+    return [
+        "| " + " | ".join(header) + " |",
+        "|" + "---|" * len(header),
+        *("| " + " | ".join(str(c) for c in row) + " |" for row in rows),
+    ]
+
+
+def _counts(flagged: pd.DataFrame) -> str:
+    values = sorted(set(flagged.log_sf))
+    counts = flagged.groupby("log_sf").size().tolist()
+    return f"{', '.join(f'{v:.2f}' for v in values)} (counts {', '.join(map(str, counts))})"
+
+
+def write_index(output: Path) -> None:
+    """``output/README.md``: what the two grids are, and where each one's page is."""
+    lines = [
+        "# Evidence over a hyperparameter grid: Laplace, EP, KL, VB against AIS",
+        "",
+        "Kuss and Rasmussen (2005, Fig. 4) and Nickisch and Rasmussen (2008, Fig. 7) on six "
+        "benchmarks, for two likelihoods (VB's Jaakkola-Jordan bound exists for the logistic "
+        "only):",
+        "",
+        *(f"- [{lik}]({lik}/README.md): `studies/{path.name}`" for lik, path in STUDIES.items()),
+        "",
+        "Both run with `gpc-compare run studies/approximations_grid.py`.",
+        "",
+    ]
+    (output / "README.md").write_text("\n".join(lines))
+
+
 def _pt(p: tuple[float, float]) -> str:
     return f"({p[0]:.2f}, {p[1]:.2f})"
 
@@ -352,23 +416,32 @@ def write_readme(
     check: pd.DataFrame,
     info: dict,
     s: Settings,
+    study: Path,
 ) -> None:
     """README.md: set-up, the numbers per data set, the verdict, how to regenerate."""
     cpu = info["task_seconds"]
     ais = df[df.method == "ais"]
-    ep_nc = df[(df.method == "ep") & ~df.converged.astype(bool)]
-    la_nc = df[(df.method == "laplace") & ~df.converged.astype(bool)]
+    methods = present(df)
+    names = {m: APPROXIMATIONS[m].removesuffix(" (bound)") for m in methods}
+    described = {
+        "laplace": "Laplace (R&W eq. 3.32)",
+        "ep": "EP (parallel schedule, R&W eq. 3.65)",
+        "kl": "the KL lower bound (Opper and Archambeau 2009)",
+        "vb": "the VB (Jaakkola-Jordan) lower bound",
+    }
     lines = [
-        "# Laplace and EP evidence against AIS over a hyperparameter grid",
+        f"# {' and '.join(names.values())} evidence against AIS over a hyperparameter grid "
+        f"({s.likelihood})",
         "",
         "The evidence part of Kuss and Rasmussen (2005, Fig. 4) and Nickisch and Rasmussen "
-        "(2008, Fig. 7): log p(y | X, theta) of a probit GP classifier with an isotropic "
-        "squared-exponential kernel and zero mean, by Laplace (R&W eq. 3.32), EP (parallel "
-        "schedule, R&W eq. 3.65) and annealed importance sampling started from EP's "
-        f"approximation (the gold standard), over a {s.grid_size} grid of log length-scale in "
+        f"(2008, Fig. 7): log p(y | X, theta) of a {s.likelihood} GP classifier with an "
+        "isotropic squared-exponential kernel and zero mean, by "
+        + ", ".join(described[m] for m in methods)
+        + " and annealed importance sampling started from EP's approximation (the gold "
+        f"standard), over a {s.grid_size} grid of log length-scale in "
         f"[{s.log_ell[0]:g}, {s.log_ell[-1]:g}] and log sigma_f in [{s.log_sf[0]:g}, "
         f"{s.log_sf[-1]:g}]. The study runs through the study runner "
-        '(`studies/approximations_grid.toml`: `policy = "grid"`, `splits.kind = "none"`, an '
+        f'(`studies/{study.name}`: `policy = "grid"`, `splits.kind = "none"`, an '
         "`[evidence.ais]` estimator); this page and its figures come from "
         "`studies/approximations_grid.py`.",
         "",
@@ -397,75 +470,91 @@ def write_readme(
         "Gaps are in nats (log evidence, not per case), over the grid points where AIS is "
         "reliable; positions are (log ell, log sigma_f).",
         "",
-        "| data set | n | d | AIS reliable | AIS se median / max | max abs(EP - AIS) at "
-        "| EP - AIS range | max abs(Laplace - AIS) at | Laplace - AIS range |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
-    for _, r in summary.iterrows():
-        n, d = df[df.dataset == r.dataset][["n", "d"]].iloc[0]
-        lines.append(
-            f"| {r.dataset} | {n} | {d} | {r.ais_reliable}/{r.points} | "
-            f"{r.ais_se_median:.3f} / {r.ais_se_max_reliable:.3f} | "
-            f"{r.ep_max_abs_gap:.2f} at {_pt(r.ep_max_abs_gap_at)} | "
-            f"[{r.ep_gap_min:.2f}, {r.ep_gap_max:.2f}] | "
-            f"{r.laplace_max_abs_gap:.1f} at {_pt(r.laplace_max_abs_gap_at)} | "
-            f"[{r.laplace_gap_min:.1f}, {r.laplace_gap_max:.2f}] |"
-        )
-    lines += [
+        *_table(
+            ["data set", "n", "d", "AIS reliable", "AIS se median / max"]
+            + [
+                h
+                for m in methods
+                for h in (f"max abs({names[m]} - AIS) at", f"{names[m]} - AIS range")
+            ],
+            [
+                [
+                    r.dataset,
+                    *df[df.dataset == r.dataset][["n", "d"]].iloc[0].tolist(),
+                    f"{r.ais_reliable}/{r.points}",
+                    f"{r.ais_se_median:.3f} / {r.ais_se_max_reliable:.3f}",
+                ]
+                + [
+                    c
+                    for m in methods
+                    for c in (
+                        f"{r[f'{m}_max_abs_gap']:.2f} at {_pt(r[f'{m}_max_abs_gap_at'])}",
+                        f"[{r[f'{m}_gap_min']:.2f}, {r[f'{m}_gap_max']:.2f}]",
+                    )
+                ]
+                for _, r in summary.iterrows()
+            ],
+        ),  # fmt: skip
         "",
         f"The same over the points where AIS's se <= {SE_TIGHT} (AIS tightly determined):",
         "",
-        "| data set | points | max abs(EP - AIS) at | max abs(Laplace - AIS) at |",
-        "|---|---|---|---|",
-    ]
-    for _, r in summary.iterrows():
-        lines.append(
-            f"| {r.dataset} | {r.tight_points} | {r.ep_max_abs_gap_tight:.2f} at "
-            f"{_pt(r.ep_gap_tight_at)} | {r.laplace_max_abs_gap_tight:.1f} at "
-            f"{_pt(r.laplace_gap_tight_at)} |"
-        )
-    lines += [
+        *_table(
+            ["data set", "points"] + [f"max abs({names[m]} - AIS) at" for m in methods],
+            [
+                [r.dataset, r.tight_points]
+                + [
+                    f"{r[f'{m}_max_abs_gap_tight']:.2f} at {_pt(r[f'{m}_gap_tight_at'])}"
+                    for m in methods
+                ]
+                for _, r in summary.iterrows()
+            ],
+        ),  # fmt: skip
         "",
         "Maxima of each surface (log evidence; AIS over its reliable points) and each "
         "approximation's error at AIS's maximum:",
         "",
-        "| data set | AIS argmax (max) | EP argmax (max) | Laplace argmax (max) "
-        "| EP - AIS at AIS argmax | Laplace - AIS at AIS argmax |",
-        "|---|---|---|---|---|---|",
-    ]
-    for _, r in summary.iterrows():
-        lines.append(
-            f"| {r.dataset} | {_pt(r.ais_argmax)} ({r.ais_max:.2f}) | "
-            f"{_pt(r.ep_argmax)} ({r.ep_max:.2f}) | {_pt(r.laplace_argmax)} "
-            f"({r.laplace_max:.2f}) | {r.ep_gap_at_ais_argmax:.2f} | "
-            f"{r.laplace_gap_at_ais_argmax:.2f} |"
-        )
-    flagged = ais[~ais.converged.astype(bool)]
-    lines += [
+        *_table(
+            ["data set", "AIS argmax (max)"]
+            + [f"{names[m]} argmax (max)" for m in methods]
+            + [f"{names[m]} - AIS at AIS argmax" for m in methods],
+            [
+                [r.dataset, f"{_pt(r.ais_argmax)} ({r.ais_max:.2f})"]
+                + [f"{_pt(r[f'{m}_argmax'])} ({r[f'{m}_max']:.2f})" for m in methods]
+                + [f"{r[f'{m}_gap_at_ais_argmax']:.2f}" for m in methods]
+                for _, r in summary.iterrows()
+            ],
+        ),  # fmt: skip
         "",
-        f"AIS still degenerate at {len(flagged)} of {len(ais)} points; their log sigma_f: "
-        f"{', '.join(f'{v:.2f}' for v in sorted(set(flagged.log_sf)))} (counts "
-        f"{', '.join(str(c) for c in flagged.groupby('log_sf').size().tolist())}). "
-        f"EP not converged at {len(ep_nc)} points, Laplace at {len(la_nc)}.",
+        f"AIS still degenerate at {len(ais[~ais.converged.astype(bool)])} of {len(ais)} points; "
+        "their log sigma_f: "
+        + _counts(ais[~ais.converged.astype(bool)])
+        + ". Not converged: "
+        + ", ".join(
+            f"{names[m]} at {int((~df[df.method == m].converged.astype(bool)).sum())} points"
+            for m in methods
+        )
+        + ".",
         "",
         "## Finding",
         "",
-        DISCUSSION.strip(),
+        DISCUSSIONS.get(s.likelihood, "(not written yet)").strip(),
         "",
         "## Files",
         "",
-        "- `grid.csv`: one row per data set, grid point and method (laplace, ep, ais): "
+        f"- `grid.csv`: one row per data set, grid point and method ({', '.join(methods)}, ais): "
         "log_evidence (AIS: the gold standard, the longer anneal where one was made), se "
         f"(AIS), seconds, converged (AIS: se <= {s.se_max}), checked (AIS annealed again), "
         "warnings.",
         f"- `ais_check.csv`: the points annealed again: EP, AIS at T = {s.temperatures} and at "
         f"T = {s.temperatures_long} with standard errors and times, and why.",
         "- `summary.csv`: the numbers above, one row per data set.",
-        "- `evidence_contours.png`: log evidence / n, Laplace | EP | AIS, the same contour "
+        f"- `evidence_contours.png`: log evidence / n, {' | '.join(names.values())} | AIS, "
+        "the same contour "
         "levels within a row (dense near the maximum), the maximum crossed; in the AIS column "
         f"dots mark the T = {s.temperatures_long} estimates, circles the points still "
         "degenerate (masked).",
-        "- `evidence_gaps.png`: Laplace - AIS and EP - AIS in nats at each grid point "
+        f"- `evidence_gaps.png`: {', '.join(f'{v} - AIS' for v in names.values())} in nats "
+        "at each grid point "
         "(diverging colours centred at 0, one colour scale per panel; * = AIS at T = "
         f"{s.temperatures_long}; grey = AIS still degenerate).",
         "- `results.csv`, `jobs.csv`, `jobs/`: the study runner's tidy table, job list and "
@@ -490,7 +579,8 @@ def write_readme(
     (output / "README.md").write_text("\n".join(lines))
 
 
-DISCUSSION = """
+DISCUSSIONS = {}
+DISCUSSIONS["probit"] = """
 **The literature's verdict holds, with the exceptions noted.** (Numbers from the tables above;
 "tight" = AIS se <= 0.1.)
 
