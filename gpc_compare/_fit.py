@@ -29,7 +29,8 @@ def fit(
     objective: str = "evidence",
     **options,
 ) -> Posterior:
-    """Approximate the posterior of a GP classifier (binary, or C classes with softmax).
+    """Approximate the posterior of a GP classifier (binary, or C classes with softmax), or
+    of GP regression with the Gaussian likelihood.
 
     Parameters
     ----------
@@ -38,6 +39,7 @@ def fit(
     y : array_like, shape (n,)
         Binary likelihoods: labels in {0, 1}, {-1, +1} or booleans, both classes present.
         Softmax: any C >= 2 distinct values; sorted, they become ``posterior.classes_``.
+        Gaussian: real values (finite); no label checks.
     method : {"laplace", "ep", "kl", "vb", "mcmc"}
         The engine (see :mod:`gpc_compare.engines`; ``gpc-compare list engines`` shows
         what each can do). "kl" and "vb" are variational: their evidence is a lower
@@ -46,9 +48,12 @@ def fit(
     kernel : Kernel, optional
         Covariance function; ``SquaredExponential(lengthscale=1, variance=1)`` by default.
         With softmax, the C latent functions share it (and its hyperparameters).
-    likelihood : {"probit", "logistic", "softmax"} or Likelihood
+    likelihood : {"probit", "logistic", "softmax", "gaussian"} or Likelihood
         "softmax" gives a :class:`~gpc_compare.posterior.MulticlassPosterior` with one
         latent GP per class (Williams and Barber 1998; R&W section 3.5).
+        ``Gaussian(variance=s2)`` (or "gaussian", s2 = 1) is GP regression: exact with
+        Laplace and EP; ``predict_proba`` is then refused (use ``predict_latent`` or
+        ``log_predictive``).
     mean : float or None
         Constant prior mean. A number makes it a hyperparameter (named ``"mean"``, last in
         ``hyperparameter_names``, fitted when ``optimize``); None is a fixed zero mean.
@@ -87,7 +92,7 @@ def fit(
         if X.shape[0] != y.shape[0]:
             raise ValueError(f"X has {X.shape[0]} samples but y has {y.shape[0]} labels")
     else:
-        X, y = check_Xy(X, y)
+        X, y = check_Xy(X, y, regression=lik.regression)
     engine = get_engine(method)
     unknown = sorted(set(options) - set(engine.OPTIONS))
     if unknown:

@@ -12,6 +12,7 @@ __all__ = [
     "check_kernel_matrix",
     "check_labels",
     "check_positive",
+    "check_targets",
 ]
 
 
@@ -96,6 +97,37 @@ def check_labels(y: object, *, name: str = "y", both_classes: bool = True) -> np
     return values
 
 
+def check_targets(y: object, *, name: str = "y") -> np.ndarray:
+    """Real-valued regression targets: a finite, non-empty numeric 1-D float array (a single
+    column is flattened), or a ValueError naming the problem."""
+    if y is None:
+        raise ValueError(f"{name} is None; expected a 1-D array of real-valued targets")
+    arr = np.asarray(y)
+    if arr.ndim == 2 and arr.shape[1] == 1:
+        arr = arr[:, 0]
+    if arr.ndim != 1:
+        raise ValueError(
+            f"{name} must be a 1-D array of real-valued targets, got shape {arr.shape}"
+        )
+    if arr.size == 0:
+        raise ValueError(f"{name} is empty")
+    if arr.dtype == bool or arr.dtype.kind not in "iuf":
+        raise ValueError(
+            f"{name} must hold real numbers (regression targets for the Gaussian likelihood), "
+            f"got dtype {arr.dtype}"
+        )
+    values = arr.astype(float)
+    bad = ~np.isfinite(values)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        what = "NaN" if np.isnan(values[i]) else "infinity"
+        raise ValueError(
+            f"{name} contains NaN or infinity ({int(bad.sum())} entries; the first, {what}, "
+            f"at index {i})"
+        )
+    return values
+
+
 def check_class_labels(
     y: object, *, name: str = "y", classes: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -147,10 +179,11 @@ def check_class_labels(
     return pos[codes].astype(int), classes
 
 
-def check_Xy(X: object, y: object) -> tuple[np.ndarray, np.ndarray]:
-    """Check a training set: X as in :func:`check_X`, y as in :func:`check_labels`."""
+def check_Xy(X: object, y: object, *, regression: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Check a training set: X as in :func:`check_X`, y as in :func:`check_labels` (binary
+    labels), or with ``regression`` as in :func:`check_targets` (real values)."""
     X = check_X(X)
-    y = check_labels(y)
+    y = check_targets(y) if regression else check_labels(y)
     if X.shape[0] != y.shape[0]:
         raise ValueError(f"X has {X.shape[0]} samples but y has {y.shape[0]} labels")
     return X, y

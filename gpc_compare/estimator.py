@@ -33,6 +33,7 @@ class GPClassifier(ClassifierMixin, BaseEstimator):
         Covariance function; its values are the optimiser's first start.
         Default ``SquaredExponential(1.0, 1.0)``.
     likelihood : {"probit", "logistic", "softmax"} or Likelihood
+        Not the Gaussian likelihood (regression): use :func:`gpc_compare.fit` for that.
     mean : float or None
         Constant prior mean (a hyperparameter when a number), as in :func:`gpc_compare.fit`.
     optimizer : {"fmin_l_bfgs_b"} or None
@@ -80,6 +81,11 @@ class GPClassifier(ClassifierMixin, BaseEstimator):
 
     def fit(self, X, y) -> GPClassifier:
         """Fit the posterior (and, with ``optimizer``, the hyperparameters) to (X, y)."""
+        if get_likelihood(self.likelihood).regression:
+            raise ValueError(
+                "GPClassifier is a classifier: the Gaussian likelihood is for regression; "
+                "use gpc_compare.fit(X, y, likelihood=Gaussian(variance=...)) instead"
+            )
         X, y = validate_data(self, X, y, dtype=np.float64)
         check_classification_targets(y)
         self.classes_ = np.unique(y)

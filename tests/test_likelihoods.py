@@ -7,7 +7,7 @@ import mpmath
 import numpy as np
 import pytest
 
-from gpc_compare.likelihoods import Likelihood, Logistic, Probit, get_likelihood
+from gpc_compare.likelihoods import Gaussian, Likelihood, Logistic, Probit, get_likelihood
 
 LIKELIHOODS = [Probit(), Logistic()]
 F_GRID = np.array([-30.0, -8.0, -2.0, -0.3, 0.0, 0.7, 3.0, 9.0, 30.0])
@@ -164,3 +164,114 @@ def test_get_likelihood():
         get_likelihood("cauchit")
     with pytest.raises(ValueError, match="non-negative"):
         Probit().log_predictive(1.0, 0.0, -1.0)
+
+
+# ------------------------------------------------------------------- Gaussian (regression)
+GAUSS_CASES = [
+    (0.1, 0.3, -0.2, 0.5),
+    (1.0, -2.0, 1.0, 2.0),
+    (2.5, 4.0, -1.0, 0.01),
+    (0.3, 0.0, 3.0, 50.0),
+]
+
+
+def _gauss_integral(fun, m, v):
+    """int fun(f) N(f | m, v) df by adaptive quadrature (scipy), over +-40 sd."""
+    from scipy import integrate
+
+    sd = np.sqrt(v)
+
+    def integrand(f):
+        return fun(f) * np.exp(-0.5 * (f - m) ** 2 / v) / np.sqrt(2 * np.pi * v)
+
+    return integrate.quad(integrand, m - 40 * sd, m + 40 * sd, points=[m], limit=400,
+                          epsabs=0.0, epsrel=1e-13)[0]  # fmt: skip
+
+
+@pytest.mark.parametrize("s2", [0.05, 1.0, 7.0])
+def test_gaussian_derivatives_match_finite_differences(s2):
+    lik = Gaussian(variance=s2)
+    f = np.linspace(-4.0, 4.0, 17)
+    y = np.full_like(f, 0.7)
+    derivs = lik.derivatives(y, f)
+    np.testing.assert_allclose(derivs[0], lik.log_prob(y, f), rtol=1e-15)
+    expected = -0.5 * np.log(2 * np.pi * s2) - (y - f) ** 2 / (2 * s2)
+    np.testing.assert_allclose(derivs[0], expected, rtol=1e-14)
+    h = 1e-5
+    for k in range(3):
+        numeric = (lik.derivatives(y, f + h)[k] - lik.derivatives(y, f - h)[k]) / (2 * h)
+        np.testing.assert_allclose(
+            derivs[k + 1], numeric, rtol=1e-7, atol=1e-7, err_msg=f"d{k + 1}"
+        )
+    assert np.all(derivs[3] == 0.0) and derivs[2].shape == f.shape
+
+
+@pytest.mark.parametrize(("s2", "y", "m", "v"), GAUSS_CASES)
+def test_gaussian_tilted_moments_and_predictive_equal_integration(s2, y, m, v):
+    lik = Gaussian(variance=s2)
+
+    def p(f):
+        return np.exp(lik.log_prob(y, f))
+
+    Z = _gauss_integral(p, m, v)
+    mean = _gauss_integral(lambda f: f * p(f), m, v) / Z
+    var = _gauss_integral(lambda f: (f - mean) ** 2 * p(f), m, v) / Z
+    log_z, t_mean, t_var = lik.tilted_moments(np.array([y]), np.array([m]), np.array([v]))
+    assert log_z[0] == pytest.approx(np.log(Z), rel=1e-10, abs=1e-10)
+    assert t_mean[0] == pytest.approx(mean, rel=1e-9, abs=1e-10)
+    assert t_var[0] == pytest.approx(var, rel=1e-8)
+    assert lik.log_predictive(y, m, v) == pytest.approx(np.log(Z), rel=1e-10, abs=1e-10)
+
+
+@pytest.mark.parametrize(("s2", "y", "m", "v"), GAUSS_CASES)
+def test_gaussian_expected_log_prob_equals_integration(s2, y, m, v):
+    lik = Gaussian(variance=s2)
+    E, dm, dv = lik.expected_log_prob(np.array([y]), np.array([m]), np.array([v]))
+    assert E[0] == pytest.approx(_gauss_integral(lambda f: lik.log_prob(y, f), m, v), rel=1e-10)
+    h = 1e-5
+    num_dm = (lik.expected_log_prob(y, m + h, v)[0] - lik.expected_log_prob(y, m - h, v)[0]) / (
+        2 * h
+    )
+    num_dv = (lik.expected_log_prob(y, m, v + h)[0] - lik.expected_log_prob(y, m, v - h)[0]) / (
+        2 * h
+    )
+    assert dm[0] == pytest.approx(float(num_dm), rel=1e-7, abs=1e-8)
+    assert dv[0] == pytest.approx(float(num_dv), rel=1e-7)
+    assert dm[0] == pytest.approx((y - m) / s2, rel=1e-14) and dv[0] == -0.5 / s2
+
+
+def test_gaussian_point_mass_and_broadcasting():
+    lik = Gaussian(variance=0.5)
+    log_z, mean, var = lik.tilted_moments(np.array([1.0, 2.0]), 0.3, 0.0)
+    np.testing.assert_allclose(log_z, lik.log_prob(np.array([1.0, 2.0]), 0.3))
+    assert np.all(mean == 0.3) and np.all(var == 0.0)
+    assert lik.log_predictive(np.zeros((3, 1)), np.zeros(4), 1.0).shape == (3, 4)
+
+
+@pytest.mark.parametrize("bad", [0.0, -1.0, np.nan, np.inf, "big", None])
+def test_gaussian_variance_must_be_positive_and_finite(bad):
+    with pytest.raises(ValueError, match="variance must be a positive finite number"):
+        Gaussian(variance=bad)
+
+
+def test_gaussian_refuses_class_probabilities_and_the_probit_approximation():
+    lik = Gaussian(variance=2.0)
+    with pytest.raises(ValueError, match="Gaussian likelihood is for regression"):
+        lik.predict_proba(np.zeros(2), np.ones(2))
+    with pytest.raises(ValueError, match="probit approximation"):
+        lik.log_predictive(0.0, 0.0, 1.0, integration="probit_approximation")
+    with pytest.raises(ValueError, match="integration must be one of"):
+        lik.log_predictive(0.0, 0.0, 1.0, integration="laplace")
+    with pytest.raises(ValueError, match="non-negative"):
+        lik.log_predictive(0.0, 0.0, -1.0)
+
+
+def test_get_gaussian_likelihood():
+    import gpc_compare as gc
+
+    lik = get_likelihood("gaussian")
+    assert isinstance(lik, Gaussian) and lik.variance == 1.0
+    assert (lik.name, lik.latent_dim, lik.regression) == ("gaussian", 1, True)
+    assert gc.likelihoods.Gaussian is Gaussian
+    assert not Probit().regression and not Logistic().regression
+    assert repr(Gaussian(0.25)) == "Gaussian(variance=0.25)"

@@ -104,3 +104,52 @@ def test_bad_options_raise_a_named_value_error(kwargs, message):
 def test_a_kernel_scale_beyond_double_precision_says_so():
     with pytest.raises(np.linalg.LinAlgError, match="too large for double precision"):
         gc.fit(X, Y, kernel=gc.kernels.Linear(1e300))
+
+
+# ------------------------------------------------------ the Gaussian likelihood (regression)
+Y_REAL = np.sin(X[:, 0]) + 0.1 * X[:, 1]
+
+
+@pytest.mark.parametrize(
+    ("y", "message"),
+    [
+        (np.r_[np.nan, Y_REAL[1:]], r"y contains NaN or infinity .* NaN, at index 0"),
+        (np.r_[Y_REAL[:3], -np.inf, Y_REAL[4:]], r"y contains NaN .* infinity, at index 3"),
+        (Y_REAL[:9], "X has 10 samples but y has 9 labels"),
+        (np.ones((10, 2)), "y must be a 1-D array of real-valued targets"),
+        (np.array(["a", "b"] * 5), "y must hold real numbers"),
+        (np.zeros(10, dtype=bool), "y must hold real numbers"),
+        (None, "y is None"),
+    ],
+)
+def test_gaussian_targets_are_checked(y, message):
+    with pytest.raises(ValueError, match=message):
+        gc.fit(X, y, likelihood=gc.likelihoods.Gaussian(variance=0.5))
+
+
+def test_gaussian_takes_real_targets_without_label_checks():
+    lik = gc.likelihoods.Gaussian(variance=0.5)
+    # a single "class", values outside {0, 1} and {-1, +1}: all fine for regression
+    for y in (Y_REAL, np.full(10, 3.0), np.arange(10), Y_REAL[:, None]):
+        post = gc.fit(X, y, likelihood=lik)
+        assert post.y.dtype == float and post.y.shape == (10,)
+    post = gc.fit(X, Y_REAL, likelihood="gaussian")
+    lp = post.log_predictive(X[:3], np.array([0.25, -1.7, 12.0]))
+    assert lp.shape == (3,) and np.all(np.isfinite(lp))
+    with pytest.raises(ValueError, match="ys contains NaN"):
+        post.log_predictive(X[:2], np.array([0.0, np.nan]))
+    with pytest.raises(ValueError, match="Xs has 3 samples but ys has 2"):
+        post.log_predictive(X[:3], np.array([0.0, 1.5]))
+    with pytest.raises(ValueError, match="regression"):
+        post.predict_proba(X[:3])
+    idata = post.to_inference_data(draws=10, random_seed=0)
+    np.testing.assert_array_equal(idata.observed_data["y"].values, Y_REAL)
+    # and the binary likelihoods still insist on labels
+    with pytest.raises(ValueError, match="binary labels"):
+        gc.fit(X, Y_REAL)
+
+
+def test_the_classifier_refuses_the_gaussian_likelihood():
+    for lik in ("gaussian", gc.likelihoods.Gaussian(variance=0.1)):
+        with pytest.raises(ValueError, match="GPClassifier is a classifier"):
+            gc.GPClassifier(likelihood=lik).fit(X, (Y > 0).astype(int))

@@ -4,9 +4,11 @@ At fixed hyperparameters the model is written non-centred, f = m + L v with v ~ 
 and L = chol(K) computed once outside the graph, or by default (``parameterization``) in
 the eigenbasis of K above the jitter level, whitened by the Laplace approximation
 (:mod:`._whitening`): fewer dimensions, cheaper gradients and shorter NUTS trajectories;
-the likelihood is log Phi(y f) through PyMC's stable log normal CDF (probit) or a
-Bernoulli with ``logit_p = f`` (logistic). NUTS runs on nutpie's compiled backend when
-nutpie is installed, otherwise on PyMC's own sampler (``nuts_sampler`` chooses).
+the likelihood is log Phi(y f) through PyMC's stable log normal CDF (probit), a
+Bernoulli with ``logit_p = f`` (logistic), or a Normal with mean f and the noise
+variance (Gaussian: GP regression, sampled for checking against its closed form). NUTS
+runs on nutpie's compiled backend when nutpie is installed, otherwise on PyMC's own
+sampler (``nuts_sampler`` chooses).
 
 The draws are returned as a :class:`~gpc_compare.posterior.SamplePosterior`, which
 predicts by conditioning every draw on the GP; their convergence is judged by
@@ -33,7 +35,7 @@ from .._validation import check_kernel_matrix
 from ..diagnostics import Diagnostics, check_complete, diagnose
 from ..evidence import ais
 from ..kernels import Kernel
-from ..likelihoods import Likelihood, Logistic, Probit, Softmax
+from ..likelihoods import Gaussian, Likelihood, Logistic, Probit, Softmax
 from ..numerics import JITTER, cholesky
 from ..posterior import Convergence, SamplePosterior, SoftmaxSamplePosterior
 from . import ep, laplace
@@ -200,9 +202,9 @@ def infer(
     progressbar : bool
         Show PyMC's progress bar.
     """
-    if not isinstance(likelihood, Probit | Logistic | Softmax):
+    if not isinstance(likelihood, Probit | Logistic | Softmax | Gaussian):
         raise ValueError(
-            "the MCMC engine supports the probit, logistic and softmax likelihoods, "
+            "the MCMC engine supports the probit, logistic, softmax and Gaussian likelihoods, "
             f"not {likelihood!r}"
         )
     sampler = nuts_sampler or _default_sampler()
@@ -282,6 +284,8 @@ def infer(
         if isinstance(likelihood, Probit):
             # log Phi(y f) through PyMC's stable log normal CDF (exact in the tails)
             pm.Potential("log_likelihood", normal_lcdf(0.0, 1.0, y * f).sum())
+        elif isinstance(likelihood, Gaussian):
+            pm.Normal("y", mu=f, sigma=np.sqrt(likelihood.variance), observed=y, dims="obs")
         else:
             pm.Bernoulli("y", logit_p=f, observed=(y > 0).astype(int), dims="obs")
     idata, diagnostics = _sample(

@@ -4,7 +4,8 @@ Every likelihood is a :class:`Likelihood`, whose ``latent_dim`` says how many la
 it takes per input. Binary likelihoods (probit, logistic; ``latent_dim = 1``) take y in
 {-1, +1} and one latent value per input; the softmax likelihood (:class:`Softmax`) takes
 class indices 0..C-1 and C latent values per input (R&W section 3.5); it lives in
-:mod:`.softmax`.
+:mod:`.softmax`. The Gaussian likelihood (:class:`Gaussian`, ``regression = True``) takes
+real-valued y: with it every engine is GP regression, in closed form for Laplace and EP.
 
 - Laplace asks for ``log_prob`` and its first three derivatives in f
   (:meth:`Likelihood.derivatives`; the third enters the evidence gradient, R&W eq. 5.23).
@@ -13,7 +14,7 @@ class indices 0..C-1 and C latent values per input (R&W section 3.5); it lives i
 - Prediction asks for the integral log int p(y | f) N(f | m, v) df
   (:meth:`Likelihood.log_predictive`; R&W eq. 3.25, Bishop 4.145).
 
-The probit likelihood answers the last two in closed form. Everything else falls back
+The probit and Gaussian likelihoods answer the last two in closed form. Everything else falls back
 to quadrature: a trapezoid rule centred on the mode of the tilted integrand and
 spanning twelve prior standard deviations either side, accurate for any mean and
 variance, with the sum taken in log space, so that log p(y* | x*) is exact even where
@@ -24,19 +25,30 @@ from __future__ import annotations
 
 from .base import Likelihood
 from .binary import Logistic, Probit
+from .gaussian import Gaussian
 from .softmax import SOFTMAX_MC_SAMPLES, Softmax
 
-__all__ = ["SOFTMAX_MC_SAMPLES", "Likelihood", "Logistic", "Probit", "Softmax", "get_likelihood"]
+__all__ = [
+    "SOFTMAX_MC_SAMPLES",
+    "Gaussian",
+    "Likelihood",
+    "Logistic",
+    "Probit",
+    "Softmax",
+    "get_likelihood",
+]
 
 _LIKELIHOODS: dict[str, type[Likelihood]] = {
     "probit": Probit,
     "logistic": Logistic,
     "softmax": Softmax,
+    "gaussian": Gaussian,  # variance 1.0; pass Gaussian(variance=s2) for another
 }
 
 
 def get_likelihood(likelihood: str | Likelihood) -> Likelihood:
-    """A likelihood object from its name ("probit", "logistic", "softmax") or the object."""
+    """A likelihood object from its name ("probit", "logistic", "softmax", "gaussian": the
+    last with variance 1.0) or the object."""
     if isinstance(likelihood, Likelihood):
         return likelihood
     if isinstance(likelihood, str) and likelihood.lower() in _LIKELIHOODS:

@@ -33,10 +33,14 @@ class Likelihood(ABC):
         Latent values per input: 1 for a binary likelihood; for :class:`Softmax` the number
         of classes C, or None while C is not yet known (it comes from the labels at fit
         time). Test ``likelihood.latent_dim != 1`` for "one latent function per class".
+    regression : bool
+        True when y is real-valued (:class:`Gaussian`): no labels, no class probability.
+        The label checks ({-1, +1}, both classes) apply only where it is False.
     """
 
     name: str = "likelihood"
     latent_dim: int | None = 1
+    regression: bool = False
 
     @abstractmethod
     def log_prob(self, y: np.ndarray, f: np.ndarray) -> np.ndarray:

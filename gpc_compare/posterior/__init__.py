@@ -16,7 +16,8 @@ Every engine (``gc.fit(X, y, method=...)``) returns a :class:`Posterior`:
 ``predict_latent(Xs)``
     Mean and variance of the latent f* at new inputs.
 ``predict_proba(Xs)``
-    P(y = +1 | x, data), shape (n,).
+    P(y = +1 | x, data), shape (n,); refused (ValueError) for the Gaussian likelihood,
+    which is regression: there ``log_predictive`` takes real-valued ys.
 ``log_predictive(Xs, ys)``
     log p(y* | x*, data), computed in log space (never from a clipped probability).
 ``to_inference_data()``

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from .._validation import check_labels, check_X
+from .._validation import check_labels, check_targets, check_X
 from ..kernels import Kernel
 from ..likelihoods import Likelihood
 
@@ -200,9 +200,13 @@ class Posterior(ABC):
         return check_X(Xs, name="Xs", n_features=self.X.shape[1])
 
     def _check_test_set(self, Xs: np.ndarray, ys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Test inputs and labels (one class allowed), or a ValueError naming the problem."""
+        """Test inputs and labels (one class allowed), or real-valued targets for the
+        Gaussian likelihood, or a ValueError naming the problem."""
         Xs = self._check_Xs(Xs)
-        ys = check_labels(ys, name="ys", both_classes=False)
+        if self.likelihood.regression:
+            ys = check_targets(ys, name="ys")
+        else:
+            ys = check_labels(ys, name="ys", both_classes=False)
         if ys.shape[0] != Xs.shape[0]:
             raise ValueError(f"Xs has {Xs.shape[0]} samples but ys has {ys.shape[0]} labels")
         return Xs, ys

@@ -2,7 +2,8 @@
 
 Prediction conditions every draw of f on the GP: f* | f ~ N(m + K*^T K^-1 (f - m),
 k** - K*^T K^-1 K*) (R&W eq. 2.19 with the draw as noise-free observations), integrates
-the link against that Gaussian per draw (closed form for probit) and averages over draws.
+the link against that Gaussian per draw (closed form for probit and Gaussian) and
+averages over draws.
 :class:`SamplePosterior` is the binary form, :class:`SoftmaxSamplePosterior` the form for
 C classes; :class:`_Draws` holds what they share: the draws, the sampler's InferenceData,
 K and its factor, the convergence diagnostics.
@@ -19,7 +20,7 @@ import xarray as xr
 from scipy.special import logsumexp
 
 from ..kernels import Kernel
-from ..likelihoods import Likelihood, Probit, Softmax
+from ..likelihoods import Gaussian, Likelihood, Probit, Softmax
 from ..numerics import JITTER, cho_solve, cholesky
 from .base import Convergence, Posterior
 from .multiclass import MulticlassPosterior
@@ -182,7 +183,8 @@ class SamplePosterior(_Draws, Posterior):
         return means.mean(axis=0), var.mean(axis=0) + means.var(axis=0)
 
     def _draws_for_integration(self, means: np.ndarray, var: np.ndarray):
-        if isinstance(self.likelihood, Probit) or means.shape[0] <= _MAX_QUADRATURE_DRAWS:
+        closed_form = isinstance(self.likelihood, Probit | Gaussian)
+        if closed_form or means.shape[0] <= _MAX_QUADRATURE_DRAWS:
             return means, var
         idx = np.linspace(0, means.shape[0] - 1, _MAX_QUADRATURE_DRAWS).round().astype(int)
         return means[idx], (var if var.shape[0] == 1 else var[idx])

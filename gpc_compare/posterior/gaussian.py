@@ -116,8 +116,9 @@ class GaussianPosterior(Posterior):
         """Draws from the Gaussian posterior of f as an InferenceData.
 
         Groups: ``posterior`` (variable ``f``, one chain, dimension ``obs``),
-        ``observed_data`` (``y`` in {-1, +1}); ``attrs`` name the method, kernel and
-        likelihood and give the log marginal likelihood.
+        ``observed_data`` (``y``: in {-1, +1}, or real for the Gaussian likelihood);
+        ``attrs`` name the method, kernel and likelihood and give the log marginal
+        likelihood.
         """
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", FutureWarning)  # arviz's refactor notice
