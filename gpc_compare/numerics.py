@@ -24,7 +24,9 @@ __all__ = [
     "chol_B",
     "cholesky",
     "log_phi",
+    "log_phi_d2",
     "log_sigmoid",
+    "log_sigmoid_d2",
     "newton_1d",
     "probit_ratio",
     "sigmoid",
@@ -43,6 +45,10 @@ _SQRT_HALF = float(np.sqrt(0.5))
 # precision for every z <= -3.
 _CF_Z = -4.0
 _CF_TERMS = 80
+# Below -_ASYMPTOTIC_T, log_phi_d2 takes z + r(z) from the asymptotic series of the Mills
+# ratio, whose terms (2k - 1)!! / t^(2k) are below 3e-16 by k = 11 there.
+_ASYMPTOTIC_T = 20.0
+_ASYMPTOTIC_TERMS = 11
 
 
 def log_phi(z: np.ndarray | float) -> np.ndarray:
@@ -96,6 +102,53 @@ def probit_ratio(z: np.ndarray | float) -> tuple[np.ndarray, np.ndarray, np.ndar
         # 2 e1 - e2 = 2 (e3 - e2) / ((t + e2)(t + e3)); e3 - e2 ~ 1/t does not cancel
         curvature_gap[far] = 2.0 * e1 * e1 * (e3 - e2) / (t + e3)
     return r, gap, curvature_gap
+
+
+def log_phi_d2(z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """log Phi(z) and its first two derivatives r(z) and -r(z) (z + r(z)), elementwise.
+
+    A faster relative of :func:`log_phi` and :func:`probit_ratio` for quadrature nodes:
+    one call of the scaled complementary error function w = erfcx(|z| / sqrt 2) gives
+    Phi(-|z|) = w exp(-z^2 / 2) / 2, hence log Phi(z) = log(w / 2) - z^2 / 2 for z < 0 and
+    log1p(-Phi(-z)) for z >= 0, and r = sqrt(2 / pi) / w for z < 0. Below z = -20 the
+    difference z + r would lose about log10(z^2) digits, so it comes from the asymptotic
+    series of the Mills ratio (Abramowitz and Stegun 26.2.12), t R(t) = 1 - u S(u) with
+    u = 1/t^2, t = -z, S(u) = 1 - 3u + 15u^2 - ...: z + r = t u S / (1 - u S).
+    Every output is accurate to about 1e-13 relative for every finite z.
+    """
+    z = np.asarray(z, dtype=float)
+    half_z2 = 0.5 * z * z
+    w = special.erfcx(np.abs(z) * _SQRT_HALF)
+    neg = z < 0
+    lower_tail = 0.5 * w * np.exp(-half_z2)  # Phi(-|z|)
+    g = np.where(neg, np.log(0.5 * w) - half_z2, np.log1p(-lower_tail))
+    r = np.where(neg, _SQRT_2_OVER_PI / w, np.exp(-half_z2 - 0.5 * LOG_2PI) / (1.0 - lower_tail))
+    gap = z + r
+    far = z < -_ASYMPTOTIC_T
+    if np.any(far):
+        t = -z[far]
+        u = 1.0 / (t * t)
+        series = np.ones_like(t)
+        for k in range(2 * _ASYMPTOTIC_TERMS - 1, 1, -2):
+            series = 1.0 - k * u * series
+        us = u * series
+        gap[far] = t * us / (1.0 - us)
+        r[far] = t + gap[far]
+    return g, r, -r * gap
+
+
+def log_sigmoid_d2(f: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """log sigma(f) and its first two derivatives sigma(-f) and -sigma(f) sigma(-f).
+
+    From e = exp(-|f|) alone: log sigma(f) = min(f, 0) - log1p(e), sigma(-f) = e / (1 + e)
+    for f >= 0 and 1 / (1 + e) otherwise, sigma(f) sigma(-f) = e / (1 + e)^2; each exact to
+    a few ulp for every finite f, without overflow.
+    """
+    f = np.asarray(f, dtype=float)
+    e = np.exp(-np.abs(f))
+    d = 1.0 + e
+    g = np.minimum(f, 0.0) - np.log1p(e)
+    return g, np.where(f >= 0, e, 1.0) / d, -e / (d * d)
 
 
 def log_sigmoid(f: np.ndarray | float) -> np.ndarray:

@@ -8,6 +8,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from ..numerics import LOG_2PI
+from ._expectation import gaussian_expectations
 
 __all__ = ["Likelihood"]
 
@@ -97,6 +98,61 @@ class Likelihood(ABC):
         """
         y, mean, var = _broadcast(y, mean, var)
         return self._tilted_moments(y, mean, var)
+
+    def expected_log_prob(
+        self, y: np.ndarray | float, mean: np.ndarray, var: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """E_q[log p(y | f)] for q(f) = N(mean, var), elementwise, with its derivatives.
+
+        The expected log likelihood of a Gaussian variational posterior (the KL method:
+        Opper and Archambeau 2009; Nickisch and Rasmussen 2008, section 4.4). Its
+        gradients are Gaussian expectations too (Opper and Archambeau 2009, eqs. 9-10;
+        Bonnet's and Price's theorems):
+
+            dE/dmean = E_q[d log p / df],   dE/dvar = 1/2 E_q[d^2 log p / df^2].
+
+        All three are computed by one quadrature rule (:mod:`._expectation`): Gauss-Hermite
+        where sqrt(var) <= 1, else composite Gauss-Legendre over mean +- 10 sqrt(var) with
+        panels geometric about f = 0, where the log likelihood bends (100 to 240 nodes a
+        site, fixed per group of sites, no loop over sites). Accurate to about 1e-13
+        relative (absolute where the value is below one) for |mean| up to 1e3 and var up to
+        1e6, against 30-digit integration (tests/test_expectation.py).
+
+        Parameters
+        ----------
+        y : array_like
+            Labels in {-1, +1}, broadcast against ``mean`` and ``var``.
+        mean, var : array_like
+            Moments of q; ``var`` must be non-negative (var = 0 gives log p(y | mean) and
+            its derivatives, exactly) and, like ``mean``, finite.
+
+        Returns
+        -------
+        E, dE_dmean, dE_dvar : ndarray
+            Of the broadcast shape.
+
+        Raises
+        ------
+        ValueError
+            If a variance is negative or a moment is not finite.
+        """
+        y, mean, var = _broadcast(y, mean, var)
+        if not (np.all(np.isfinite(mean)) and np.all(np.isfinite(var))):
+            raise ValueError("the latent mean and variance must be finite")
+        shape = mean.shape
+        y_flat = y.ravel()
+
+        def nodes(idx: np.ndarray, f: np.ndarray):
+            return self._log_prob_d2(np.broadcast_to(y_flat[idx, None], f.shape), f)
+
+        e0, e1, e2 = gaussian_expectations(nodes, mean.ravel(), var.ravel())
+        return e0.reshape(shape), e1.reshape(shape), 0.5 * e2.reshape(shape)
+
+    def _log_prob_d2(
+        self, y: np.ndarray, f: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """log p(y | f) and its first two derivatives in f (the quadrature's integrands)."""
+        return self.derivatives(y, f)[:3]
 
     # --------------------------------------------------------------- implementations
     def _log_predictive(self, y: np.ndarray, mean: np.ndarray, var: np.ndarray) -> np.ndarray:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..numerics import log_phi, log_sigmoid, probit_ratio, sigmoid
+from ..numerics import log_phi, log_phi_d2, log_sigmoid, log_sigmoid_d2, probit_ratio, sigmoid
 from .base import Likelihood
 
 __all__ = ["Logistic", "Probit"]
@@ -24,6 +24,10 @@ class Probit(Likelihood):
         z = y * np.asarray(f, dtype=float)
         r, gap, curvature_gap = probit_ratio(z)
         return log_phi(z), y * r, -r * gap, y * r * curvature_gap
+
+    def _log_prob_d2(self, y, f):
+        g, r, curvature = log_phi_d2(y * f)
+        return g, y * r, curvature
 
     def _log_predictive(self, y, mean, var):
         # int Phi(y f) N(f | m, v) df = Phi(y m / sqrt(1 + v))  (R&W eq. 3.82)
@@ -62,6 +66,10 @@ class Logistic(Likelihood):
         p, q = sigmoid(f), sigmoid(-f)
         W = p * q
         return log_sigmoid(y * f), y * sigmoid(-y * f), -W, -W * (q - p)
+
+    def _log_prob_d2(self, y, f):
+        g, d1, d2 = log_sigmoid_d2(y * f)
+        return g, y * d1, d2
 
     def _log_predictive_probit_approximation(self, y, mean, var):
         kappa = 1.0 / np.sqrt(1.0 + np.pi * var / 8.0)  # Bishop 4.154

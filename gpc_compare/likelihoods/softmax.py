@@ -31,7 +31,8 @@ class Softmax(Likelihood):
     A :class:`Likelihood` with ``latent_dim = C``: ``Softmax(n_classes=C)`` fixes C (the
     engines then refuse labels with another number of classes); ``Softmax()`` leaves it to
     the labels (``latent_dim`` None until then). The binary parts of the base class
-    (:meth:`derivatives`, :meth:`tilted_moments`, :meth:`quadrature`) do not apply: the
+    (:meth:`derivatives`, :meth:`tilted_moments`, :meth:`quadrature`,
+    :meth:`expected_log_prob`) do not apply: the
     multi-class Laplace engine works with the softmax's full Hessian itself (R&W Alg. 3.3),
     and EP here is binary only.
 
@@ -192,6 +193,11 @@ class Softmax(Likelihood):
 
     def tilted_moments(self, y, mean, var):
         raise NotImplementedError("EP's tilted moments are binary only here")
+
+    def expected_log_prob(self, y, mean, var):
+        raise NotImplementedError(
+            "the expected log likelihood under one Gaussian latent value is binary only"
+        )
 
     def quadrature(self, y, mean, var):
         raise NotImplementedError(
