@@ -11,14 +11,15 @@ up their monotone fixed-point iterations.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
-import scipy.linalg
+from scipy.linalg import lapack
 
-from ..numerics import cho_solve, chol_B
+from ..numerics import cho_solve, chol_B, solve_lower
 
-__all__ = ["GaussianSites", "anderson", "gaussian_sites"]
+__all__ = ["GaussianSites", "anderson", "gaussian_sites", "marginal_variances"]
 
 
 class GaussianSites(NamedTuple):
@@ -52,15 +53,47 @@ class GaussianSites(NamedTuple):
 
 def gaussian_sites(K: np.ndarray, m: float, W: np.ndarray, b: np.ndarray) -> GaussianSites:
     """q(f) ∝ N(f; m, K) exp(-1/2 f^T W f + b^T f): one Cholesky of B and one triangular
-    solve for the marginal variances (as EP's parallel sweep)."""
+    inverse for the marginal variances (:func:`marginal_variances`, as EP's sweep)."""
     sW = np.sqrt(W)
     L = chol_B(K, sW)
     r = b - W * m
     alpha = r - sW * cho_solve(L, sW * (K @ r))
-    A = scipy.linalg.solve_triangular(L, sW[:, None] * K, lower=True, check_finite=False)
-    v = np.maximum(np.diag(K) - np.einsum("ij,ij->j", A, A), 0.0)  # diag Sigma (Alg. 3.2)
+    v = np.maximum(marginal_variances(K, W, sW, L), 0.0)
     log_det_B = 2.0 * float(np.log(np.diag(L)).sum())
     return GaussianSites(W, b, sW, L, alpha, m + K @ alpha, v, log_det_B)
+
+
+def marginal_variances(
+    K: np.ndarray,
+    W: np.ndarray,
+    sW: np.ndarray,
+    L: np.ndarray,
+    V: Callable[[], np.ndarray] | None = None,
+) -> np.ndarray:
+    """diag(Sigma), Sigma = (K^-1 + W)^-1, at the cost of a triangular inverse rather than
+    V = L^-1 sW K (R&W Alg. 3.2 line 5).
+
+    Sigma = W^-1/2 (I - B^-1) W^-1/2, so W_i Sigma_ii = 1 - [B^-1]_ii, with diag(B^-1) the
+    column sums of (L^-1)^2. Where W_i Sigma_ii < 1e-4 (weak or absent sites) that
+    difference would cancel, so those Sigma_ii come from K_ii - |L^-1 sW K e_i|^2 instead;
+    if they are many, from V for every site (``V()`` when the caller keeps it).
+    """
+    n = K.shape[0]
+    if not np.any(W):  # no site carries information yet: Sigma = K
+        return np.diag(K).copy()
+    Linv = lapack.dtrtri(L, lower=1)[0]
+    ts = 1.0 - np.einsum("ij,ij->j", Linv, Linv)  # W_i Sigma_ii
+    strong = (W > 0) & (ts > 1e-4)
+    weak = np.flatnonzero(~strong)
+    if weak.size > n // 8:
+        full = solve_lower(L, sW[:, None] * K) if V is None else V()
+        return np.diag(K) - np.einsum("ij,ij->j", full, full)
+    d = np.empty(n)
+    d[strong] = ts[strong] / W[strong]
+    if weak.size:
+        Vw = Linv @ (sW[:, None] * K[:, weak])
+        d[weak] = K[weak, weak] - np.einsum("ij,ij->j", Vw, Vw)
+    return d
 
 
 def anderson(history: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:

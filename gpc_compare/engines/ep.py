@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 import scipy.linalg
-from scipy.linalg import blas, lapack
+from scipy.linalg import blas
 from threadpoolctl import threadpool_limits
 
 from .._validation import check_count, check_kernel_matrix, check_positive
@@ -39,6 +39,7 @@ from ..kernels import Kernel
 from ..likelihoods import Likelihood, Probit
 from ..numerics import cho_solve, chol_B, probit_ratio, solve_lower
 from ..posterior import Convergence, GaussianPosterior
+from ._sites import marginal_variances
 
 __all__ = ["EPPosterior", "infer"]
 
@@ -108,29 +109,8 @@ class _SiteState:
         )
 
     def _diag_sigma(self) -> np.ndarray:
-        """diag(Sigma) at the cost of a triangular inverse rather than V = L^-1 sW K.
-
-        Sigma = T~^-1/2 (I - B^-1) T~^-1/2, so ttau_i Sigma_ii = 1 - [B^-1]_ii, with
-        diag(B^-1) the column sums of (L^-1)^2. Where ttau_i Sigma_ii < 1e-4 (weak or
-        absent sites) that difference would cancel, so those Sigma_ii come from
-        K_ii - |L^-1 sW K e_i|^2 instead; if they are many, from V for every site.
-        """
-        K, sW, ttau = self.K, self.sW, self.ttau
-        n = K.shape[0]
-        if not np.any(ttau):  # no site carries information yet: Sigma = K
-            return np.diag(K).copy()
-        Linv = lapack.dtrtri(self.L, lower=1)[0]
-        ts = 1.0 - np.einsum("ij,ij->j", Linv, Linv)  # ttau_i Sigma_ii
-        strong = (ttau > 0) & (ts > 1e-4)
-        weak = np.flatnonzero(~strong)
-        if weak.size > n // 8:
-            return np.diag(K) - np.einsum("ij,ij->j", self.V, self.V)
-        d = np.empty(n)
-        d[strong] = ts[strong] / ttau[strong]
-        if weak.size:
-            Vw = Linv @ (sW[:, None] * K[:, weak])
-            d[weak] = K[weak, weak] - np.einsum("ij,ij->j", Vw, Vw)
-        return d
+        """diag(Sigma) from a triangular inverse (:func:`._sites.marginal_variances`)."""
+        return marginal_variances(self.K, self.ttau, self.sW, self.L, lambda: self.V)
 
     @cached_property
     def V(self) -> np.ndarray:

@@ -72,7 +72,7 @@ class _State(NamedTuple):
 def _state(K, y, lik, m, W, b) -> _State:
     """q(f) ∝ N(f; m, K) prod_i exp(-1/2 W_i f_i^2 + b_i f_i) and its ELBO (module note)."""
     q = gaussian_sites(K, m, W, b)
-    expected = _expected(lik, y, q.mu, q.v)
+    expected = lik.expected_log_prob(y, q.mu, q.v)
     kl = 0.5 * (q.log_det_B + float(q.alpha @ (q.mu - m)) - float(W @ q.v))
     return _State(q, expected, float(expected[0].sum()) - kl)
 
@@ -225,13 +225,3 @@ def infer(
         b=state.q.b,
         v=state.q.v,
     )
-
-
-def _expected(lik, y, mu, v):  # TEMPORARY until likelihoods gain expected_log_prob
-    if hasattr(lik, "expected_log_prob"):
-        return lik.expected_log_prob(y, mu, v)
-    x, w = np.polynomial.hermite.hermgauss(100)
-    f = mu[:, None] + np.sqrt(2.0 * v)[:, None] * x[None, :]
-    lp, d1, d2, _ = lik.derivatives(np.broadcast_to(y[:, None], f.shape), f)
-    w = w / np.sqrt(np.pi)
-    return lp @ w, d1 @ w, 0.5 * (d2 @ w)
