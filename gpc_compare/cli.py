@@ -274,6 +274,7 @@ def _list_command(args: argparse.Namespace) -> int:
             doc = (module.__doc__ or "").strip().splitlines()[0]
             print(f"  {name:<8} {doc}")
             print(f"  {'':<8} can: {', '.join(sorted(capabilities(name)))}")
+            print(f"  {'':<8} takes: {', '.join(sorted(module.LIKELIHOODS))}")
     if args.what in ("studies", "all"):
         print(f"Studies ({args.studies_dir}/*.toml and *.py; run with gpc-compare run FILE):")
         studies = list_studies(args.studies_dir)

@@ -417,8 +417,8 @@ def test_engine_variants_by_label(tmp_path: Path) -> None:
     assert [j.method for j in jobs] == ["ep", "ep"]
     assert jobs[0].options == {"objective": "loo_fixed_sites"}
     good = path.read_text()
-    path.write_text(good.replace('method = "ep"', 'method = "vb"'))
-    with pytest.raises(study.StudyError, match=r"engines\.ep_loo\.method: unknown engine 'vb'"):
+    path.write_text(good.replace('method = "ep"', 'method = "nope"'))
+    with pytest.raises(study.StudyError, match=r"engines\.ep_loo\.method: unknown engine 'nope'"):
         study.load_study(path)
     path.write_text(good.replace("[engines.laplace]", '[engines.laplace]\nobjective = "loo"'))
     with pytest.raises(study.StudyError, match=r"engines\.laplace\.objective: the LOO"):

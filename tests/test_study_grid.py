@@ -73,7 +73,7 @@ def small(tmp_path_factory: pytest.TempPathFactory):
 def test_the_committed_study_is_the_classic_grid() -> None:
     config = load_study(SCRIPT.with_suffix(".toml"))
     assert config.policy == "grid" and config.splits == {"kind": "none"}
-    assert len(config.grid) == 49 and len(expand(config)) == 6 * 49 * 3
+    assert len(config.grid) == 49 and len(expand(config)) == 6 * 49 * 4  # laplace, ep, kl, ais
     assert sorted({p["log_lengthscale"] for p in config.grid}) == pytest.approx(
         np.linspace(0, 5, 7)
     )
@@ -215,6 +215,7 @@ def test_an_evidence_estimator_runs_at_the_source_engines_values(tmp_path: Path)
         (("[evidence.ais]\n", '[evidence.ep]\nmethod = "ais"\n'), r"evidence\.ep: 'ep' already"),
         (("temperatures = 1000", "temperatures = 100"), r"recheck\.temperatures: must exceed"),
         (("log_variance = {", "mean = [0.0, 1.0]\nlog_variance = {"), r"grid\.mean: a grid over"),
+        (("[engines.laplace]\n", "[engines.laplace]\n\n[engines.vb]\n"), r"engines\.vb: the 'vb'"),
     ],
 )
 def test_evidence_labels_rechecks_and_mean_axes_are_checked(tmp_path: Path, edit, message):

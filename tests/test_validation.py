@@ -32,7 +32,7 @@ X, Y = toy_data(n=10, d=2)
         ({"X": np.zeros((10, 0))}, "X has 0 features"),
         ({"X": [["a", "b"]] * 10}, "X must be numeric"),
         ({"X": None}, "X is None"),
-        ({"method": "vb"}, "method must be one of"),
+        ({"method": "nope"}, "method must be one of"),
         ({"likelihood": "cauchit"}, "likelihood must be one of"),
         ({"kernel": "rbf"}, "kernel must be a gpc_compare Kernel"),
         ({"kernel": SquaredExponential([1.0, 1.0, 1.0])}, "3 length-scales but X has 2 columns"),

@@ -58,6 +58,8 @@ OPTIONS = {
 }
 #: What this engine can do (see :data:`gpc_compare.engines.CAPABILITY_NAMES`).
 CAPABILITIES = frozenset({"evidence", "evidence_gradient", "loo"})
+#: The likelihoods it takes (by name).
+LIKELIHOODS = frozenset({"probit", "logistic", "gaussian"})
 
 _SCHEDULES = ("sequential", "parallel")
 

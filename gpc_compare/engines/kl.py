@@ -54,6 +54,8 @@ LABEL = "KL"
 OPTIONS = {"tol": 1e-10, "site_tol": 1e-6, "max_iter": 1000, "warm_start": None}
 #: What this engine can do (see :data:`gpc_compare.engines.CAPABILITY_NAMES`).
 CAPABILITIES = frozenset({"evidence", "evidence_gradient", "bound"})
+#: The likelihoods it takes (by name).
+LIKELIHOODS = frozenset({"probit", "logistic", "gaussian"})
 
 # the smallest step before the iteration gives up (the ELBO cannot be raised further)
 _MIN_STEP = 1e-12

@@ -41,6 +41,8 @@ LABEL = "Laplace"
 OPTIONS = {"tol": 1e-10, "max_iter": 100, "warm_start": None}
 #: What this engine can do (see :data:`gpc_compare.engines.CAPABILITY_NAMES`).
 CAPABILITIES = frozenset({"evidence", "evidence_gradient", "multiclass"})
+#: The likelihoods it takes (by name).
+LIKELIHOODS = frozenset({"probit", "logistic", "gaussian", "softmax"})
 
 
 class LaplacePosterior(GaussianPosterior):

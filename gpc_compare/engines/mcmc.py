@@ -67,6 +67,8 @@ OPTIONS = {
 #: What this engine can do (see :data:`gpc_compare.engines.CAPABILITY_NAMES`); its
 #: evidence (AIS) is optional (``evidence=True``), so "evidence" is not among them.
 CAPABILITIES = frozenset({"draws", "multiclass", "hyperparameter_sampling", "reference"})
+#: The likelihoods it takes (by name).
+LIKELIHOODS = frozenset({"probit", "logistic", "gaussian", "softmax"})
 
 #: Prior standard deviation of each log hyperparameter (and the mean) in full Bayes.
 DEFAULT_PRIOR_SD = 1.0

@@ -46,6 +46,8 @@ LABEL = "VB"
 OPTIONS = {"tol": 1e-10, "xi_tol": 1e-6, "max_iter": 1000, "warm_start": None}
 #: What this engine can do (see :data:`gpc_compare.engines.CAPABILITY_NAMES`).
 CAPABILITIES = frozenset({"evidence", "evidence_gradient", "bound"})
+#: The likelihoods it takes (by name).
+LIKELIHOODS = frozenset({"logistic"})
 
 _ANDERSON_MEMORY = 5
 

@@ -172,6 +172,12 @@ def load_study(path: str | os.PathLike[str]) -> StudyConfig:
     splits = _parse_splits(raw.get("splits", {}), p)
     datasets, dims = _parse_datasets(raw.get("datasets"), splits, seed, p)
     engines, methods = _parse_engines(raw.get("engines"), p)
+    for label, method in methods.items():  # an engine that cannot take the likelihood
+        if likelihood not in get_engine(method).LIKELIHOODS:
+            raise _fail(
+                p, f"engines.{label}", f"the {method!r} engine takes the "
+                f"{sorted(get_engine(method).LIKELIHOODS)} likelihood(s), not {likelihood!r}"
+            )  # fmt: skip
     kernel = _parse_kernel(raw.get("kernel", {}), p)
     at_source = any(o.get("hyperparameters") == "source" for o in engines.values())
     hyperparameters = raw.get("hyperparameters", {})
