@@ -156,7 +156,19 @@ class Likelihood(ABC):
 
     # --------------------------------------------------------------- implementations
     def _log_predictive(self, y: np.ndarray, mean: np.ndarray, var: np.ndarray) -> np.ndarray:
-        return self.quadrature(y, mean, var)[0]
+        """log Z(y) by :meth:`quadrature`. For a binary likelihood p(y | f) + p(-y | f) = 1,
+        so where Z(y) > 1/2 the sum cannot resolve 1 - Z(y) below rounding (it came out as
+        log Z = +4e-16 at mean 48, var 19): there log Z(y) = log1p(-Z(-y)), exact to the
+        last bit and never above 0."""
+        log_z = self.quadrature(y, mean, var)[0]
+        if self.regression:
+            return log_z
+        big = log_z > -np.log(2.0)
+        if np.any(big):
+            log_z = np.array(log_z, dtype=float)  # (a 0-d result becomes writable)
+            other = self.quadrature(-y[big], mean[big], var[big])[0]
+            log_z[big] = np.log1p(-np.exp(other))
+        return log_z
 
     def _tilted_moments(
         self, y: np.ndarray, mean: np.ndarray, var: np.ndarray
