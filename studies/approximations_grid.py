@@ -374,6 +374,15 @@ def _check_sentence(check: pd.DataFrame, s: Settings) -> str:
     return text
 
 
+def _finding(output: Path) -> str:
+    """The written finding, ``output/FINDING.md``: a person's reading of the numbers above
+    (committed with the results; write it anew when the numbers change)."""
+    path = output / "FINDING.md"
+    if path.exists():
+        return path.read_text().strip()
+    return "(Not written yet: read the tables and figures, and write FINDING.md here.)"
+
+
 def _table(header: list[str], rows: list[list]) -> list[str]:
     return [
         "| " + " | ".join(header) + " |",
@@ -537,7 +546,7 @@ def write_readme(
         "",
         "## Finding",
         "",
-        DISCUSSIONS.get(s.likelihood, "(not written yet)").strip(),
+        _finding(output),
         "",
         "## Files",
         "",
@@ -577,89 +586,6 @@ def write_readme(
         "",
     ]
     (output / "README.md").write_text("\n".join(lines))
-
-
-DISCUSSIONS = {}
-DISCUSSIONS["probit"] = """
-**The literature's verdict holds, with the exceptions noted.** (Numbers from the tables above;
-"tight" = AIS se <= 0.1.)
-
-- *Laplace's evidence is too low, and much worse at large sigma_f.* Laplace - AIS is
-  negative at every reliable grid point but nine, where it is above by at most 0.09 nats
-  (six on breast cancer, +0.002 to +0.054, and three on crabs, +0.02 to +0.09; AIS se
-  0.004-0.04). The deficit grows with sigma_f and shrinks with the length-scale: the worst
-  reliable point per row of log sigma_f (all data sets) is -1.6 nats at log sigma_f = 0,
-  -11.5 at 0.83, -35 at 1.67, -66 at 2.5, -95 at 3.33 and -114 at 4.17 (short
-  length-scales, where the posterior is far from Gaussian; at log sigma_f = 5 those points
-  are masked); per data set the maximum is 86 (breast cancer), 88 (ionosphere), 95 (sonar),
-  81 (Pima), 11 (crabs) and 114 nats (digits). Since the log of an AIS estimate is biased
-  low on average, these deficits are if anything understated. At AIS's maximum the deficit
-  is 3.3, 2.5, 42.4, 0.21, 0.22 and 8.6 nats.
-- *Laplace's maximum moves to smaller sigma_f* on breast cancer ((3.33, 3.33) against AIS's
-  (3.33, 5)), sonar ((2.5, 1.67) against (2.5, 5)) and digits ((3.33, 2.5) against
-  (3.33, 5)), as in K&R Fig. 4; on ionosphere and crabs all three maxima coincide, and on
-  Pima the surface is flat near the top (Laplace's and EP's maximum (2.5, 0.83) is within
-  0.02 nats of AIS's (0.83, 0)).
-- *EP is close to the gold standard.* Over the tight points max |EP - AIS| is 0.26 (breast
-  cancer), 0.38 (ionosphere), 0.17 (sonar), 0.19 (Pima) and 0.32 nats (digits), and EP errs
-  low (EP - AIS within [-0.38, +0.09] at those five sets' tight points); at AIS's maximum
-  EP - AIS is -0.30, -0.29, -0.86, -0.02, -0.11 and -0.41 nats, and EP's maximum is AIS's on
-  every set but Pima (flat, above). Exception: on crabs at short length-scales (log ell <=
-  0.83, log sigma_f >= 1.67) EP is below AIS by 0.40-1.02 nats, with AIS se 0.02-0.05 where
-  it is tight and the T = 5000 anneal confirming the value (changes <= 0.26 nats): a real,
-  if small (< 0.006 nats per case), EP error.
-- *The KL bound lies below the evidence everywhere, and its surface is shaped like
-  Laplace's.* KL - AIS is at most 0.00 at every reliable point of every data set (a bound,
-  as it must be); it is close where the posterior is nearly Gaussian (small sigma_f, long
-  length-scales) and falls to -13.8 (crabs) to -91 nats (digits) at large sigma_f and short
-  length-scales, less than Laplace's deficit on five sets and more on crabs; its maximum
-  sits at smaller sigma_f than the evidence's, where Laplace's does, on breast cancer, sonar
-  and digits.
-- *The gold standard itself fails at large sigma_f and short length-scales.* AIS annealed
-  from EP on a linear schedule degenerated (se > 0.5) at 45 of 294 points with T = 500 (all
-  at log sigma_f >= 1.67 and log ell <= 2.5), where it comes out low by up to 260 nats
-  (sonar (0, 5): -400 against EP's -138); at T = 5000, 26 of them came under se 0.5 and 19
-  (log sigma_f >= 2.5, 12 of them at 5) stayed degenerate and are masked. Where EP exceeds
-  AIS by more than 0.3 nats (17 reliable points, all with AIS se 0.28-0.49, just under the
-  threshold) AIS is the suspect: at digits (0, 4.17) the longer anneal moved it from -177.0
-  to -145.6 and it was still short of EP's -138.6. These gaps are AIS's bias, not EP's
-  error, and they make the "max abs(EP - AIS)" column of the first table an upper bound on
-  every set but crabs. A schedule that adapts to the problem (denser near beta = 0) would
-  be needed there.
-
-AIS's standard error (R = 16) is small where the anneal works: the median over each data
-set's final estimates is 0.035-0.075 nats on the four larger-d sets and 0.005 and 0.004 on
-Pima and crabs (largest kept: 0.49). An earlier version of this study, with its own
-process pool, another subsample of each data set and other seeds, drew the same picture
-(14 points masked there, 19 here).
-"""
-
-
-DISCUSSIONS["logistic"] = """
-**Nickisch and Rasmussen's picture, with the logistic likelihood.** (Numbers from the tables
-above; "tight" = AIS se <= 0.1.)
-
-- *EP is closest to the gold standard.* Over the tight points max |EP - AIS| is 0.18
-  (breast cancer), 0.27 (ionosphere), 0.22 (sonar), 0.17 (Pima), 0.36 nats (digits) and
-  0.98 on crabs (short length-scales, as for the probit); at AIS's maximum EP - AIS is
-  -0.14, -0.43, -0.56, -0.01, -0.23 and -0.32 nats, and EP's maximum is AIS's on every set
-  but sonar (where EP's surface keeps rising along sigma_f to the grid edge).
-- *The KL bound is below the evidence everywhere, and nearly as far from it as Laplace.*
-  KL - AIS is at most 0.00 at every reliable point; at AIS's maximum it is -2.2, -4.0, -8.1,
-  -0.02, -0.86 and -6.8 nats, and its maximum moves to smaller sigma_f (breast cancer,
-  ionosphere, sonar, digits), as Laplace's does.
-- *VB is the loosest bound by far.* VB - AIS is below zero everywhere, -98 (crabs) to -375
-  nats (sonar) at its worst and -14 to -98 nats even where AIS is tight; at AIS's maximum it
-  is -36, -46, -81, -1.3, -17 and -86 nats, and its maximum wanders furthest (ionosphere and
-  sonar at log sigma_f 1.67 against AIS's 3.33).
-- *Laplace's evidence is too low at large sigma_f.* Laplace - AIS reaches -42 (Pima) to -78
-  nats (sonar) at short length-scales and large sigma_f (crabs -4.6), with a few points
-  slightly above AIS (at most +0.25 nats, on crabs); at AIS's maximum between -7.5 and
-  +0.25 nats.
-
-AIS degenerated (se > 0.5) at 28 of 294 points with T = 500; the second anneal brought 21
-under se 0.5, and 7 (log sigma_f >= 4.17) stay masked.
-"""
 
 
 if __name__ == "__main__":

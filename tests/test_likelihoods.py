@@ -275,3 +275,16 @@ def test_get_gaussian_likelihood():
     assert gc.likelihoods.Gaussian is Gaussian
     assert not Probit().regression and not Logistic().regression
     assert repr(Gaussian(0.25)) == "Gaussian(variance=0.25)"
+
+
+def test_logistic_predictive_is_never_above_one():
+    """Where Z(y) > 1/2 the quadrature's sum cannot resolve 1 - Z below rounding (it gave
+    log Z = +4e-16 at mean 48, var 19): log Z(y) = log1p(-Z(-y)) there."""
+    lik = Logistic()
+    mean = np.array([48.4, 30.0, 5.0, 0.3, -3.0])
+    var = np.array([19.2, 1e4, 1.0, 0.5, 2.0])
+    up, down = lik.log_predictive(1.0, mean, var), lik.log_predictive(-1.0, mean, var)
+    assert np.all(up <= 0.0) and np.all(down <= 0.0)
+    np.testing.assert_allclose(np.exp(up) + np.exp(down), 1.0, atol=1e-15)
+    assert up[0] < 0.0 and up[0] == pytest.approx(-np.exp(down[0]), rel=1e-12)
+    assert np.all(lik.predict_proba(mean, var) <= 1.0)

@@ -93,8 +93,9 @@ def test_kl_gradient_is_the_derivative_of_the_bound(case_name, likelihood):
 
     fd = central_difference(bound, theta, h=1e-5)
     np.testing.assert_allclose(post.log_marginal_likelihood_gradient, fd, rtol=1e-5, atol=1e-6)
-    gpml = np.array([ref["gradient"][n] for n in names])
-    assert np.max(np.abs(gpml - fd) / np.abs(fd)) > 1e-3  # (GPML's differs; see above)
+    # (GPML's reported kernel gradients, ref["gradient"], differ from fd by 1-4%, and by up
+    # to 2x on synth80_big_sf; its mean derivative agrees: see test_matches_gpml_toolbox)
+    assert names == list(ref["gradient"])
 
 
 # ----------------------------------------------------------------- finite differences
@@ -222,8 +223,10 @@ def test_jaakkola_lambda_is_smooth_through_zero():
     for x in (0.0, 0.5, 3.0, 12.0):
         lower = np.log(special.expit(x)) + (z - x) / 2 - vb.jaakkola_lambda(x) * (z**2 - x**2)
         assert np.all(lower <= np.log(special.expit(z)) + 1e-12)
-        tight = np.log(special.expit(x)) + 0.0
-        assert lower[np.argmin(np.abs(z - x))] == pytest.approx(tight, abs=0.2)
+        # tangent at z = xi: the bound's slope 1/2 - 2 lambda xi equals d log sigma/dz =
+        # sigma(-xi) only for the right lambda
+        slope = 0.5 - 2.0 * vb.jaakkola_lambda(x) * x
+        assert slope == pytest.approx(special.expit(-x), abs=1e-12)
 
 
 # ------------------------------------------------------------------------ hard regimes
@@ -260,3 +263,19 @@ def test_warm_start_reaches_the_same_optimum_in_fewer_iterations():
         assert warm.log_marginal_likelihood == pytest.approx(again.log_marginal_likelihood,
                                                              abs=1e-9)  # fmt: skip
         assert warm.convergence.iterations < again.convergence.iterations
+
+
+def test_warm_starts_are_checked_and_huge_xi_does_not_overflow():
+    X, y = toy_data(n=12, d=2, seed=5)
+    yy = 2.0 * (y > 0) - 1.0
+    k = SquaredExponential(1.0, 2.0)
+    with pytest.raises(ValueError, match="warm_start must be"):
+        kl.infer(X, yy, k, Probit(), None, warm_start=(np.ones(12), np.full(12, np.nan)))
+    with pytest.raises(ValueError, match="warm_start must be"):
+        vb.infer(X, yy, k, Logistic(), None, warm_start=np.full(12, np.nan))
+    cold = vb.infer(X, yy, k, Logistic(), None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no overflow
+        huge = vb.infer(X, yy, k, Logistic(), None, warm_start=np.full(12, 1e300))
+    assert huge.log_marginal_likelihood == pytest.approx(cold.log_marginal_likelihood, abs=1e-9)
+    assert kl.infer(X, yy, k, Probit(), None).rounding_limited is False

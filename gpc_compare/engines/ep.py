@@ -164,8 +164,8 @@ class EPPosterior(GaussianPosterior):
         """Gradient of the EP evidence (R&W eq. 5.27): at the fixed point the sites' own
         dependence on theta contributes nothing, so
         d log Z / d theta_j = 1/2 alpha^T dK alpha - 1/2 tr(R dK), R = sW B^-1 sW,
-        and d log Z / d m = sum(alpha) (:meth:`GaussianPosterior.stationary_gradient`)."""
-        return self.stationary_gradient()
+        and d log Z / d m = sum(alpha) (:meth:`GaussianPosterior._stationary_gradient`)."""
+        return self._stationary_gradient()
 
     def record(self) -> dict[str, Any]:
         """:meth:`Posterior.record`, plus ``loo_log_predictive``."""

@@ -18,7 +18,7 @@ The variational parameters are optimised by EM, xi_i^2 = E_q[f_i^2] = mu_i^2 + v
 (Bishop eq. 10.163), which never lowers the bound, extrapolated by Anderson's method
 where that raises the bound further. The bound is stationary in xi at its optimum, so its
 gradient in the hyperparameters is that of the Gaussian integral at fixed sites
-(:meth:`GaussianPosterior.stationary_gradient`); the posterior is the shared Gaussian form.
+(:meth:`GaussianPosterior._stationary_gradient`); the posterior is the shared Gaussian form.
 
 The probit likelihood has no such quadratic bound: ``method="kl"`` is the variational
 method for it.
@@ -56,25 +56,30 @@ def jaakkola_lambda(xi: np.ndarray) -> np.ndarray:
     """lambda(xi) = tanh(xi / 2) / (4 xi), even in xi, 1/8 at 0 (series below 1e-4)."""
     xi = np.abs(np.asarray(xi, dtype=float))
     small = xi < 1e-4
-    safe = np.where(small, 1.0, xi)
-    return np.where(small, 0.125 - xi**2 / 96.0, np.tanh(0.5 * safe) / (4.0 * safe))
+    out = np.tanh(0.5 * xi) / (4.0 * np.where(small, 1.0, xi))
+    return np.where(small, 0.125 - np.where(small, xi, 0.0) ** 2 / 96.0, out)
 
 
-def _bound(K: np.ndarray, y: np.ndarray, m: float, xi: np.ndarray) -> tuple[GaussianSites, float]:
-    """The sites of the bound at ``xi``, q, and log Z_VB (module note)."""
+def _bound(
+    K: np.ndarray, y: np.ndarray, m: float, xi: np.ndarray
+) -> tuple[GaussianSites, float, float]:
+    """The sites of the bound at ``xi``, q, log Z_VB (module note) and its rounding."""
     lam = jaakkola_lambda(xi)
     W, b = 2.0 * lam, 0.5 * y
     q = gaussian_sites(K, m, W, b)
-    c = log_sigmoid(xi) - 0.5 * xi + lam * xi**2
+    # lambda xi^2 = xi tanh(xi / 2) / 4: no overflow for huge xi
+    c = log_sigmoid(xi) - 0.5 * xi + 0.25 * np.abs(xi) * np.tanh(0.5 * np.abs(xi))
     r = b - W * m
-    log_z = (
-        float(c.sum())
-        + m * float(b.sum())
-        - 0.5 * m**2 * float(W.sum())
-        + 0.5 * float(r @ (q.mu - m))
-        - 0.5 * q.log_det_B
+    terms = (
+        float(c.sum()),
+        m * float(b.sum()),
+        -0.5 * m**2 * float(W.sum()),
+        0.5 * float(r @ (q.mu - m)),
+        -0.5 * q.log_det_B,
     )
-    return q, log_z
+    # the bound's rounding: a few ulps of the terms it sums (they cancel at a large mean)
+    noise = 1e-13 * (1.0 + float(np.abs(c).sum()) + sum(abs(t) for t in terms[1:]))
+    return q, sum(terms), noise
 
 
 class VBPosterior(GaussianPosterior):
@@ -95,6 +100,7 @@ class VBPosterior(GaussianPosterior):
 
     @cached_property
     def latent_var(self) -> np.ndarray:
+        """diag (K^-1 + W)^-1, from the iteration's last factorisation."""
         return self._v.copy()
 
     @property
@@ -105,8 +111,8 @@ class VBPosterior(GaussianPosterior):
     @cached_property
     def log_marginal_likelihood_gradient(self) -> np.ndarray:
         """Exact gradient of the bound (stationary in xi at the optimum):
-        :meth:`GaussianPosterior.stationary_gradient`."""
-        return self.stationary_gradient()
+        :meth:`GaussianPosterior._stationary_gradient`."""
+        return self._stationary_gradient()
 
 
 def infer(
@@ -156,34 +162,33 @@ def infer(
     m = 0.0 if mean is None else float(mean)
     K = check_kernel_matrix(kernel, X)
     xi = np.ones(n)
-    q, bound = _bound(K, y, m, xi)
+    q, bound, noise = _bound(K, y, m, xi)
     if warm_start is not None:
         xi0 = np.abs(np.asarray(warm_start, dtype=float))
         if xi0.shape != (n,) or not np.all(np.isfinite(xi0)):
             raise ValueError(f"warm_start must be xi, a finite array of shape ({n},)")
-        q0, bound0 = _bound(K, y, m, xi0)
+        q0, bound0, noise0 = _bound(K, y, m, xi0)
         if bound0 >= bound:
-            xi, q, bound = xi0, q0, bound0
+            xi, q, bound, noise = xi0, q0, bound0, noise0
     converged, change, xi_change, accelerated = False, np.inf, np.inf, 0
     history: list[tuple[np.ndarray, np.ndarray]] = []
     iterations = 0
     for iterations in range(1, max_iter + 1):  # noqa: B007 (reported after the loop)
         xi_em = np.sqrt(q.mu**2 + q.v)  # EM: xi^2 = E_q[f^2] (Bishop eq. 10.163)
         xi_change = float(np.max(np.abs(xi_em - xi)))
-        noise = 1e-13 * (1.0 + abs(bound))
         history = [*history[-_ANDERSON_MEMORY:], (xi, xi_em - xi)]
         new = None
         if len(history) > 1:
             trial = np.abs(anderson(history))
             if np.all(np.isfinite(trial)):
-                q_t, bound_t = _bound(K, y, m, trial)
+                q_t, bound_t, noise_t = _bound(K, y, m, trial)
                 if bound_t >= bound - noise:
-                    new, accelerated = (trial, q_t, bound_t), accelerated + 1
+                    new, accelerated = (trial, q_t, bound_t, noise_t), accelerated + 1
         if new is None:  # the EM step, which never lowers the bound
             history = history[-1:]
             new = (xi_em, *_bound(K, y, m, xi_em))
         change = new[2] - bound
-        xi, q, bound = new
+        xi, q, bound, noise = new
         if abs(change) < max(tol, noise) and xi_change < xi_tol:
             converged = True
             break

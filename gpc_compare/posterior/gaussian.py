@@ -85,8 +85,9 @@ class GaussianPosterior(Posterior):
         var = self.kernel.diag(Xs) - np.einsum("ij,ij->j", v, v)  # line 6
         return mean, np.maximum(var, 0.0)
 
-    def stationary_gradient(self) -> np.ndarray:
-        """The evidence gradient of an approximation whose own parameters are stationary.
+    def _stationary_gradient(self) -> np.ndarray:
+        """The evidence gradient of an approximation whose own parameters are stationary
+        (private: wrong for Laplace, whose mode moves with theta; EP, KL and VB call it).
 
         For EP at its fixed point and for the variational bounds at their optima (KL, VB),
         the approximation's parameters contribute nothing to the total derivative, and what
