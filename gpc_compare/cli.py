@@ -278,6 +278,10 @@ def _list_command(args: argparse.Namespace) -> int:
     if args.what in ("studies", "all"):
         print(f"Studies ({args.studies_dir}/*.toml and *.py; run with gpc-compare run FILE):")
         studies = list_studies(args.studies_dir)
+
+        def kind(row) -> str:  # a script and a study file may share a name
+            return " (.py)" if row["path"].endswith(".py") else " (.toml)"
+
         if not studies:
             print("  (none found)")
         for row in studies:
@@ -285,5 +289,5 @@ def _list_command(args: argparse.Namespace) -> int:
             text = text if len(text) <= 100 else text[:97] + "..."
             jobs = "script" if row["path"].endswith(".py") else f"{row['jobs']} jobs"
             text = text.removeprefix("(script) ")
-            print(f"  {row['name']:<18} {jobs:>8}  {text}")
+            print(f"  {row['name'] + kind(row):<37} {jobs:>9}  {text}")
     return 0
