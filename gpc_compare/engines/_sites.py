@@ -12,14 +12,22 @@ up their monotone fixed-point iterations.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import cached_property
 from typing import NamedTuple
 
 import numpy as np
 from scipy.linalg import lapack
 
 from ..numerics import cho_solve, chol_B, solve_lower
+from ..posterior import GaussianPosterior
 
-__all__ = ["GaussianSites", "anderson", "gaussian_sites", "marginal_variances"]
+__all__ = [
+    "GaussianSites",
+    "SitePosterior",
+    "anderson",
+    "gaussian_sites",
+    "marginal_variances",
+]
 
 
 class GaussianSites(NamedTuple):
@@ -115,3 +123,25 @@ def anderson(history: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
     dx, df = np.diff(xs, axis=0), np.diff(fs, axis=0)
     gamma = np.linalg.lstsq(df.T, fs[-1], rcond=None)[0]
     return xs[-1] + fs[-1] - (dx + df).T @ gamma
+
+
+class SitePosterior(GaussianPosterior):
+    """The posterior of a bound optimised over Gaussian sites (KL, VB): the shared Gaussian
+    form with the marginal variances of the last factorisation kept, and the exact gradient
+    of a bound that is stationary in its own parameters at the optimum."""
+
+    def __init__(self, *args, v: np.ndarray, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._v = v
+
+    @cached_property
+    def latent_var(self) -> np.ndarray:
+        """diag (K^-1 + W)^-1, from the iteration's last factorisation."""
+        return self._v.copy()
+
+    @cached_property
+    def log_marginal_likelihood_gradient(self) -> np.ndarray:
+        """Exact gradient of the bound: stationary in its own parameters at the optimum, so
+        the partial derivative at fixed q, 1/2 alpha^T dK alpha - 1/2 tr(R dK) and sum(alpha)
+        for the mean (:meth:`GaussianPosterior._stationary_gradient`)."""
+        return self._stationary_gradient()

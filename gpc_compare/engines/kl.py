@@ -35,7 +35,6 @@ precisions and linear coefficients, ``sW = W^1/2``, ``alpha = K^-1 (mu - m)``.
 from __future__ import annotations
 
 import warnings
-from functools import cached_property
 from typing import NamedTuple
 
 import numpy as np
@@ -43,8 +42,8 @@ import numpy as np
 from .._validation import check_count, check_kernel_matrix, check_positive
 from ..kernels import Kernel
 from ..likelihoods import Likelihood
-from ..posterior import Convergence, GaussianPosterior
-from ._sites import GaussianSites, anderson, gaussian_sites
+from ..posterior import Convergence
+from ._sites import GaussianSites, SitePosterior, anderson, gaussian_sites
 
 __all__ = ["KLPosterior", "infer"]
 
@@ -86,43 +85,29 @@ def _state(K, y, lik, m, W, b) -> _State:
     return _State(q, expected, float(expected[0].sum()) - kl, 1e-13 * (1.0 + scale))
 
 
-class KLPosterior(GaussianPosterior):
+class KLPosterior(SitePosterior):
     """The KL approximation N(f | mu, (K^-1 + W)^-1): the Posterior contract.
 
     ``log_marginal_likelihood`` is the evidence lower bound at its optimum, a lower
     bound on log p(y | X, theta) (not an estimate of it); its gradient is exact.
-    Extra attributes: ``W`` and ``b`` (the sites), ``warm_start``.
+    Extra attributes: ``W`` and ``b`` (the sites), ``warm_start``, ``rounding_limited``.
     """
 
     method = "kl"
 
     def __init__(
-        self, *args, W: np.ndarray, b: np.ndarray, v: np.ndarray, rounding_limited: bool = False,
-        **kwargs,
-    ) -> None:  # fmt: skip
+        self, *args, W: np.ndarray, b: np.ndarray, rounding_limited: bool = False, **kwargs
+    ) -> None:
         super().__init__(*args, **kwargs)
         self.W, self.b = W, b
-        self._v = v
         #: True where the iteration stopped because no step could raise the bound above its
         #: rounding, with the sites within ten times ``site_tol`` of the fixed point
         self.rounding_limited = rounding_limited
-
-    @cached_property
-    def latent_var(self) -> np.ndarray:
-        """diag (K^-1 + W)^-1, from the iteration's last factorisation."""
-        return self._v.copy()
 
     @property
     def warm_start(self) -> tuple[np.ndarray, np.ndarray]:
         """(W, b): pass as ``warm_start`` to start a nearby fit from these sites."""
         return self.W.copy(), self.b.copy()
-
-    @cached_property
-    def log_marginal_likelihood_gradient(self) -> np.ndarray:
-        """Exact gradient of the bound: at the optimum it is stationary in q, so this is
-        the partial derivative at fixed q, 1/2 alpha^T dK alpha - 1/2 tr(R dK) and
-        sum(alpha) for the mean (:meth:`GaussianPosterior._stationary_gradient`)."""
-        return self._stationary_gradient()
 
 
 def infer(

@@ -27,7 +27,6 @@ method for it.
 from __future__ import annotations
 
 import warnings
-from functools import cached_property
 
 import numpy as np
 
@@ -35,8 +34,8 @@ from .._validation import check_count, check_kernel_matrix, check_positive
 from ..kernels import Kernel
 from ..likelihoods import Likelihood, Logistic
 from ..numerics import log_sigmoid
-from ..posterior import Convergence, GaussianPosterior
-from ._sites import GaussianSites, anderson, gaussian_sites
+from ..posterior import Convergence
+from ._sites import GaussianSites, SitePosterior, anderson, gaussian_sites
 
 __all__ = ["VBPosterior", "infer", "jaakkola_lambda"]
 
@@ -82,7 +81,7 @@ def _bound(
     return q, sum(terms), noise
 
 
-class VBPosterior(GaussianPosterior):
+class VBPosterior(SitePosterior):
     """The VB approximation N(f | mu, (K^-1 + W)^-1), W = 2 lambda(xi): the Posterior
     contract.
 
@@ -93,26 +92,14 @@ class VBPosterior(GaussianPosterior):
 
     method = "vb"
 
-    def __init__(self, *args, xi: np.ndarray, v: np.ndarray, **kwargs) -> None:
+    def __init__(self, *args, xi: np.ndarray, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.xi = xi
-        self._v = v
-
-    @cached_property
-    def latent_var(self) -> np.ndarray:
-        """diag (K^-1 + W)^-1, from the iteration's last factorisation."""
-        return self._v.copy()
 
     @property
     def warm_start(self) -> np.ndarray:
         """xi: pass as ``warm_start`` to start a nearby fit from here."""
         return self.xi.copy()
-
-    @cached_property
-    def log_marginal_likelihood_gradient(self) -> np.ndarray:
-        """Exact gradient of the bound (stationary in xi at the optimum):
-        :meth:`GaussianPosterior._stationary_gradient`."""
-        return self._stationary_gradient()
 
 
 def infer(
