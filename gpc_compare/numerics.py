@@ -194,7 +194,10 @@ def chol_B(K: np.ndarray, sW: np.ndarray) -> np.ndarray:
 
     B's eigenvalues are at least one, so it needs no jitter (R&W section 3.4.3).
     """
-    B = np.multiply(K, sW[:, None])
+    # B is symmetric: built in Fortran order (from the transposed view of K), LAPACK
+    # factorises it in place with no copy
+    B = np.empty(K.shape, order="F")
+    np.multiply(K.T, sW[:, None], out=B)
     B *= sW[None, :]
     B.flat[:: B.shape[0] + 1] += 1.0
     try:

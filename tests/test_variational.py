@@ -229,6 +229,48 @@ def test_jaakkola_lambda_is_smooth_through_zero():
         assert slope == pytest.approx(special.expit(-x), abs=1e-12)
 
 
+def test_jaakkola_lambda_derivative_matches_finite_differences():
+    xi = np.array([0.0, 5e-4, 2e-3, 0.5, 1.0, 4.0, 30.0, 800.0])
+    h = 1e-6 * np.maximum(1.0, xi)
+    fd = (vb.jaakkola_lambda(xi + h) - vb.jaakkola_lambda(np.abs(xi - h))) / (2 * h)
+    fd[0] = 0.0  # lambda is even: its derivative vanishes at zero
+    np.testing.assert_allclose(vb._lambda_prime(xi), fd, rtol=1e-6, atol=1e-12)
+    assert np.all(vb._lambda_prime(xi[1:]) < 0)
+    # below where differences resolve it: lambda = 1/8 - xi^2/96 + xi^4/1920 - ...
+    assert vb._lambda_prime(1e-6) == pytest.approx(-1e-6 / 48, rel=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("ell", "sf2", "mean", "separable"),
+    [(1.0, 1.0, None, False), (0.3, np.exp(2.0), 0.5, False), (1.0, np.exp(6.0), None, True),
+     (0.5, np.exp(3.0), -1.0, True), (3.0, np.exp(5.0), 2.0, False)],
+)  # fmt: skip
+def test_vb_stops_within_tol_of_its_maximum(ell, sf2, mean, separable):
+    # the stopping rule estimates the distance to the maximum from the next EM step, and
+    # half the steps reuse the last marginal variances: the bound it returns must still be
+    # within tol (1e-10) of the maximum found with far tighter tolerances
+    X, y = toy_data(n=80, d=2, seed=6)
+    y = np.where(X[:, 0] > 0, 1.0, -1.0) if separable else 2.0 * (y > 0) - 1.0
+    k = SquaredExponential(ell, sf2)
+    post = vb.infer(X, y, k, Logistic(), mean)
+    tight = vb.infer(X, y, k, Logistic(), mean, tol=1e-15, xi_tol=1e-12)
+    gap = tight.log_marginal_likelihood - post.log_marginal_likelihood
+    # below: the bound's own rounding (~1e-13 of its terms, which cancel at a large mean)
+    assert -1e-11 < gap < 1e-10
+    assert post.convergence.converged and "estimated distance" in post.convergence.message
+    np.testing.assert_allclose(post.latent_var, tight.latent_var, rtol=1e-5, atol=1e-10)
+    grad, tight_grad = post.log_marginal_likelihood_gradient, tight.log_marginal_likelihood_gradient
+    np.testing.assert_allclose(grad, tight_grad, rtol=1e-5, atol=1e-6)
+    # the estimate is of the order of the true distance near the maximum
+    K = k(X)
+    rng = np.random.default_rng(0)
+    xi = tight.xi * (1.0 + 1e-3 * rng.normal(size=tight.xi.size))
+    q, bound, _ = vb._bound(K, y, 0.0 if mean is None else mean, xi)
+    xi_em = np.sqrt(q.mu**2 + q.v)
+    estimate = np.sum(-vb._lambda_prime(xi) * (xi_em**2 - xi**2) * (xi_em - xi))
+    assert 0.2 < estimate / (tight.log_marginal_likelihood - bound) < 5.0
+
+
 # ------------------------------------------------------------------------ hard regimes
 @pytest.mark.parametrize(("method", "likelihood"), VARIATIONAL)
 @pytest.mark.parametrize(

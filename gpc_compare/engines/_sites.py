@@ -44,7 +44,7 @@ class GaussianSites(NamedTuple):
     alpha : ndarray
         K^-1 (mu - m).
     mu, v : ndarray
-        The posterior mean and marginal variances of f.
+        The posterior mean and marginal variances of f (v None when not asked for).
     log_det_B : float
         log|B| = log|K| - log|Sigma|.
     """
@@ -55,18 +55,21 @@ class GaussianSites(NamedTuple):
     L: np.ndarray
     alpha: np.ndarray
     mu: np.ndarray
-    v: np.ndarray
+    v: np.ndarray | None
     log_det_B: float
 
 
-def gaussian_sites(K: np.ndarray, m: float, W: np.ndarray, b: np.ndarray) -> GaussianSites:
-    """q(f) ∝ N(f; m, K) exp(-1/2 f^T W f + b^T f): one Cholesky of B and one triangular
-    inverse for the marginal variances (:func:`marginal_variances`, as EP's sweep)."""
+def gaussian_sites(
+    K: np.ndarray, m: float, W: np.ndarray, b: np.ndarray, *, variances: bool = True
+) -> GaussianSites:
+    """q(f) ∝ N(f; m, K) exp(-1/2 f^T W f + b^T f): one Cholesky of B and, if
+    ``variances``, one triangular inverse for the marginal variances
+    (:func:`marginal_variances`, as EP's sweep); without, ``v`` is None."""
     sW = np.sqrt(W)
     L = chol_B(K, sW)
     r = b - W * m
     alpha = r - sW * cho_solve(L, sW * (K @ r))
-    v = np.maximum(marginal_variances(K, W, sW, L), 0.0)
+    v = np.maximum(marginal_variances(K, W, sW, L), 0.0) if variances else None
     log_det_B = 2.0 * float(np.log(np.diag(L)).sum())
     return GaussianSites(W, b, sW, L, alpha, m + K @ alpha, v, log_det_B)
 
