@@ -166,8 +166,32 @@ def test_not_converged_warns_and_says_so(data):
     with pytest.warns(RuntimeWarning, match="not converged after 1 Newton"):
         post = gc.fit(X, y, kernel=SquaredExponential(1.0, 50.0), likelihood="logistic", max_iter=1)
     assert not post.convergence.converged
-    assert "not converged" in post.convergence.message
+    msg = post.convergence.message
+    assert "not converged" in msg and "Newton step in f" in msg and "raise max_iter" in msg
     assert np.isfinite(post.log_marginal_likelihood)
+
+
+def test_mode_at_a_huge_signal_variance_stops_at_the_limit_of_rounding():
+    # seen inside scikit-learn's cross-validation on breast cancer (fold 2 of 5): at the
+    # optimiser's sigma_f^2 = 4140 the Newton direction carries rounding error of ~2e-5
+    # in f, above sqrt(tol); Newton used to halve its step for 100 iterations and warn
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.model_selection import StratifiedKFold
+    from sklearn.preprocessing import StandardScaler
+
+    X, y = load_breast_cancer(return_X_y=True)
+    train = list(StratifiedKFold(5).split(X, y))[1][0]
+    X, y = StandardScaler().fit_transform(X[train]), 2.0 * y[train] - 1.0
+    kernel = SquaredExponential(55.50048365230234, 4140.185334649946)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        post = laplace.infer(X, y, kernel, Probit(), None)
+    assert post.convergence.converged and post.convergence.iterations < 20
+    assert "limit of rounding" in post.convergence.message
+    # the mode: alpha = d log p(y|f) / df (R&W eq. 3.17) to the rounding K's scale allows
+    f = kernel(X) @ post.alpha
+    d1 = Probit().derivatives(y, f)[1]
+    assert np.max(np.abs(post.alpha - d1)) < 1e-6 * np.max(np.abs(post.alpha))
 
 
 @pytest.mark.parametrize("likelihood", ["probit", "logistic"])

@@ -7,7 +7,9 @@ Psi does not increase (beyond rounding, so that the last, tiny Newton correction
 always taken and the mode is exact to machine precision); the iteration has converged
 when a step lowers Psi by less than ``tol`` and the full Newton step moves f by less than
 sqrt(tol): where Psi is nearly flat (large signal variance) a small decrease in Psi does
-not mean f has settled, so both must be small.
+not mean f has settled, so both must be small. At very large signal variance the Newton
+direction itself carries rounding error larger than sqrt(tol) in f; the iteration then
+stops once the step neither lowers Psi beyond its rounding nor shrinks, and says so.
 """
 
 from __future__ import annotations
@@ -111,6 +113,7 @@ def newton(
         Of the warning, counted from the caller.
     """
     converged, change, it, message = False, np.inf, 0, ""
+    newton_df = prev_df = np.inf
     while it < max_iter:
         it += 1
         step = direction(x, extra) - x
@@ -128,7 +131,7 @@ def newton(
                 break
         change = max(psi - psi_c, 0.0)
         # the full Newton step in f (see the module notes)
-        newton_df = float(np.max(np.abs(K @ step)))
+        prev_df, newton_df = newton_df, float(np.max(np.abs(K @ step)))
         x, psi, extra = cand, psi_c, extra_c
         if change < tol and newton_df < np.sqrt(tol):
             converged = True
@@ -137,10 +140,25 @@ def newton(
                 f"Newton step in f {newton_df:.1e}"
             )
             break
+        if s < 1.0 and change <= slack and newton_df > 0.5 * prev_df:
+            # the full step raised Psi beyond its rounding, the damped one did not lower it,
+            # and the step no longer shrinks (near the mode Newton's would, quadratically):
+            # what is left of the step is rounding error in the Newton direction, whose
+            # size grows with K's scale (largest entries ~ the signal variance)
+            converged = True
+            message = (
+                f"converged at iteration {it} at the limit of rounding: Psi changed by "
+                f"{change:.2e} (its rounding {slack:.1e}); the remaining Newton step in f, "
+                f"{newton_df:.1e}, is rounding error of K's scale "
+                f"({float(np.max(np.abs(np.diag(K)))):.3g})"
+            )
+            break
     if not converged:
         message = (
-            f"not converged after {max_iter} Newton iterations (last change in Psi {change:.2e}, "
-            f"tol {tol:g})"
+            f"not converged after {max_iter} Newton iterations: the Newton step in f is "
+            f"still {newton_df:.1e} (converged needs < sqrt(tol) = {np.sqrt(tol):.1e}) and "
+            f"Psi last changed by {change:.2e} (needs < tol = {tol:g}); raise max_iter, or "
+            "bound the signal variance lower if K is too large to factorise accurately"
         )
         warnings.warn(f"Laplace mode finding {message}", RuntimeWarning, stacklevel=stacklevel + 1)
     return NewtonResult(x, psi, extra, converged, it, float(change), message)
