@@ -123,6 +123,13 @@ def write_markdown(rows: dict[int, dict[str, float]], path: Path, args) -> None:
             f"| {r['ep_ratio']:.1f}x | {r['kl_iterations']:.0f} | {r['vb_iterations']:.0f} | "
             f"{r['ep_iterations']:.0f} |"
         )
+    lines += [
+        "",
+        "Iterations: Laplace's each factorise once; KL's and EP's parallel sweeps each "
+        "factorise once and invert the factor once (the marginal variances); VB's each take "
+        "a half-step on the mean by preconditioned conjugate gradients first, then factorise "
+        "and invert once.",
+    ]
     if 1000 in rows:
         lines += [
             "",

@@ -271,6 +271,21 @@ def test_vb_stops_within_tol_of_its_maximum(ell, sf2, mean, separable):
     assert 0.2 < estimate / (tight.log_marginal_likelihood - bound) < 5.0
 
 
+def test_site_mean_by_preconditioned_cg_equals_the_factorised_mean():
+    from gpc_compare.engines._sites import gaussian_sites, site_mean_cg
+
+    X, y = toy_data(n=60, d=2, seed=7)
+    K = SquaredExponential(0.7, 4.0)(X)
+    rng = np.random.default_rng(1)
+    W = rng.uniform(0.05, 0.25, 60)
+    b = 0.5 * (2.0 * (y > 0) - 1.0)
+    exact = gaussian_sites(K, 0.3, W, b)
+    near = gaussian_sites(K, 0.3, W * rng.uniform(0.7, 1.3, 60), b)  # another factor
+    mu = site_mean_cg(K, 0.3, W, b, near.L, rtol=1e-12)
+    np.testing.assert_allclose(mu, exact.mu, rtol=1e-9, atol=1e-9)
+    assert site_mean_cg(K, 0.3, W, b, near.L, rtol=1e-12, max_iter=1) is None
+
+
 # ------------------------------------------------------------------------ hard regimes
 @pytest.mark.parametrize(("method", "likelihood"), VARIATIONAL)
 @pytest.mark.parametrize(

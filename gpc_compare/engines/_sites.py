@@ -27,6 +27,7 @@ __all__ = [
     "anderson",
     "gaussian_sites",
     "marginal_variances",
+    "site_mean_cg",
 ]
 
 
@@ -72,6 +73,45 @@ def gaussian_sites(
     v = np.maximum(marginal_variances(K, W, sW, L), 0.0) if variances else None
     log_det_B = 2.0 * float(np.log(np.diag(L)).sum())
     return GaussianSites(W, b, sW, L, alpha, m + K @ alpha, v, log_det_B)
+
+
+def site_mean_cg(
+    K: np.ndarray,
+    m: float,
+    W: np.ndarray,
+    b: np.ndarray,
+    L_near: np.ndarray,
+    *,
+    rtol: float = 1e-10,
+    max_iter: int = 50,
+) -> np.ndarray | None:
+    """The mean of q at sites (W, b) without factorising: mu = m + K alpha with
+    alpha = r - sW B^-1 sW K r (module note), B^-1 applied by conjugate gradients
+    preconditioned with the Cholesky factor ``L_near`` of a nearby B (Golub and Van Loan,
+    section 11.5). Each iteration costs a product with K and two triangular solves;
+    returns None if the relative residual is not below ``rtol`` after ``max_iter``.
+    """
+    sW = np.sqrt(W)
+    r = b - W * m
+    Kr = K @ r
+    rhs = sW * Kr
+    x = np.zeros_like(rhs)
+    res = rhs.copy()
+    z = cho_solve(L_near, res)
+    p = z.copy()
+    rz = float(res @ z)
+    target = rtol * float(np.linalg.norm(rhs))
+    for _ in range(max_iter):
+        if float(np.linalg.norm(res)) <= target:
+            return m + Kr - K @ (sW * x)  # K alpha = K r - K sW B^-1 sW K r
+        Bp = p + sW * (K @ (sW * p))
+        step = rz / float(p @ Bp)
+        x += step * p
+        res -= step * Bp
+        z = cho_solve(L_near, res)
+        rz, rz_old = float(res @ z), rz
+        p = z + (rz / rz_old) * p
+    return None
 
 
 def marginal_variances(

@@ -17,13 +17,16 @@ r = b - W m (Nickisch and Rasmussen 2008, section 4.5; the GPML toolbox's ``infV
 The variational parameters are optimised by EM, xi_i^2 = E_q[f_i^2] = mu_i^2 + v_i
 (Bishop eq. 10.163), which never lowers the bound, extrapolated by Anderson's method
 where that raises the bound further. The marginal variances v cost a triangular inverse,
-as much as the Cholesky, and move slowly: every other step reuses the last ones (the mean
-moves xi most), falling back to q's own where that step would lower the bound. The
-iteration stops when the bound is estimated to lie within ``tol`` of its maximum (from
-dF/dxi_i = lambda'(xi_i) (xi_i^2 - E_q[f_i^2]) and the next EM step). The bound is
-stationary in xi at its optimum, so its gradient in the hyperparameters is that of the
-Gaussian integral at fixed sites (:meth:`GaussianPosterior._stationary_gradient`); the
-posterior is the shared Gaussian form.
+as much as the Cholesky, and move slowly: each iteration first takes a half-step on the
+mean alone (v held, the mean at the proposed xi by conjugate gradients preconditioned
+with the current factor, a few products with K), extrapolates again, and only then
+factorises, checks the bound and recomputes v; where that would lower the bound, the
+plain EM step is taken instead. The iteration stops when the bound is estimated to lie
+within ``tol`` of its maximum (from dF/dxi_i = lambda'(xi_i) (xi_i^2 - E_q[f_i^2]) and
+the next EM step). The bound is stationary in xi at its optimum, so its gradient in the
+hyperparameters is that of the Gaussian integral at fixed sites
+(:meth:`GaussianPosterior._stationary_gradient`); the posterior is the shared Gaussian
+form.
 
 The probit likelihood has no such quadratic bound: ``method="kl"`` is the variational
 method for it.
@@ -40,13 +43,7 @@ from ..kernels import Kernel
 from ..likelihoods import Likelihood, Logistic
 from ..numerics import log_sigmoid
 from ..posterior import Convergence
-from ._sites import (
-    GaussianSites,
-    SitePosterior,
-    anderson,
-    gaussian_sites,
-    marginal_variances,
-)
+from ._sites import GaussianSites, SitePosterior, anderson, gaussian_sites, site_mean_cg
 
 __all__ = ["VBPosterior", "infer", "jaakkola_lambda"]
 
@@ -60,7 +57,6 @@ CAPABILITIES = frozenset({"evidence", "evidence_gradient", "bound"})
 LIKELIHOODS = frozenset({"logistic"})
 
 _ANDERSON_MEMORY = 5
-_REFRESH_EVERY = 2  # steps per triangular inverse (marginal variances)
 
 
 def jaakkola_lambda(xi: np.ndarray) -> np.ndarray:
@@ -69,6 +65,17 @@ def jaakkola_lambda(xi: np.ndarray) -> np.ndarray:
     small = xi < 1e-4
     out = np.tanh(0.5 * xi) / (4.0 * np.where(small, 1.0, xi))
     return np.where(small, 0.125 - np.where(small, xi, 0.0) ** 2 / 96.0, out)
+
+
+def _propose(history: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
+    """The next xi: Anderson's extrapolation of the EM iterates where it is finite, else
+    the last EM step."""
+    if len(history) > 1:
+        trial = np.abs(anderson(history))
+        if np.all(np.isfinite(trial)):
+            return trial
+    xi, residual = history[-1]
+    return xi + residual
 
 
 def _lambda_prime(xi: np.ndarray) -> np.ndarray:
@@ -154,8 +161,8 @@ def infer(
     xi_tol : float
         ... and the EM update would move no xi_i by more than ``xi_tol``.
     max_iter : int
-        Most iterations (each one Cholesky, every other one a triangular inverse); not converging by
-        then warns and is recorded.
+        Most iterations (each a few conjugate-gradient steps, one Cholesky and one
+        triangular inverse); not converging by then warns and is recorded.
     warm_start : ndarray, shape (n,), optional
         xi to start from (e.g. ``previous.warm_start``); used if its bound is at least
         that of xi = 1.
@@ -184,55 +191,49 @@ def infer(
         q0, bound0, noise0 = _bound(K, y, m, xi0)
         if bound0 >= bound:
             xi, q, bound, noise = xi0, q0, bound0, noise0
-    v, age = q.v, 0  # the marginal variances EM uses, and how many steps old they are
-    converged, change, xi_change = False, np.inf, np.inf
-    accelerated = evaluations = 0
+    converged, change, xi_change, gap = False, np.inf, np.inf, np.inf
+    accelerated, factorisations, cg_steps = 0, 1 + (warm_start is not None), 0
     history: list[tuple[np.ndarray, np.ndarray]] = []
+    # the half-steps' means well below xi_tol: where rounding forbids it, CG gives up
+    # and the plain EM step is taken instead
+    cg_rtol = min(1e-10, 1e-4 * xi_tol)
     iterations = 0
     for iterations in range(max_iter + 1):  # noqa: B007 (reported after the loop)
-        xi_em = np.sqrt(q.mu**2 + v)  # EM: xi^2 = E_q[f^2] (Bishop eq. 10.163)
+        xi_em = np.sqrt(q.mu**2 + q.v)  # EM: xi^2 = E_q[f^2] (Bishop eq. 10.163)
         xi_change = float(np.max(np.abs(xi_em - xi)))
         # the bound's distance to its maximum, estimated by what the next EM step gains to
         # first order: dF/dxi_i = lambda'(xi_i) (xi_i^2 - E_q[f_i^2]) times the step
         gap = float(np.sum(-_lambda_prime(xi) * (xi_em**2 - xi**2) * (xi_em - xi)))
-        if age == 0 and gap < max(tol, noise) and xi_change < xi_tol:
+        if gap < max(tol, noise) and xi_change < xi_tol:
             converged = True
             break
         if iterations == max_iter:
             break
-        # every other step reuses the last marginal variances (the mean moves xi most):
-        # half the triangular inverses, for about as many steps
-        fresh = age + 1 >= _REFRESH_EVERY
         history = [*history[-_ANDERSON_MEMORY:], (xi, xi_em - xi)]
+        # a half-step on the mean alone: q's marginal variances held (they move slowly),
+        # the mean at the proposal by conjugate gradients preconditioned with q's factor
+        half = _propose(history)
+        mu_half = site_mean_cg(K, m, 2.0 * jaakkola_lambda(half), 0.5 * y, q.L, rtol=cg_rtol)
         new = None
-        if len(history) > 1:
-            trial = np.abs(anderson(history))
-            if np.all(np.isfinite(trial)):
-                evaluations += 1
-                q_t, bound_t, noise_t = _bound(K, y, m, trial, fresh)
-                if bound_t >= bound - noise:
-                    new, accelerated = (trial, q_t, bound_t, noise_t), accelerated + 1
-        if new is None:
-            history = history[-1:]
-            evaluations += 1
-            new = (xi_em, *_bound(K, y, m, xi_em, fresh))
-            if new[2] < bound - noise and age > 0:
-                # EM with stale variances lowered the bound: EM with q's own never does
-                v = np.maximum(marginal_variances(K, q.W, q.sW, q.L), 0.0)
-                xi_em = np.sqrt(q.mu**2 + v)
-                evaluations += 1
-                new = (xi_em, *_bound(K, y, m, xi_em, True))
-                fresh = True
+        if mu_half is not None:
+            cg_steps += 1
+            history = [*history[-_ANDERSON_MEMORY:], (half, np.sqrt(mu_half**2 + q.v) - half)]
+            trial = _propose(history)
+            factorisations += 1
+            q_t, bound_t, noise_t = _bound(K, y, m, trial)
+            if bound_t >= bound - noise:
+                new, accelerated = (trial, q_t, bound_t, noise_t), accelerated + 1
+        if new is None:  # the EM step from q, which never lowers the bound
+            history = []
+            factorisations += 1
+            new = (xi_em, *_bound(K, y, m, xi_em))
         change = new[2] - bound
         xi, q, bound, noise = new
-        v, age = (q.v, 0) if fresh else (v, age + 1)
-    if age > 0:  # stopped by max_iter on stale variances: q's own, for the posterior
-        v = np.maximum(marginal_variances(K, q.W, q.sW, q.L), 0.0)
     if converged:
         message = (
-            f"converged after {iterations} iterations ({evaluations} bound evaluations, "
-            f"{accelerated} extrapolated): estimated distance to the maximum {gap:.2e}, "
-            f"xi change {xi_change:.2e}"
+            f"converged after {iterations} iterations ({factorisations} factorisations, "
+            f"{cg_steps} conjugate-gradient half-steps, {accelerated} extrapolated): "
+            f"estimated distance to the maximum {gap:.2e}, xi change {xi_change:.2e}"
         )
     else:
         message = (
@@ -254,5 +255,5 @@ def infer(
         log_marginal_likelihood=bound,
         convergence=Convergence(converged, iterations, float(change), message),
         xi=xi,
-        v=v,
+        v=q.v,
     )
