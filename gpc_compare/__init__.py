@@ -10,18 +10,21 @@ See :mod:`gpc_compare.posterior` for the ``Posterior`` contract every engine hon
 
 from . import datasets, engines, kernels, likelihoods, metrics, numerics
 from ._fit import fit
+from .comparison import Comparison, compare
 from .estimator import GPClassifier
 from .hyperparameters import OptimizationResult
 from .posterior import Convergence, GaussianPosterior, Posterior
 from .provenance import __version__ as __version__
 
 __all__ = [
+    "Comparison",
     "Convergence",
     "GPClassifier",
     "GaussianPosterior",
     "OptimizationResult",
     "Posterior",
     "datasets",
+    "compare",
     "engines",
     "fit",
     "kernels",

@@ -2,6 +2,8 @@
 
 - ``gpc-compare run studies/NAME.toml`` runs a study (every engine on the same splits of
   the same data sets), resumable, and writes ``results/NAME/`` with its report;
+- ``gpc-compare compare data.csv --target COLUMN`` runs your own data (a CSV, gzip CSV or
+  Parquet file) through the engines, writing the study it ran next to its results;
 - ``gpc-compare report results/NAME`` (re)writes the figures and ``report.md``;
 - ``gpc-compare list [datasets|engines|studies]`` shows what there is.
 
@@ -98,6 +100,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     report.add_argument("results", metavar="RESULTS_DIR", help="e.g. results/quick")
     report.set_defaults(func=_report_command)
+
+    _add_compare(sub)
 
     lister = sub.add_parser(
         "list",
@@ -246,6 +250,77 @@ def _run_toml(path: str, config, args: argparse.Namespace) -> int:
         )
         return 1
     return 0
+
+
+def _add_compare(sub) -> None:
+    """The ``compare`` subcommand: a data file through the engines, no study file to write."""
+    cmp = sub.add_parser(
+        "compare",
+        help="compare the engines on your own data file (CSV, .csv.gz, Parquet)",
+        description=(
+            "Run your data through the engines by cross-validation: writes DIR/NAME/study.toml "
+            "(the study it ran: edit it and rerun with `gpc-compare run`), the results and "
+            "the report. Rerunning the same command resumes."
+        ),
+    )
+    cmp.add_argument("data", metavar="DATA", help="a CSV, gzip CSV or Parquet file")
+    cmp.add_argument("--target", required=True, help="the column of class labels")
+    cmp.add_argument(
+        "--engines",
+        default="laplace,ep,mcmc",
+        type=lambda s: [e.strip() for e in s.split(",") if e.strip()],
+        help="comma-separated engines (default: %(default)s)",
+    )
+    cmp.add_argument("--likelihood", default="probit", help="(default: %(default)s)")
+    cmp.add_argument("--folds", type=int, default=5, help="(default: %(default)s)")
+    cmp.add_argument("--policy", default="optimize", help="(default: %(default)s)")
+    cmp.add_argument("--seed", type=int, default=0, help="(default: %(default)s)")
+    cmp.add_argument("--output", default="results", metavar="DIR", help="(default: %(default)s)")
+    cmp.add_argument("--name", default=None, help="study name (default: the file's name)")
+    cmp.add_argument("--positive", default=None, help="the label of the +1 class")
+    cmp.add_argument("--features", default=None, help="comma-separated input columns")
+    cmp.add_argument("--categorical", choices=("onehot", "drop"), default=None)
+    cmp.add_argument("--missing", choices=("error", "drop"), default=None)
+    cmp.add_argument("--workers", type=_positive_int, default=None)
+    cmp.add_argument("--scheduler", default=None, metavar="ADDRESS")
+    cmp.add_argument("--no-report", dest="report", action="store_false", help="skip the report")
+    cmp.set_defaults(func=_compare_command, retry_failed=True)
+
+
+def _compare_command(args: argparse.Namespace) -> int:
+    from .comparison import prepare_file_study
+    from .study import StudyError
+
+    features = None if args.features is None else [f.strip() for f in args.features.split(",")]
+    try:
+        path, config = _prepare(prepare_file_study, args, features)
+    except StudyError as exc:  # the fields of the study are options here
+        raise ValueError(
+            f"{exc} (on the command line: --categorical onehot|drop, --missing drop, "
+            "--features A,B, --positive LABEL, --folds K, --likelihood NAME)"
+        ) from None
+    print(f"{PROG} compare: wrote {path} (rerun or edit it: gpc-compare run {path})")
+    return _run_toml(str(path), config, args)
+
+
+def _prepare(prepare_file_study, args: argparse.Namespace, features):
+    return prepare_file_study(
+        args.data,
+        args.target,
+        args.output,
+        name=args.name,
+        engines=args.engines,
+        likelihood=args.likelihood,
+        folds=args.folds,
+        policy=args.policy,
+        seed=args.seed,
+        positive=args.positive,
+        features=features,
+        categorical=args.categorical,
+        missing=args.missing,
+        workers=args.workers,
+        scheduler=args.scheduler,
+    )
 
 
 def _report_command(args: argparse.Namespace) -> int:

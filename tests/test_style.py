@@ -29,7 +29,7 @@ LAYERS = [
     {"_fit", "estimator"},
     {"study"},
     {"report"},
-    {"cli", "__main__", "__init__"},
+    {"cli", "__main__", "__init__", "comparison"},
 ]
 
 

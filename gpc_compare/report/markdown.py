@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ..study import StudyConfig
+from ..study.datafiles import data_provenance
 from .styles import METRICS, REFERENCE_METRICS, style
 
 __all__ = ["report_markdown"]
@@ -263,6 +264,7 @@ def report_markdown(
         f"{platform.node() or 'this machine'} ({os.cpu_count()} CPUs)",
         "- Versions: " + ", ".join(f"{k} {v}" for k, v in sorted(versions.items())),
         f"- Data: {', '.join(datasets)}; inputs standardised on each training fold; {split_text}",
+        *data_provenance(config.datasets),  # data sets read from files, and what was dropped
         f"- Model: {kernel['name']} kernel"
         f"{' (ARD)' if kernel.get('ard') else ''}, {config.likelihood} likelihood, "
         f"{'constant prior mean (a hyperparameter)' if config.mean is not None else 'zero mean'}",

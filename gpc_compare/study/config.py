@@ -19,6 +19,7 @@ import numpy as np
 
 from .. import datasets as gc_datasets
 from ..engines import ENGINES, capabilities, engines_with, get_engine
+from .datafiles import FILE_HINT, check_label, data_dir, file_dataset
 from .problem import KERNELS, DatasetSpec, load_dataset, make_kernel
 
 __all__ = ["DatasetSpec", "StudyConfig", "StudyError", "load_study"]
@@ -83,6 +84,13 @@ def _check_keys(table: Mapping[str, Any], allowed: Iterable[str], path: str, whe
         raise _fail(path, where, f"unknown field(s) {unknown}; allowed: {sorted(allowed)}")
 
 
+def _label(value: Any, p: str, where: str) -> str:
+    try:
+        return check_label(value)
+    except ValueError as exc:
+        raise _fail(p, where, str(exc)) from None
+
+
 def _int(value: Any, path: str, where: str, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise _fail(path, where, f"must be an integer >= {minimum}, got {value!r}")
@@ -105,6 +113,8 @@ def load_study(path: str | os.PathLike[str]) -> StudyConfig:
             reference = "mcmc"           # engine the others are compared with
             datasets = ["ionosphere", "sonar"]   # or [[datasets]] tables:
             # [[datasets]]  name = "breast_cancer"  subsample = 200  (+ loader options)
+            # [[datasets]]  file = "data/mine.csv"  target = "label"  (your own CSV, .csv.gz
+            #   or Parquet, relative to this file; options: study.datafiles.file_dataset)
             [kernel]     name = "squared_exponential"  lengthscale = "sqrt_d"  variance = 1.0
                          ard = false  variance_bounds = [0.01, 100.0]  (or "fixed")
                          lengthscale_bounds = [0.01, 1000.0]
@@ -153,11 +163,10 @@ def load_study(path: str | os.PathLike[str]) -> StudyConfig:
         "splits",
         "engines",
         "evidence",
+        "data_dir",
     }
     _check_keys(raw, top, p, "top level")
-    name = raw.get("name", Path(p).stem)
-    if not isinstance(name, str) or not name or any(c in name for c in "/\\ "):
-        raise _fail(p, "name", f"must be a non-empty string without '/' or spaces, got {name!r}")
+    name = _label(raw.get("name", Path(p).stem), p, "name")  # (labels become file names)
     seed = _int(raw.get("seed", 0), p, "seed", 0)
     likelihood = raw.get("likelihood", "probit")
     if likelihood not in BINARY_LIKELIHOODS:
@@ -170,7 +179,7 @@ def load_study(path: str | os.PathLike[str]) -> StudyConfig:
         raise _fail(p, "mean", f"must be a number, got {mean!r}")
 
     splits = _parse_splits(raw.get("splits", {}), p)
-    datasets, dims = _parse_datasets(raw.get("datasets"), splits, seed, p)
+    datasets, dims = _parse_datasets(raw.get("datasets"), splits, seed, p, likelihood, raw)
     engines, methods = _parse_engines(raw.get("engines"), p)
     for label, method in methods.items():  # an engine that cannot take the likelihood
         if likelihood not in get_engine(method).LIKELIHOODS:
@@ -222,26 +231,45 @@ def load_study(path: str | os.PathLike[str]) -> StudyConfig:
 
 
 def _parse_datasets(
-    value: Any, splits: Mapping[str, Any], seed: int, p: str
+    value: Any,
+    splits: Mapping[str, Any],
+    seed: int,
+    p: str,
+    likelihood: str = "probit",
+    raw: Mapping[str, Any] | None = None,
 ) -> tuple[tuple[DatasetSpec, ...], dict[str, int]]:
     """The data sets, each loaded once here (so a bad option is named now, not in every
-    job), and their input dimensions by label."""
+    job), and their input dimensions by label; a table with a ``file`` is a user's own."""
     if value is None:
         raise _fail(p, "datasets", "missing: name at least one data set")
     if not isinstance(value, list) or not value:
         raise _fail(p, "datasets", "must be a non-empty list of names or [[datasets]] tables")
     known = set(gc_datasets.DATASETS)
     specs, dims = [], {}
+    folds = {"kfold": splits.get("n_splits"), "holdout": 2, "none": 1}[splits["kind"]]
     for i, item in enumerate(value):
         where = f"datasets[{i}]"
+        if isinstance(item, dict) and "file" in item:  # a user's own table
+            try:
+                binary = likelihood in BINARY_LIKELIHOODS
+                spec = file_dataset(item, data_dir(raw or {}, p), likelihood, binary, folds)
+                data = load_dataset(spec, seed)
+            except ValueError as exc:
+                raise _fail(p, where, str(exc)) from None
+            specs.append(spec)
+            dims[spec.label] = int(data.X.shape[1])
+            continue
         if isinstance(item, str):
             item = {"name": item}
         if not isinstance(item, dict) or "name" not in item:
-            raise _fail(p, where, "must be a data-set name or a table with a 'name'")
+            raise _fail(p, where, f"must be a data-set name or a table with a 'name' ({FILE_HINT})")
         name = item["name"]
         if not isinstance(name, str) or name not in known:
-            raise _fail(p, f"{where}.name", f"unknown data set {name!r}; known: {sorted(known)}")
+            known_text = f"unknown data set {name!r}; known: {sorted(known)} ({FILE_HINT})"
+            raise _fail(p, f"{where}.name", known_text)
         options = {k: v for k, v in item.items() if k not in ("name", "subsample")}
+        if "label" in options:
+            _label(options["label"], p, f"{where}.label")
         subsample = item.get("subsample")
         if subsample is not None:
             subsample = _int(subsample, p, f"{where}.subsample", 10)
@@ -252,7 +280,6 @@ def _parse_datasets(
         if data.n_classes != 2:
             raise _fail(p, where, f"{name!r} has {data.n_classes} classes; studies are binary")
         smallest = int(np.min(np.bincount(data.y)))
-        folds = {"kfold": splits.get("n_splits"), "holdout": 2, "none": 1}[splits["kind"]]
         if smallest < folds:
             raise _fail(
                 p, where, f"the smaller class has {smallest} cases, too few for {folds} "
@@ -276,6 +303,7 @@ def _parse_engines(value: Any, p: str) -> tuple[dict[str, dict[str, Any]], dict[
         where = f"engines.{label}"
         if not isinstance(options, dict):
             raise _fail(p, where, "must be a table of the engine's options")
+        _label(label, p, where)
         options = dict(options)
         method = options.pop("method", label)  # a label may name an engine variant
         if not isinstance(method, str) or method not in ENGINES:

@@ -6,7 +6,9 @@ Each executor has ``capacity`` (jobs in flight), ``submit(fn, *args)`` returning
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
+from multiprocessing import context as _mp
 
 __all__ = ["DaskExecutor", "LocalExecutor", "SerialExecutor"]
 
@@ -63,15 +65,19 @@ class SerialExecutor:
 
 
 class LocalExecutor:
-    """Local worker processes (``concurrent.futures``, forkserver start method)."""
+    """Local worker processes (``concurrent.futures``, forkserver start method).
+
+    The workers do not run the caller's ``__main__`` script (:func:`_without_main`): a job
+    is a function of this package, so a script that runs a study needs no
+    ``if __name__ == "__main__":`` guard, and is not run again in every worker.
+    """
 
     def __init__(self, workers: int) -> None:
-        import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
         self._make = lambda: ProcessPoolExecutor(
             max_workers=workers,
-            mp_context=multiprocessing.get_context("forkserver"),
+            mp_context=_without_main(),
             initializer=_ignore_sigint,  # Ctrl-C is the parent's to handle
         )
         self.capacity = workers
@@ -99,6 +105,41 @@ class LocalExecutor:
         if cancel:  # an interrupted run: stop the jobs in flight too (their results are lost)
             for process in processes:
                 process.terminate()
+
+
+def _without_main():
+    """The forkserver context, its processes started as if ``__main__`` had no file.
+
+    multiprocessing re-runs the parent's main script in each child started by spawn or
+    forkserver (so that functions defined there can be unpickled), which starts the study
+    again in every worker of a script without a ``__main__`` guard (and fails with
+    "An attempt has been made to start a new process before the current process has
+    finished its bootstrapping phase"). The jobs need nothing from ``__main__``.
+    """
+    import multiprocessing
+
+    multiprocessing.get_context("forkserver")  # (a ValueError where there is no forkserver)
+    return _MainlessContext()
+
+
+if hasattr(_mp, "ForkServerContext"):  # (POSIX)
+
+    class _MainlessProcess(_mp.ForkServerProcess):
+        """A forkserver process whose preparation data name no main script to re-run."""
+
+        def start(self) -> None:
+            main = sys.modules["__main__"]
+            saved = {k: main.__dict__[k] for k in ("__file__", "__spec__") if k in main.__dict__}
+            main.__dict__.pop("__file__", None)
+            main.__spec__ = None  # (multiprocessing reads it; a script run by path has None)
+            try:
+                super().start()
+            finally:
+                main.__dict__.pop("__spec__", None)
+                main.__dict__.update(saved)
+
+    class _MainlessContext(_mp.ForkServerContext):
+        Process = _MainlessProcess
 
 
 def _ignore_sigint() -> None:

@@ -45,11 +45,18 @@ KERNELS = {
 
 @dataclass(frozen=True)
 class DatasetSpec:
-    """A data set of a study: a loader name and its options."""
+    """A data set of a study: a loader name and its options, or a file's prepared data.
+
+    A data set read from a file (:mod:`gpc_compare.study.datafiles`) carries its path in
+    ``file`` and its arrays in ``data`` (so a job never reads the file again), and the
+    digest of its content in ``options`` (what job ids hash).
+    """
 
     name: str
     options: Mapping[str, Any] = field(default_factory=dict)
     subsample: int | None = None
+    file: str | None = None
+    data: gc_datasets.Dataset | None = field(default=None, compare=False, repr=False)
 
     @property
     def label(self) -> str:
@@ -71,8 +78,11 @@ def n_splits(splits: Mapping[str, Any]) -> int:
 
 def load_dataset(spec: DatasetSpec, seed: int = 0) -> gc_datasets.Dataset:
     """The data set of ``spec``; a stratified subsample drawn with the study ``seed``."""
-    options = {k: v for k, v in spec.options.items() if k != "label"}
-    data = gc_datasets.load(spec.name, **options)
+    if spec.data is not None:  # a file's data, read and checked when the study was loaded
+        data = spec.data
+    else:
+        options = {k: v for k, v in spec.options.items() if k != "label"}
+        data = gc_datasets.load(spec.name, **options)
     if spec.subsample is not None and spec.subsample < data.n_samples:
         keep, _ = train_test_split(
             np.arange(data.n_samples),

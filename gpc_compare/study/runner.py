@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,6 +12,7 @@ from typing import Any, TextIO
 import pandas as pd
 
 from .config import StudyConfig, load_study
+from .datafiles import copy_study
 from .executors import DaskExecutor, LocalExecutor, SerialExecutor
 from .jobs import Job, expand
 from .records import atomic_write, failed_dependency, failure_record, load_records, save_record
@@ -128,7 +128,7 @@ def run_study(
     if config.path and Path(config.path).exists():
         target = result_dir / "study.toml"
         if Path(config.path).resolve() != target.resolve():
-            shutil.copyfile(config.path, target)
+            copy_study(config.path, target)  # (data files' relative paths kept valid)
             run_info = {
                 "study_file": _relative_to_cwd(config.path),
                 "scheduler": scheduler,

@@ -1,0 +1,428 @@
+"""Your own data through the study runner, without writing a study file: :func:`compare`.
+
+``gc.compare(X, y)`` writes the data (``data.csv``) and the study it runs
+(``study.toml``, a file data set; see :func:`gpc_compare.study.load_study`) into the
+results folder, then runs it with :func:`gpc_compare.study.run_study`: the same jobs,
+resuming, worker processes or Dask cluster, tidy table and report as
+``gpc-compare run``. ``gpc-compare compare data.csv --target COLUMN`` does the same from
+the shell (:func:`prepare_file_study`), with the study's ``file`` pointing at the CSV.
+Either way the study file kept with the results repeats the run
+(``gpc-compare run DIR/NAME/study.toml``) and can be edited.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import warnings
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+import numpy as np
+import pandas as pd
+
+from .study import RunSummary, StudyConfig, StudyError, load_study, run_study
+from .study.datafiles import check_label
+
+__all__ = ["Comparison", "compare", "prepare_file_study", "study_text"]
+
+#: Fields of a file data set that :func:`compare` and :func:`prepare_file_study` pass on.
+DATA_OPTIONS = ("features", "positive", "categorical", "missing", "subsample")
+
+
+class Comparison:
+    """What :func:`compare` ran: the tidy table, its summary, and the report on request.
+
+    Attributes
+    ----------
+    table : pandas.DataFrame
+        The tidy table (``results.csv``): one row per data set, split, engine and metric.
+    result_dir : Path
+        Where the results are (``OUTPUT/NAME``, or a temporary folder that lives as long
+        as this object when ``output=None``): ``study.toml``, ``data.csv``, ``jobs/``.
+    study : StudyConfig
+        The study that ran.
+    run : RunSummary
+        Jobs run, skipped (done earlier) and failed, with the failures' messages.
+    """
+
+    def __init__(
+        self,
+        table: pd.DataFrame,
+        result_dir: Path,
+        study: StudyConfig,
+        run: RunSummary,
+        keep: Any = None,
+    ) -> None:
+        self.table = table
+        self.result_dir = Path(result_dir)
+        self.study = study
+        self.run = run
+        self._keep = keep  # a TemporaryDirectory, removed with this object
+
+    def summary(self) -> pd.DataFrame:
+        """Each metric's mean, sd and 95% interval across splits, per data set and engine.
+
+        Returns
+        -------
+        pandas.DataFrame
+            :func:`gpc_compare.metrics.summarize` of :attr:`table`.
+        """
+        from .metrics import summarize
+
+        return summarize(self.table)
+
+    def report(self, path: str | os.PathLike[str] | None = None) -> Path:
+        """Write ``report.md`` and ``figures/`` (as ``gpc-compare report``).
+
+        Parameters
+        ----------
+        path : path, optional
+            A folder: the results are copied there (study, data, job records) and the
+            report written beside them. Default: the results folder itself.
+
+        Returns
+        -------
+        Path
+            The path of ``report.md``.
+        """
+        from .report import write_report
+
+        target = self.result_dir if path is None else Path(path)
+        if target.resolve() != self.result_dir.resolve():
+            shutil.copytree(self.result_dir, target, dirs_exist_ok=True)
+        return write_report(target)
+
+    def __repr__(self) -> str:
+        return (
+            f"Comparison({self.study.name!r}: engines {list(self.study.engines)}, "
+            f"{len(self.table)} rows, {self.run.failed} failed, in {self.result_dir})"
+        )
+
+
+def compare(
+    X: Any,
+    y: Any,
+    engines: Sequence[str] = ("laplace", "ep", "mcmc"),
+    likelihood: str = "probit",
+    folds: int = 5,
+    policy: str = "optimize",
+    seed: int = 0,
+    output: str | os.PathLike[str] | None = None,
+    *,
+    name: str = "compare",
+    workers: int | None = None,
+    scheduler: str | None = None,
+    progress: TextIO | None = None,
+    kernel: Mapping[str, Any] | None = None,
+    engine_options: Mapping[str, Mapping[str, Any]] | None = None,
+    n_restarts: int | None = None,
+    **data_options: Any,
+) -> Comparison:
+    """Compare the engines on your data ``(X, y)`` through the study runner.
+
+    Parameters
+    ----------
+    X : array_like of shape (n, d), or pandas.DataFrame
+        Inputs (unscaled: they are standardised on each training fold). A DataFrame's
+        column names are kept; non-numeric columns need ``categorical="onehot"`` or
+        ``"drop"``.
+    y : array_like of shape (n,), or pandas.Series
+        Class labels: any two distinct values (the larger sorted one is +1 unless
+        ``positive=`` says otherwise).
+    engines : sequence of str
+        Engines, each with its default options (``engine_options`` adds some).
+    likelihood : {"probit", "logistic"}
+    folds : int
+        Stratified cross-validation folds (>= 2).
+    policy : {"optimize", "fixed", "shared", "full_bayes"}
+        The hyperparameter policy (see :mod:`gpc_compare.study`).
+    seed : int
+        The study seed (splits, restarts, samplers).
+    output : path, optional
+        Results go to ``output/NAME`` (kept, and resumed when called again with the same
+        data and settings); default: a temporary folder.
+    name : str
+        The study's name, which is also the data set's label (letters, digits, ``_.-``).
+    workers : int, optional
+        Local worker processes (default: one per CPU; 1 runs in this process). A script
+        calling this needs no ``if __name__ == "__main__":`` guard: the workers do not run
+        it again.
+    scheduler : str, optional
+        A Dask scheduler's address (``tcp://host:8786``): the jobs run there.
+    progress : text stream, optional
+        Where the progress line goes (e.g. ``sys.stderr``); none by default.
+    kernel : mapping, optional
+        The study's ``[kernel]`` table, e.g. ``{"name": "matern52", "ard": True}``.
+    engine_options : mapping, optional
+        Options per engine, e.g. ``{"mcmc": {"draws": 500, "chains": 2}}``.
+    n_restarts : int, optional
+        Optimiser restarts (the study default when omitted).
+    **data_options
+        Of the file data set: ``positive``, ``categorical``, ``missing``, ``features``,
+        ``subsample`` (see :func:`gpc_compare.study.datafiles.file_dataset`).
+
+    Returns
+    -------
+    Comparison
+        ``.table`` (the tidy DataFrame), ``.summary()``, ``.report(path)``.
+
+    Raises
+    ------
+    ValueError
+        For data or settings the study runner refuses (the message says which and what
+        to do), e.g. a target with one class or a column with missing values.
+    """
+    unknown = sorted(set(data_options) - set(DATA_OPTIONS))
+    if unknown:
+        raise TypeError(f"compare() got unexpected keyword argument(s) {unknown}")
+    check_label(name, "name")
+    frame, target = _frame(X, y)
+    keep = None
+    if output is None:
+        keep = tempfile.TemporaryDirectory(prefix="gpc_compare_")
+        output = keep.name
+    result_dir = Path(output) / name
+    result_dir.mkdir(parents=True, exist_ok=True)
+    data_file = result_dir / "data.csv"
+    text = frame.to_csv(index=False)
+    if not data_file.exists() or data_file.read_text() != text:  # (resume: leave it alone)
+        data_file.write_text(text)
+    study_file = result_dir / "study.toml"
+    _write(
+        study_file,
+        study_text(
+            "data.csv",
+            target,
+            name=name,
+            label=name,
+            engines=engines,
+            likelihood=likelihood,
+            folds=folds,
+            policy=policy,
+            seed=seed,
+            kernel=kernel,
+            engine_options=engine_options,
+            n_restarts=n_restarts,
+            **data_options,
+        ),
+    )
+    config = load_study(study_file)
+    _run_info(result_dir, study_file, workers, scheduler)
+    summary = run_study(config, output, workers=workers, scheduler=scheduler, progress=progress)
+    failures = summary.failures + summary.failed_earlier
+    if failures:
+        warnings.warn(
+            f"{len(failures)} job(s) failed (records in {result_dir / 'jobs'}): "
+            + "; ".join(failures[:3]),
+            RuntimeWarning,
+            stacklevel=2,
+        )
+    return Comparison(summary.table, result_dir, config, summary, keep)
+
+
+def prepare_file_study(
+    data: str | os.PathLike[str],
+    target: str,
+    output: str | os.PathLike[str],
+    *,
+    name: str | None = None,
+    workers: int | None = None,
+    scheduler: str | None = None,
+    **settings: Any,
+) -> tuple[Path, StudyConfig]:
+    """Write (and check) the study of a data file: ``output/NAME/study.toml``.
+
+    Parameters
+    ----------
+    data : path
+        The CSV, gzip CSV or Parquet file; the study names it relative to itself.
+    target : str
+        The column of class labels.
+    output : path
+        The results folder; the study goes to ``output/NAME/study.toml``.
+    name : str, optional
+        The study name and data set label (default: the file name without its endings,
+        with characters other than letters, digits and ``_.-`` made ``_``).
+    workers, scheduler : optional
+        How the run will go (recorded in ``run.json`` beside the study).
+    **settings
+        ``engines``, ``likelihood``, ``folds``, ``policy``, ``seed`` and the data options
+        of :func:`study_text`.
+
+    Returns
+    -------
+    (Path, StudyConfig)
+        The study file and the study, loaded (so every check has run).
+
+    Raises
+    ------
+    ValueError
+        (a :class:`~gpc_compare.study.StudyError`) for data or settings the study runner
+        refuses; the study file is then not left behind.
+    """
+    data = Path(data)
+    if name is None:
+        stem = data.name.split(".")[0]
+        name = "".join(c if c.isascii() and (c.isalnum() or c in "_.-") else "_" for c in stem)
+        name = name.strip(".") or "data"
+    check_label(name, "--name")
+    result_dir = Path(output) / name
+    study_file = result_dir / "study.toml"
+    made = [d for d in (result_dir, *result_dir.parents) if not d.exists()]
+    result_dir.mkdir(parents=True, exist_ok=True)
+    here = Path.cwd().resolve()  # relative when both lie below the working directory
+    inside = all(p.resolve().is_relative_to(here) for p in (data, result_dir))
+    relative = (
+        os.path.relpath(data.resolve(), result_dir.resolve()) if inside else str(data.resolve())
+    )
+    existed = study_file.exists()
+    previous = study_file.read_text() if existed else None
+    _write(study_file, study_text(relative, target, name=name, label=name, **settings))
+    try:
+        config = load_study(study_file)
+    except StudyError:
+        if previous is not None:
+            study_file.write_text(previous)
+        else:
+            study_file.unlink()
+            for folder in made:  # (the folders made here, deepest first, when left empty)
+                if not any(folder.iterdir()):
+                    folder.rmdir()
+        raise
+    _run_info(result_dir, study_file, workers, scheduler)
+    return study_file, config
+
+
+def study_text(
+    file: str,
+    target: str,
+    *,
+    name: str,
+    label: str | None = None,
+    engines: Sequence[str] = ("laplace", "ep", "mcmc"),
+    likelihood: str = "probit",
+    folds: int = 5,
+    policy: str = "optimize",
+    seed: int = 0,
+    kernel: Mapping[str, Any] | None = None,
+    engine_options: Mapping[str, Mapping[str, Any]] | None = None,
+    n_restarts: int | None = None,
+    **data_options: Any,
+) -> str:
+    """The TOML text of a study of one data file (what :func:`compare` writes and runs).
+
+    Parameters
+    ----------
+    file : str
+        The data file, as the study names it (relative to the study file's folder).
+    target, name, label, engines, likelihood, folds, policy, seed
+        As :func:`compare`; ``label`` names the data set (default: the file's stem).
+    kernel, engine_options, n_restarts
+        The ``[kernel]`` table, per-engine options, optimiser restarts.
+    **data_options
+        ``features``, ``positive``, ``categorical``, ``missing``, ``subsample``.
+
+    Returns
+    -------
+    str
+    """
+    if isinstance(engines, str) or not engines:
+        raise ValueError(f"engines: give a sequence of engine names, got {engines!r}")
+    lines = [
+        "# Written by gpc_compare (gc.compare or `gpc-compare compare`): this study ran the",
+        "# results in this folder. Edit it and rerun: gpc-compare run THIS_FILE",
+        f"name = {_toml(name)}",
+        f"seed = {_toml(seed)}",
+        f"likelihood = {_toml(likelihood)}",
+        "",
+        "[[datasets]]",
+        f"file = {_toml(file)}",
+        f"target = {_toml(target)}",
+    ]
+    if label is not None:
+        lines.append(f"label = {_toml(label)}")
+    lines += [f"{k} = {_toml(v)}" for k, v in data_options.items() if v is not None]
+    lines += ["", "[splits]", 'kind = "kfold"', f"n_splits = {_toml(folds)}", ""]
+    lines += ["[hyperparameters]", f"policy = {_toml(policy)}"]
+    if n_restarts is not None:
+        lines.append(f"n_restarts = {_toml(n_restarts)}")
+    if kernel:
+        lines += ["", "[kernel]", *(f"{k} = {_toml(v)}" for k, v in kernel.items())]
+    options = dict(engine_options or {})
+    unknown = sorted(set(options) - set(engines))
+    if unknown:
+        raise ValueError(f"engine_options: {unknown} are not among the engines {list(engines)}")
+    for engine in engines:
+        lines += ["", f"[engines.{_key(engine)}]"]
+        lines += [f"{k} = {_toml(v)}" for k, v in options.get(engine, {}).items()]
+    return "\n".join(lines) + "\n"
+
+
+def _frame(X: Any, y: Any) -> tuple[pd.DataFrame, str]:
+    """``X`` and ``y`` as one table, and the name of ``y``'s column in it."""
+    if isinstance(X, pd.DataFrame):
+        frame = X.copy()
+        frame.columns = [str(c) for c in frame.columns]
+    else:
+        array = np.asarray(X)
+        if array.ndim == 1:
+            array = array[:, None]
+        if array.ndim != 2:
+            raise ValueError(f"X must be 2-D (n cases, d inputs), got shape {array.shape}")
+        frame = pd.DataFrame(array, columns=[f"x{j + 1}" for j in range(array.shape[1])])
+    labels = y.to_numpy() if isinstance(y, pd.Series) else np.asarray(y)
+    if labels.ndim != 1 or labels.shape[0] != len(frame):
+        raise ValueError(
+            f"y must be 1-D with one label per row of X ({len(frame)}), got shape {labels.shape}"
+        )
+    target = str(y.name) if isinstance(y, pd.Series) and y.name is not None else "y"
+    while target in frame.columns:
+        target = f"{target}_"
+    frame = frame.reset_index(drop=True)
+    frame[target] = labels
+    return frame, target
+
+
+def _write(path: Path, text: str) -> None:
+    """Write ``path`` unless it already holds ``text`` (a rerun leaves the file as it was)."""
+    if not path.exists() or path.read_text() != text:
+        path.write_text(text)
+
+
+def _run_info(result_dir: Path, study_file: Path, workers, scheduler) -> None:
+    """``run.json``: the study file the report's command line names."""
+    try:
+        shown = str(study_file.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        shown = str(study_file)
+    info = {"study_file": shown, "scheduler": scheduler, "workers": workers}
+    (result_dir / "run.json").write_text(json.dumps(info, indent=1))
+
+
+def _key(key: str) -> str:
+    """A TOML key: bare when it can be, quoted otherwise."""
+    bare = key and all(c.isascii() and (c.isalnum() or c in "_-") for c in key)
+    return key if bare else json.dumps(key)
+
+
+def _toml(value: Any) -> str:
+    """A TOML value: a string, number, boolean, list or inline table."""
+    if isinstance(value, bool | np.bool_):
+        return "true" if value else "false"
+    if isinstance(value, int | np.integer):
+        return str(int(value))
+    if isinstance(value, float | np.floating):
+        if not np.isfinite(value):
+            raise ValueError(f"a study value must be finite, got {value!r}")
+        return repr(float(value))
+    if isinstance(value, str):
+        return json.dumps(value)  # (JSON's escapes are TOML's)
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    if isinstance(value, Mapping):
+        return "{" + ", ".join(f"{_key(str(k))} = {_toml(v)}" for k, v in value.items()) + "}"
+    raise ValueError(f"cannot write {value!r} ({type(value).__name__}) in a study file")

@@ -1,0 +1,328 @@
+"""A user's own data: a table in a file (CSV, gzip CSV, Parquet), checked, as a :class:`Dataset`.
+
+Files are data: they are read with pandas (``read_csv``, ``read_parquet``), never
+executed or unpickled. Everything that would make a study fail later, or mislead, is
+refused here with a message that names the file, the column and the row and says what
+to do (:func:`load_table`); a constant column is dropped and the drop recorded as a note
+(``Dataset.info["notes"]``) that the study report shows.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ._dataset import Dataset
+
+__all__ = ["CATEGORICAL", "MISSING", "data_digest", "file_sha256", "load_table", "read_table"]
+
+#: What to do with non-numeric feature columns: one 0/1 column per level, or drop them.
+CATEGORICAL = ("onehot", "drop")
+#: What to do with rows that have a missing value: refuse the file, or drop the rows.
+MISSING = ("error", "drop")
+#: File endings read as CSV (gzip by its ending) and as Parquet.
+CSV_SUFFIXES = (".csv", ".csv.gz", ".txt", ".txt.gz")
+PARQUET_SUFFIXES = (".parquet", ".pq")
+
+
+def file_sha256(path: str | os.PathLike[str]) -> str:
+    """The SHA-256 of a file's bytes (hex), recorded in the study's provenance."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def data_digest(data: Dataset) -> str:
+    """The SHA-256 of a data set's content (inputs, labels, class names), hex.
+
+    The same data give the same digest whatever file format or column order of rows it
+    came in, so a study's job ids (which hash it) survive re-encoding a file, and change
+    when its numbers change.
+    """
+    digest = hashlib.sha256()
+    digest.update(np.ascontiguousarray(data.X, dtype="<f8").tobytes())
+    digest.update(np.ascontiguousarray(data.y, dtype="<i8").tobytes())
+    digest.update(repr((data.X.shape, tuple(data.class_names))).encode())
+    return digest.hexdigest()
+
+
+def read_table(path: str | os.PathLike[str]) -> pd.DataFrame:
+    """Read a CSV (``.csv``, gzip ``.csv.gz``) or Parquet (``.parquet``) file with pandas.
+
+    Parameters
+    ----------
+    path : path
+
+    Returns
+    -------
+    pandas.DataFrame
+
+    Raises
+    ------
+    ValueError
+        The file is missing, has an ending not listed above, cannot be parsed, or is
+        Parquet without pyarrow installed (the message names the extra to install).
+    """
+    path = Path(path)
+    name = path.name.lower()
+    if not path.is_file():
+        raise ValueError(
+            f"{path}: no such file (a relative path is taken from the study file's folder)"
+        )
+    try:
+        if name.endswith(CSV_SUFFIXES):
+            return pd.read_csv(path, compression="infer", skipinitialspace=True)
+        if name.endswith(PARQUET_SUFFIXES):
+            try:
+                import pyarrow  # noqa: F401
+            except ImportError:
+                raise ValueError(
+                    f"{path}: reading Parquet needs pyarrow: pip install 'gpc_compare[parquet]' "
+                    "(or save the table as CSV)"
+                ) from None
+            return pd.read_parquet(path)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, OSError) as exc:
+        raise ValueError(f"{path}: cannot be read as a table: {exc}") from None
+    raise ValueError(
+        f"{path}: unknown file type; give a CSV ({', '.join(CSV_SUFFIXES)}) or Parquet "
+        f"({', '.join(PARQUET_SUFFIXES)}) file"
+    )
+
+
+def load_table(
+    path: str | os.PathLike[str],
+    target: str,
+    *,
+    features: Sequence[str] | None = None,
+    positive: Any = None,
+    categorical: str | None = None,
+    missing: str = "error",
+    name: str | None = None,
+    frame: pd.DataFrame | None = None,
+) -> Dataset:
+    """A classification data set from a table: ``target`` the labels, the other columns the inputs.
+
+    Parameters
+    ----------
+    path : path
+        The file (CSV, gzip CSV or Parquet; see :func:`read_table`), named in every message.
+    target : str
+        The column of class labels (any two or more distinct values).
+    features : sequence of str, optional
+        The input columns, in order (default: every column but ``target``).
+    positive : optional
+        The label of the +1 class (``y = 1``) of a binary set; compared as text, so
+        ``"1"`` and ``1`` are the same. Default: the larger of the two sorted labels.
+    categorical : {"onehot", "drop"}, optional
+        Non-numeric input columns: one 0/1 column per level (``name=level``), or dropped.
+        Without it such columns are refused.
+    missing : {"error", "drop"}
+        Rows with a missing value in ``target`` or an input column: refused (default), or
+        dropped (the count is noted).
+    name : str, optional
+        The data set's name (default: the file name without its endings).
+    frame : DataFrame, optional
+        The table already read from ``path`` (it is not read again).
+
+    Returns
+    -------
+    Dataset
+        Inputs unscaled; labels ``y`` indexing ``class_names`` (sorted labels, as text);
+        ``info`` holds ``file``, ``sha256`` (of the file's bytes), ``rows`` (read),
+        ``columns`` (used) and ``notes`` (what was dropped, for the report).
+
+    Raises
+    ------
+    ValueError
+        Naming the file, and the column and row where there is one: a missing file or
+        column, a non-numeric input column, missing or infinite values, a target with one
+        class, a ``positive`` that is not a label, no input column left.
+    """
+    path = Path(path)
+    df = read_table(path) if frame is None else frame
+    columns = [str(c) for c in df.columns]
+    df.columns = columns
+    line = 1 if path.name.lower().endswith(CSV_SUFFIXES) else None  # header line (CSV)
+
+    def row(i: int) -> str:  # 0-based position -> a row a person can find in the file
+        return f"row {i + 1}" + ("" if line is None else f" (line {i + 1 + line})")
+
+    if target not in columns:
+        raise ValueError(f"{path}: no column {target!r} (the target); its columns: {columns}")
+    if features is None:
+        features = [c for c in columns if c != target]
+    else:
+        features = [str(c) for c in features]
+        absent = [c for c in features if c not in columns]
+        if absent:
+            raise ValueError(f"{path}: no column(s) {absent} (features); its columns: {columns}")
+        if target in features:
+            raise ValueError(f"{path}: the target {target!r} is also listed among the features")
+    if not features:
+        raise ValueError(f"{path}: no input column besides the target {target!r}")
+    if categorical is not None and categorical not in CATEGORICAL:
+        raise ValueError(f"categorical must be one of {CATEGORICAL}, got {categorical!r}")
+    if missing not in MISSING:
+        raise ValueError(f"missing must be one of {MISSING}, got {missing!r}")
+    df = df[[*features, target]]
+    notes: list[str] = []
+    n_read = len(df)
+
+    # missing values: counted per column, refused or dropped
+    holes = df.isna()
+    if holes.to_numpy().any():
+        counts = {c: int(k) for c, k in holes.sum().items() if k}
+        where = ", ".join(
+            f"{c!r} {k} (first at {row(int(np.flatnonzero(holes[c].to_numpy())[0]))})"
+            for c, k in counts.items()
+        )
+        bad = holes.any(axis=1).to_numpy()
+        if missing == "error":
+            raise ValueError(
+                f"{path}: missing values in column(s) {where}: fill them in, or set "
+                f'missing = "drop" to drop those {int(bad.sum())} of {n_read} rows'
+            )
+        df = df.loc[~bad]
+        notes.append(f"{int(bad.sum())} of {n_read} rows dropped for missing values ({where})")
+
+    # non-numeric inputs: refused, one-hot encoded or dropped
+    text = [c for c in features if not _numeric(df[c])]
+    if text:
+        if categorical is None:
+            where = "; ".join(_first_text(df[c], c, row) for c in text)
+            raise ValueError(
+                f"{path}: non-numeric feature column(s) {text} ({where}): set "
+                'categorical = "onehot" (one 0/1 column per level) or categorical = "drop", '
+                "or list the numeric columns in features = [...]"
+            )
+        if categorical == "drop":
+            notes.append(f"non-numeric column(s) {text} dropped (categorical = 'drop')")
+            features = [c for c in features if c not in text]
+        else:
+            levels = {c: sorted(df[c].astype(str).unique()) for c in text}
+            notes.append(
+                "one-hot encoded: "
+                + "; ".join(f"{c!r} ({len(v)} levels)" for c, v in levels.items())
+            )
+            expanded = []
+            for c in features:
+                if c in text:
+                    for level in levels[c]:
+                        name_ = f"{c}={level}"
+                        df = df.assign(**{name_: (df[c].astype(str) == level).astype(float)})
+                        expanded.append(name_)
+                else:
+                    expanded.append(c)
+            features = expanded
+        if not features:
+            raise ValueError(f"{path}: no numeric input column left after dropping {text}")
+
+    X = df[features].to_numpy(dtype=float)
+    infinite = ~np.isfinite(X)
+    if infinite.any():
+        i, j = (int(v[0]) for v in np.nonzero(infinite))
+        raise ValueError(
+            f"{path}: column {features[j]!r} holds an infinite value at {row(_position(df, i))}"
+        )
+
+    # constant inputs carry nothing and break nothing: dropped, and said so
+    constant = [c for j, c in enumerate(features) if X.shape[0] and np.ptp(X[:, j]) == 0]
+    if constant:
+        notes.append(
+            f"constant column(s) {constant} dropped (one value in every row: no information)"
+        )
+        keep = [j for j, c in enumerate(features) if c not in constant]
+        X, features = X[:, keep], [features[j] for j in keep]
+        if not features:
+            raise ValueError(f"{path}: every input column is constant: nothing to classify by")
+
+    labels = df[target].to_numpy()
+    names = [_label_text(v) for v in labels]
+    classes = sorted(set(names), key=_label_key)
+    if len(classes) < 2:
+        only = classes[0] if classes else "none"
+        raise ValueError(
+            f"{path}: the target column {target!r} has one class ({only!r} in all {len(names)} "
+            "rows): a classifier needs cases of at least two classes"
+        )
+    if positive is not None:
+        if _label_text(positive) not in classes:
+            raise ValueError(
+                f"{path}: positive = {positive!r} is not a label of column {target!r}; its "
+                f"labels: {classes}"
+            )
+        if len(classes) == 2:  # the positive class second: y = 1
+            classes = [c for c in classes if c != _label_text(positive)] + [_label_text(positive)]
+    index = {c: k for k, c in enumerate(classes)}
+    y = np.array([index[c] for c in names], dtype=int)
+    label = name or path.name.split(".")[0]
+    counts = np.bincount(y, minlength=len(classes))
+    balance = " / ".join(f"{k} {c}" for c, k in zip(classes, counts, strict=True))
+    info = {
+        "file": str(path),
+        "sha256": file_sha256(path) if path.is_file() else None,
+        "rows": n_read,
+        "target": target,
+        "columns": list(features),
+        "notes": notes,
+    }
+    return Dataset(
+        name=label,
+        X=X,
+        y=y,
+        feature_names=list(features),
+        description=f"{path}: {len(y)} cases, {len(features)} inputs, target {target!r} "
+        f"({balance})",
+        class_names=tuple(classes),
+        info=info,
+    )
+
+
+def _numeric(column: pd.Series) -> bool:
+    return pd.api.types.is_numeric_dtype(column) or pd.api.types.is_bool_dtype(column)
+
+
+def _first_text(column: pd.Series, name: str, row) -> str:
+    """Where a column first holds a value that is not a number: ``'x' row 3: 'abc'``."""
+    values = pd.to_numeric(column, errors="coerce")
+    bad = np.flatnonzero(values.isna().to_numpy() & column.notna().to_numpy())
+    if bad.size == 0:  # pragma: no cover (a non-numeric dtype holds some non-number)
+        return f"{name!r}"
+    i = int(bad[0])
+    return f"{name!r} {row(_position_of(column, i))}: {column.iloc[i]!r}"
+
+
+def _position(df: pd.DataFrame, i: int) -> int:
+    """Row ``i`` of ``df`` (after rows were dropped) as its position in the file."""
+    return _position_of(df.iloc[:, 0], i)
+
+
+def _position_of(column: pd.Series, i: int) -> int:
+    label = column.index[i]
+    return int(label) if isinstance(label, int | np.integer) else i
+
+
+def _label_text(value: Any) -> str:
+    """A label as text: integral floats as integers (``1.0`` -> ``"1"``, as a CSV with gaps
+    reads an integer column)."""
+    if isinstance(value, float | np.floating) and float(value).is_integer():
+        return str(int(value))
+    if isinstance(value, np.generic):
+        value = value.item()
+    return str(value)
+
+
+def _label_key(text: str) -> tuple[int, float, str]:
+    """Sort numbers numerically, then text alphabetically."""
+    try:
+        return (0, float(text), text)
+    except ValueError:
+        return (1, 0.0, text)

@@ -1,0 +1,219 @@
+"""A study's data sets that are files: ``[[datasets]] file = "data/mine.csv"  target = "label"``.
+
+:func:`file_dataset` reads and checks the file once, when the study is loaded (every
+refusal names the study field, the file, the column and the row), and returns a
+:class:`DatasetSpec` that carries the prepared arrays: a job (in this process, a worker
+process or on a Dask cluster) never reads the file again. Its options hold the digest of
+the data's content (:func:`~gpc_compare.datasets.files.data_digest`), so job ids change
+when the numbers change and stay when only the path or the file format does: resuming
+works after the data are moved, and a stale result is never reused.
+
+:func:`copy_study` writes the copy of a study kept with its results so that its relative
+paths still find the files (a ``data_dir`` line naming the original study's folder).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tomllib
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..datasets.files import CATEGORICAL, MISSING, data_digest, load_table
+from .problem import DatasetSpec
+
+__all__ = [
+    "FILE_HINT",
+    "FILE_KEYS",
+    "LABEL_PATTERN",
+    "check_label",
+    "copy_study",
+    "data_dir",
+    "file_dataset",
+]
+
+#: The fields of a ``[[datasets]]`` table that names a file.
+FILE_KEYS = (
+    "file",
+    "target",
+    "features",
+    "label",
+    "positive",
+    "categorical",
+    "missing",
+    "subsample",
+)
+#: The hint for someone who names a file where a bundled data set's name goes.
+FILE_HINT = 'for a file of your own: [[datasets]] file = "data.csv"  target = "COLUMN"'
+#: What a label that becomes part of a file name (a job id) may hold.
+LABEL_PATTERN = re.compile(r"[A-Za-z0-9_.-]+")
+
+
+def check_label(value: Any, field: str | None = None) -> str:
+    """``value`` if it is a label safe in a file name (``[A-Za-z0-9_.-]+``, not ``.`` or ``..``).
+
+    Raises
+    ------
+    ValueError
+        Naming ``field`` when given.
+    """
+    if not isinstance(value, str) or not LABEL_PATTERN.fullmatch(value) or value in (".", ".."):
+        raise ValueError(
+            f"{field + ': ' if field else ''}must be letters, digits, '_', '.' or '-' (it "
+            f"becomes part of file names), and not '.' or '..', got {value!r}"
+        )
+    return value
+
+
+def data_dir(raw: Mapping[str, Any], study_path: str | os.PathLike[str]) -> Path:
+    """The folder a study's relative ``file`` paths start from: ``data_dir`` (itself
+    relative to the study file) or the study file's folder."""
+    base = Path(study_path).resolve().parent
+    given = raw.get("data_dir")
+    if given is None:
+        return base
+    if not isinstance(given, str) or not given:
+        raise ValueError(f"data_dir (top level): must be a folder path, got {given!r}")
+    return (base / given).resolve()
+
+
+def file_dataset(
+    item: Mapping[str, Any],
+    base: Path,
+    likelihood: str,
+    binary: bool,
+    folds: int,
+) -> DatasetSpec:
+    """Read, check and prepare the data set of a ``[[datasets]]`` table with a ``file``.
+
+    Parameters
+    ----------
+    item : mapping
+        The table: ``file`` and ``target`` (required), ``features``, ``label`` (default:
+        the file name without its endings), ``positive``, ``categorical``, ``missing``,
+        ``subsample`` (see :func:`gpc_compare.datasets.files.load_table`).
+    base : Path
+        The folder a relative ``file`` is taken from.
+    likelihood : str
+        The study's likelihood, named when a binary one meets more than two classes.
+    binary : bool
+        Whether that likelihood takes two classes only.
+    folds : int
+        The cases the smaller class needs (one per stratified fold).
+
+    Returns
+    -------
+    DatasetSpec
+        With ``file`` (the resolved path) and ``data`` (the prepared data set) set.
+
+    Raises
+    ------
+    ValueError
+        A message naming the field, or the file, column and row.
+    """
+    unknown = sorted(set(item) - set(FILE_KEYS))
+    if unknown:
+        raise ValueError(f"unknown field(s) {unknown} for a file data set; allowed: {FILE_KEYS}")
+    given = item["file"]
+    if not isinstance(given, str) or not given:
+        raise ValueError(f"file: must be a path, got {given!r}")
+    target = item.get("target")
+    if not isinstance(target, str) or not target:
+        raise ValueError(f'target: name the column of class labels (target = "...") in {given}')
+    features = item.get("features")
+    if features is not None and (
+        not isinstance(features, list)
+        or not features
+        or not all(isinstance(f, str) for f in features)
+    ):
+        raise ValueError(f"features: must be a non-empty list of column names, got {features!r}")
+    categorical = item.get("categorical")
+    if categorical is not None and categorical not in CATEGORICAL:
+        raise ValueError(f"categorical: must be one of {CATEGORICAL}, got {categorical!r}")
+    missing = item.get("missing", "error")
+    if missing not in MISSING:
+        raise ValueError(f"missing: must be one of {MISSING}, got {missing!r}")
+    positive = item.get("positive")
+    if positive is not None and not isinstance(positive, str | int | bool):
+        raise ValueError(f"positive: must be a label (text, integer or boolean), got {positive!r}")
+    path = Path(given).expanduser()
+    path = (path if path.is_absolute() else base / path).resolve()
+    label = check_label(item.get("label", path.name.split(".")[0]), "label")
+    subsample = item.get("subsample")
+    if subsample is not None and (
+        isinstance(subsample, bool) or not isinstance(subsample, int) or subsample < 10
+    ):
+        raise ValueError(f"subsample: must be an integer >= 10, got {subsample!r}")
+    data = load_table(
+        path,
+        target,
+        features=features,
+        positive=positive,
+        categorical=categorical,
+        missing=missing,
+        name=label,
+    )
+    if binary and data.n_classes > 2:
+        raise ValueError(
+            f"{path}: the target column {target!r} has {data.n_classes} classes "
+            f"{list(data.class_names)}, and likelihood = {likelihood!r} is binary: use "
+            'likelihood = "softmax" for several classes, or keep two of them'
+        )
+    counts = np.bincount(data.y, minlength=data.n_classes)
+    if subsample is not None:
+        counts = np.floor(counts * min(1.0, subsample / data.n_samples)).astype(int)
+    if counts.min() < folds:
+        k = int(np.argmin(counts))
+        raise ValueError(
+            f"{path}: class {data.class_names[k]!r} of column {target!r} has {counts[k]} "
+            f"case(s){' in the subsample' if subsample is not None else ''}, too few for "
+            f"{folds} stratified folds: use fewer splits (n_splits) or more cases"
+        )
+    return DatasetSpec(
+        name=label,
+        options={"data_sha256": data_digest(data)},
+        subsample=subsample,
+        file=str(path),
+        data=data,
+    )
+
+
+def copy_study(study_path: str | os.PathLike[str], target: str | os.PathLike[str]) -> None:
+    """Copy a study file to ``target`` (its results folder), adding ``data_dir`` (the
+    original folder, absolute) when it names data files, so their relative paths resolve."""
+    text = Path(study_path).read_text()
+    raw = tomllib.loads(text)
+    files = [d for d in raw.get("datasets", []) if isinstance(d, dict) and "file" in d]
+    if files:
+        folder = data_dir(raw, study_path)
+        lines = text.splitlines()
+        top = next((i for i, s in enumerate(lines) if s.lstrip().startswith("[")), len(lines))
+        kept = [s for s in lines[:top] if not re.match(r"\s*data_dir\s*=", s)] + lines[top:]
+        header = [
+            "# the folder of the original study file: relative data-file paths start there",
+            f"data_dir = {json.dumps(str(folder))}",
+        ]
+        text = "\n".join(header + kept) + "\n"
+    Path(target).write_text(text)
+
+
+def data_provenance(specs: Sequence[DatasetSpec]) -> list[str]:
+    """Report lines (markdown) for the data sets read from files: the file, its SHA-256,
+    its size, and every note of what was dropped or encoded."""
+    lines = []
+    for spec in specs:
+        if spec.data is None:
+            continue
+        info = spec.data.info
+        lines.append(
+            f"- Data `{spec.label}`: file `{spec.file}` (sha256 {info['sha256']}); "
+            f"{spec.data.description.split(': ', 1)[-1]}"
+            + (f"; subsample {spec.subsample}" if spec.subsample is not None else "")
+        )
+        lines += [f"  - note: {note}" for note in info["notes"]]
+    return lines
