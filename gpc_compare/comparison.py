@@ -336,6 +336,7 @@ def study_text(
         "# Written by gpc_compare (gc.compare or `gpc-compare compare`): this study ran the",
         "# results in this folder. Edit it and rerun: gpc-compare run THIS_FILE",
         f"name = {_toml(name)}",
+        f"description = {_toml(f'Your own data: {file}, target {target!r}.')}",
         f"seed = {_toml(seed)}",
         f"likelihood = {_toml(likelihood)}",
         "",
@@ -399,7 +400,12 @@ def _run_info(result_dir: Path, study_file: Path, workers, scheduler) -> None:
         shown = str(study_file.resolve().relative_to(Path.cwd().resolve()))
     except ValueError:
         shown = str(study_file)
-    info = {"study_file": shown, "scheduler": scheduler, "workers": workers}
+    info = {
+        "study_file": shown,
+        "output": str(result_dir.parent),
+        "scheduler": scheduler,
+        "workers": workers,
+    }
     (result_dir / "run.json").write_text(json.dumps(info, indent=1))
 
 

@@ -365,3 +365,17 @@ def test_a_script_without_a_main_guard_runs_on_two_workers(tmp_path) -> None:
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["4", "0", "30"]
     assert out.stderr.count("script started") == 1  # the workers never ran the script
+
+
+def test_gc_compare_on_a_dask_cluster_gives_the_same_table(tmp_path) -> None:
+    distributed = pytest.importorskip("distributed")
+    df = pd.read_csv(EXAMPLE)
+    settings = {"engines": ("laplace", "ep"), "policy": "fixed", "folds": 2, "name": "crabs"}
+    here = gc.compare(df[FEATURES], df["sex"], output=tmp_path / "here", workers=1, **settings)
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+    ) as cluster:
+        there = gc.compare(df[FEATURES], df["sex"], output=tmp_path / "dask",
+                           scheduler=cluster.scheduler_address, **settings)  # fmt: skip
+    assert there.run.done == 4 and there.run.failed == 0
+    pd.testing.assert_frame_equal(reproducible(here.table), reproducible(there.table))

@@ -156,7 +156,10 @@ def load_table(
         return f"row {i + 1}" + ("" if line is None else f" (line {i + 1 + line})")
 
     if target not in columns:
-        raise ValueError(f"{path}: no column {target!r} (the target); its columns: {columns}")
+        hint = ""
+        if len(columns) == 1 and any(sep in columns[0] for sep in ";\t|"):
+            hint = " (one column: is the file separated by something other than commas?)"
+        raise ValueError(f"{path}: no column {target!r} (the target); its columns: {columns}{hint}")
     if features is None:
         features = [c for c in columns if c != target]
     else:
