@@ -26,6 +26,9 @@ def _kernels(ell: float) -> dict[str, gk.Kernel]:
         "sum": gk.SquaredExponential(ell, 1.2) + gk.Linear(0.3),
         "product": gk.Matern52(ell, 1.0) * gk.Constant(3.0),
         "fixed_variance": gk.SquaredExponential(ell, 1.0, variance_bounds="fixed"),
+        "nn": gk.NeuralNetwork(ell, 1.3),
+        "nn_fixed_variance": gk.NeuralNetwork(ell, 0.6, variance_bounds="fixed"),
+        "nn_sum": gk.NeuralNetwork(ell, 0.9) + gk.SquaredExponential(2.0 * ell, 0.4),
     }
 
 
@@ -66,6 +69,65 @@ def test_values_match_closed_forms():
     assert gk.Matern52(ell, s2)(x, x2)[0, 0] == pytest.approx(m52, rel=1e-14)
     assert gk.Linear(s2)(np.array([[1.0, 2.0]]), np.array([[3.0, -1.0]]))[0, 0] == 1.5
     assert gk.Constant(s2)(x, x2)[0, 0] == s2
+    # GPML's covNNone: augmented inputs (1, x), P = ell^-2 I
+    xa, xb = np.array([1.0, 0.0, 0.0]), np.array([1.0, 1.0, 1.0])
+    nn = s2 * np.arcsin(
+        (xa @ xb / ell**2) / np.sqrt((1 + xa @ xa / ell**2) * (1 + xb @ xb / ell**2))
+    )
+    assert gk.NeuralNetwork(ell, s2)(x, x2)[0, 0] == pytest.approx(nn, rel=1e-14)
+
+
+def _erf_unit_covariance_quad(x: np.ndarray, x2: np.ndarray, ell: float) -> float:
+    """E[erf(u.x~) erf(u.x~')], u ~ N(0, I / (2 ell^2)), x~ = (1, x), by adaptive quadrature
+    over a = u.x~ (given a, b = u.x~' is normal and E[erf(b) | a] is an erf in closed form)."""
+    from scipy import integrate, special, stats
+
+    xa, xb = np.concatenate([[1.0], x]), np.concatenate([[1.0], x2])
+    v = 1.0 / (2.0 * ell**2)
+    caa, cab, cbb = v * xa @ xa, v * xa @ xb, v * xb @ xb
+    cond_var = cbb - cab**2 / caa
+
+    def integrand(a: float) -> float:
+        inner = special.erf(cab / caa * a / np.sqrt(1.0 + 2.0 * cond_var))
+        return stats.norm.pdf(a, scale=np.sqrt(caa)) * special.erf(a) * inner
+
+    sd = np.sqrt(caa)
+    value, _ = integrate.quad(integrand, -12 * sd, 12 * sd, points=[0.0], epsabs=1e-13, limit=200)
+    return value
+
+
+@pytest.mark.parametrize("ell", [0.3, 1.0, 4.0])
+def test_neural_network_is_the_covariance_of_erf_units(ell):
+    """Williams (1998): k / (sigma_f^2 pi / 2) = E[erf(u.x~) erf(u.x~')] over the hidden
+    unit's weights u ~ N(0, I / (2 ell^2)); checked by quadrature to 1e-9 and by Monte Carlo
+    over the weights within 4 standard errors."""
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(4, 2))
+    kernel = gk.NeuralNetwork(ell, 1.7)
+    K = kernel(X)
+    scale = 1.7 * np.pi / 2
+    for i in range(4):
+        for j in range(i, 4):
+            quad = _erf_unit_covariance_quad(X[i], X[j], ell)
+            assert K[i, j] == pytest.approx(scale * quad, rel=1e-9, abs=1e-12), (i, j)
+    from scipy import special
+
+    U = rng.normal(scale=1.0 / (np.sqrt(2.0) * ell), size=(400_000, 3))  # (bias, w1, w2)
+    H = special.erf(U[:, :1] + U[:, 1:] @ X.T)  # each unit's output at the 4 inputs
+    prod = H[:, :, None] * H[:, None, :]
+    mc, se = prod.mean(axis=0), prod.std(axis=0) / np.sqrt(U.shape[0])
+    assert np.all(np.abs(K / scale - mc) < 4 * se + 1e-12)
+
+
+def test_neural_network_has_one_lengthscale_and_its_names():
+    k = gk.NeuralNetwork(2.0, 3.0)
+    assert k.hyperparameter_names == ["log_lengthscale", "log_variance"]
+    np.testing.assert_allclose(k.theta, np.log([2.0, 3.0]))
+    assert k.with_theta(np.log([0.5, 4.0])).lengthscale == pytest.approx(0.5)
+    with pytest.raises(ValueError, match="one length-scale"):
+        gk.NeuralNetwork([1.0, 2.0])
+    X = np.random.default_rng(0).normal(size=(6, 2))
+    assert np.all(np.abs(k(X)) <= 3.0 * np.pi / 2)  # |asin| <= pi / 2
 
 
 def test_matches_scikit_learn(X):

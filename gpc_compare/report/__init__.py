@@ -25,6 +25,7 @@ from .figures import (
     plot_reliability,
     plot_timings,
 )
+from .kernels import by_kernel, kernel_section
 from .markdown import report_markdown
 from .styles import ENGINE_STYLE, METRICS, REFERENCE_METRICS, set_styles
 
@@ -70,6 +71,9 @@ def write_report(result_dir: str | os.PathLike[str]) -> Path:
     estimators = list(config.evidence)  # gold-standard evidence jobs, shown beside the engines
     set_styles(engines + estimators)
     held_out = config.splits["kind"] != "none"  # (kind "none": evidence only, no test set)
+    plain, by_dataset = datasets, table  # (before a kernel axis splits the data sets)
+    if config.kernels:  # a kernel axis: every section and figure per data set and kernel
+        table, records, datasets = by_kernel(table, records, datasets, list(config.kernels))
     summary = summarize(table)
     figures = result_dir / "figures"
     figures.mkdir(exist_ok=True)
@@ -100,6 +104,11 @@ def write_report(result_dir: str | os.PathLike[str]) -> Path:
     text = report_markdown(
         config, table, jobs, summary, records, datasets, engines, made, study_file, result_dir
     )
+    if config.kernels:  # the kernels compared, after the findings
+        section = "\n".join(kernel_section(by_dataset, plain,
+                                           list(config.kernels), engines))  # fmt: skip
+        at = text.find("\n## ", text.find("## Findings") + 1)
+        text = text + "\n" + section if at < 0 else text[: at + 1] + section + text[at:]
     path = result_dir / "report.md"
     path.write_text(text)
     return path

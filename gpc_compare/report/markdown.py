@@ -265,8 +265,13 @@ def report_markdown(
         "- Versions: " + ", ".join(f"{k} {v}" for k, v in sorted(versions.items())),
         f"- Data: {', '.join(datasets)}; inputs standardised on each training fold; {split_text}",
         *data_provenance(config.datasets),  # data sets read from files, and what was dropped
-        f"- Model: {kernel['name']} kernel"
-        f"{' (ARD)' if kernel.get('ard') else ''}, {config.likelihood} likelihood, "
+        "- Model: "
+        + (
+            ", ".join(f"{k} ({v['name']})" for k, v in config.kernels.items()) + " kernels"
+            if config.kernels  # a kernel axis
+            else f"{kernel['name']} kernel{' (ARD)' if kernel.get('ard') else ''}"
+        )
+        + f", {config.likelihood} likelihood, "
         f"{'constant prior mean (a hyperparameter)' if config.mean is not None else 'zero mean'}",
         f"- Hyperparameters: policy `{config.policy}`"
         + (f", source `{config.source}`" if config.source else "")

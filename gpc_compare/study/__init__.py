@@ -41,9 +41,10 @@ reference computed its AIS evidence), for every engine that ran at the same
 hyperparameters as the reference on that split.
 
 The modules, in the order they import one another: ``problem`` (a job's data, split
-and kernel), ``config`` (study files), ``jobs`` (expansion), ``records`` (job records on
-disk), ``worker`` (one job), ``executors`` (where jobs run), ``table`` (the tidy table),
-``runner`` (:func:`run_study`), ``scripts`` (figure-study scripts and the study list).
+and kernel), ``kernels_config`` (a study's kernel or kernel axis), ``config`` (study
+files), ``jobs`` (expansion), ``records`` (job records on disk), ``worker`` (one job),
+``executors`` (where jobs run), ``table`` (the tidy table), ``runner``
+(:func:`run_study`), ``scripts`` (figure-study scripts and the study list).
 """
 
 from .config import DatasetSpec, StudyConfig, StudyError, load_study

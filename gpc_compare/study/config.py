@@ -20,7 +20,8 @@ import numpy as np
 from .. import datasets as gc_datasets
 from ..engines import ENGINES, capabilities, engines_with, get_engine
 from .datafiles import FILE_HINT, check_label, data_dir, file_dataset
-from .problem import KERNELS, DatasetSpec, load_dataset, make_kernel
+from .kernels_config import parse_kernels
+from .problem import DatasetSpec, load_dataset, make_kernel
 
 __all__ = ["DatasetSpec", "StudyConfig", "StudyError", "load_study"]
 
@@ -59,7 +60,7 @@ class StudyConfig:
     engines: Mapping[str, Mapping[str, Any]]
     methods: Mapping[str, str]
     likelihood: str
-    kernel: Mapping[str, Any]
+    kernel: Mapping[str, Any]  # (with a kernel axis, its first kernel)
     mean: float | None
     policy: str
     source: str | None
@@ -72,6 +73,8 @@ class StudyConfig:
     grid: tuple[Mapping[str, float], ...] = ()
     #: Gold-standard evidence estimators (``[evidence.NAME]``): label -> options.
     evidence: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    #: A kernel axis (``[kernels.LABEL]``): label -> kernel; empty with one ``[kernel]``.
+    kernels: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
 
 def _fail(path: str, where: str, message: str) -> StudyError:
@@ -118,6 +121,10 @@ def load_study(path: str | os.PathLike[str]) -> StudyConfig:
             [kernel]     name = "squared_exponential"  lengthscale = "sqrt_d"  variance = 1.0
                          ard = false  variance_bounds = [0.01, 100.0]  (or "fixed")
                          lengthscale_bounds = [0.01, 1000.0]
+            # or several kernels as an axis (data set x kernel x split x engine), each
+            # table as [kernel], LABEL in file names: study.kernels_config.parse_kernels
+            [kernels.se]  name = "squared_exponential"
+            [kernels.matern52]                    # name defaults to a kernel-name label
             [hyperparameters]  policy = "optimize"  source = "ep"  n_restarts = 2
             [splits]     kind = "kfold"  n_splits = 5      # or "holdout": test_size, n_repeats
                                                           # or "none": all train (evidence)
@@ -159,6 +166,7 @@ def load_study(path: str | os.PathLike[str]) -> StudyConfig:
         "reference",
         "datasets",
         "kernel",
+        "kernels",
         "hyperparameters",
         "splits",
         "engines",
@@ -187,7 +195,10 @@ def load_study(path: str | os.PathLike[str]) -> StudyConfig:
                 p, f"engines.{label}", f"the {method!r} engine takes the "
                 f"{sorted(get_engine(method).LIKELIHOODS)} likelihood(s), not {likelihood!r}"
             )  # fmt: skip
-    kernel = _parse_kernel(raw.get("kernel", {}), p)
+    try:  # one [kernel], or several [kernels.LABEL] as an axis (study.kernels_config)
+        kernel, kernels = parse_kernels(raw)
+    except ValueError as exc:
+        raise StudyError(f"{p}: {exc}") from None
     at_source = any(o.get("hyperparameters") == "source" for o in engines.values())
     hyperparameters = raw.get("hyperparameters", {})
     policy = hyperparameters.get("policy") if isinstance(hyperparameters, dict) else None
@@ -195,7 +206,8 @@ def load_study(path: str | os.PathLike[str]) -> StudyConfig:
     policy, source, n_restarts = _parse_hyperparameters(
         hyperparameters, methods, p, at_source, list(evidence)
     )
-    grid = _parse_grid(hyperparameters, policy, kernel, mean, dims, p)
+    for each in kernels.values() or [kernel]:  # the grid's axes must suit every kernel
+        grid = _parse_grid(hyperparameters, policy, each, mean, dims, p)
     if policy == "full_bayes":
         for label, method in methods.items():
             if "hyperparameter_sampling" in capabilities(method) and engines[label].get("evidence"):
@@ -227,6 +239,7 @@ def load_study(path: str | os.PathLike[str]) -> StudyConfig:
         path=p,
         grid=grid,
         evidence=evidence,
+        kernels=kernels,
     )
 
 
@@ -348,38 +361,6 @@ def _check_option_type(value: Any, default: Any, p: str, where: str) -> None:
         ok = isinstance(value, type(default))
     if not ok:
         raise _fail(p, where, f"must be like the default {default!r}, got {value!r}")
-
-
-def _parse_kernel(value: Any, p: str) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise _fail(p, "kernel", "must be a table")
-    bound_keys = ("lengthscale_bounds", "variance_bounds")
-    _check_keys(value, {"name", "lengthscale", "variance", "ard", *bound_keys}, p, "kernel")
-    for key in bound_keys:
-        b = value.get(key)
-        if b is None or b == "fixed":
-            continue
-        if (
-            not isinstance(b, list)
-            or len(b) != 2
-            or not all(isinstance(v, int | float) and not isinstance(v, bool) for v in b)
-            or not 0 < b[0] < b[1]
-        ):
-            raise _fail(p, f"kernel.{key}", f"must be [low, high] with 0 < low < high, got {b!r}")
-    kernel = {"name": "squared_exponential", "lengthscale": "sqrt_d", "variance": 1.0}
-    kernel.update(value)
-    if not isinstance(kernel.get("ard", False), bool):
-        raise _fail(p, "kernel.ard", f"must be true or false, got {kernel['ard']!r}")
-    kernel["ard"] = kernel.get("ard", False)
-    if not isinstance(kernel["name"], str) or kernel["name"] not in KERNELS:
-        raise _fail(p, "kernel.name", f"unknown kernel {kernel['name']!r}; known: {list(KERNELS)}")
-    ell = kernel["lengthscale"]
-    if ell != "sqrt_d" and (isinstance(ell, bool) or not isinstance(ell, int | float) or ell <= 0):
-        raise _fail(p, "kernel.lengthscale", f"must be a positive number or 'sqrt_d', got {ell!r}")
-    var = kernel["variance"]
-    if isinstance(var, bool) or not isinstance(var, int | float) or var <= 0:
-        raise _fail(p, "kernel.variance", f"must be a positive number, got {var!r}")
-    return kernel
 
 
 def runs_at_source(policy: str, method: str, at_source: bool = False) -> bool:

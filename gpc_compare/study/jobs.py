@@ -15,6 +15,7 @@ from typing import Any
 from ..engines import capabilities
 from ..provenance import __version__
 from .config import DatasetSpec, StudyConfig, runs_at_source
+from .kernels_config import kernel_axis
 from .problem import n_splits, stable_seed
 
 __all__ = ["Job", "engine_order", "expand", "package_version"]
@@ -46,17 +47,22 @@ class Job:
     #: grid studies: the grid point's index and its hyperparameter values
     point: int | None = None
     hyperparameters: Mapping[str, float] | None = None
+    #: the kernel's label in a study with a kernel axis (``[kernels.LABEL]``), else None
+    kernel_label: str | None = None
 
     def describe(self) -> str:
-        """``dataset/split k/engine`` (or ``dataset/point k/engine``) for messages."""
+        """``dataset/split k/engine`` (or ``dataset/point k/engine``; ``dataset/kernel/...``
+        with a kernel axis) for messages."""
         where = f"split {self.split}" if self.point is None else f"point {self.point}"
         if self.point is not None and self.split:
             where += f"/split {self.split}"
-        return f"{self.dataset.label}/{where}/{self.engine}"
+        data = self.dataset.label + ("" if self.kernel_label is None else f"/{self.kernel_label}")
+        return f"{data}/{where}/{self.engine}"
 
 
 def expand(config: StudyConfig) -> list[Job]:
-    """The study's jobs: one per data set, (grid point,) split and engine, in a fixed order.
+    """The study's jobs: one per data set, (kernel,) (grid point,) split and engine, in a
+    fixed order.
 
     A job's ``id`` hashes everything that determines its result, so a changed study file
     never reuses a stale result. Jobs that run at another engine's selected
@@ -77,22 +83,26 @@ def expand(config: StudyConfig) -> list[Job]:
     points: list[tuple[int | None, Mapping[str, float] | None]] = (
         list(enumerate(config.grid)) if config.grid else [(None, None)]
     )
-    for data in config.datasets:
+    for data, kernel in (
+        (d, k) for d in config.datasets for k in kernel_axis(config.kernel, config.kernels)
+    ):
         for point, values in points:
             for split in range(n_splits(config.splits)):
                 ids: dict[str, str] = {}
                 for engine in engine_order(config):
-                    jobs.append(_engine_job(config, data, point, values, split, engine, ids))
+                    jobs.append(
+                        _engine_job(config, data, point, values, split, engine, ids, kernel)
+                    )
                 for label, options in config.evidence.items():
                     depends = ids[config.source] if config.source is not None else None
                     jobs.append(
                         _job(config, data, point, values, split, label, options["method"],
-                             options, depends, kind="evidence")
+                             options, depends, kind="evidence", kernel=kernel)
                     )  # fmt: skip
     return jobs
 
 
-def _engine_job(config, data, point, values, split, engine, ids) -> Job:
+def _engine_job(config, data, point, values, split, engine, ids, kernel) -> Job:
     options = dict(config.engines[engine])
     method = config.methods[engine]
     if config.policy == "full_bayes" and "hyperparameter_sampling" in capabilities(method):
@@ -102,7 +112,7 @@ def _engine_job(config, data, point, values, split, engine, ids) -> Job:
     if config.source is not None and engine != config.source:
         if runs_at_source(config.policy, method, at_source):
             depends = ids[config.source]
-    job = _job(config, data, point, values, split, engine, method, options, depends)
+    job = _job(config, data, point, values, split, engine, method, options, depends, kernel=kernel)
     ids[engine] = job.id
     return job
 
@@ -118,7 +128,9 @@ def _job(
     options: Mapping[str, Any],
     depends: str | None,
     kind: str = "engine",
+    kernel: tuple[str | None, Mapping[str, Any]] | None = None,
 ) -> Job:
+    label, kernel_spec = (None, config.kernel) if kernel is None else kernel
     where = [split] if point is None else [point, split]
     seed = stable_seed(config.seed, data.label, *where, engine)
     spec = {
@@ -128,7 +140,7 @@ def _job(
         "method": method,
         "options": options,
         "likelihood": config.likelihood,
-        "kernel": dict(config.kernel),
+        "kernel": dict(kernel_spec),
         "mean": config.mean,
         "policy": config.policy,
         "n_restarts": config.n_restarts,
@@ -141,8 +153,12 @@ def _job(
         spec["point"] = dict(values)
     if kind != "engine":
         spec["kind"] = kind
+    if label is not None:  # a kernel axis (the ids of single-kernel studies stay as they were)
+        spec["kernel_label"] = label
     digest = hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()
     at = f"s{split}" if point is None else f"p{point}__s{split}"
+    if label is not None:
+        at = f"{label}__{at}"
     return Job(
         id=f"{data.label}__{at}__{engine}__{digest[:10]}",
         study=config.name,
@@ -152,7 +168,7 @@ def _job(
         method=method,
         options=options,
         likelihood=config.likelihood,
-        kernel=config.kernel,
+        kernel=kernel_spec,
         mean=config.mean,
         policy=config.policy,
         n_restarts=config.n_restarts,
@@ -167,6 +183,7 @@ def _job(
         kind=kind,
         point=point,
         hyperparameters=None if values is None else dict(values),
+        kernel_label=label,
     )
 
 

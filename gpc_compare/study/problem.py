@@ -40,6 +40,7 @@ KERNELS = {
     "matern32": "Matern32",
     "matern52": "Matern52",
     "linear": "Linear",
+    "neural_network": "NeuralNetwork",
 }
 
 

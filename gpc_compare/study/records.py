@@ -10,6 +10,7 @@ from typing import Any
 
 from ..provenance import versions
 from .jobs import Job
+from .kernels_config import kernel_column
 
 __all__ = ["atomic_write", "failed_dependency", "failure_record", "load_records", "save_record"]
 
@@ -55,6 +56,7 @@ def failure_record(job: Job, exc: BaseException) -> dict[str, Any]:
         "study": job.study,
         "dataset": job.dataset.label,
         "split": job.split,
+        "kernel": kernel_column(job.kernel_label, job.kernel),
         "engine": job.engine,
         "likelihood": job.likelihood,
         "policy": job.policy,

@@ -1,4 +1,4 @@
-"""The tidy table: one row per data set, split, engine and metric, from the job records."""
+"""The tidy table: one row per data set, kernel, split, engine and metric, from the job records."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import pandas as pd
 from .. import metrics
 from .config import StudyConfig, load_study
 from .jobs import expand
+from .kernels_config import kernel_column
 from .records import atomic_write, load_records
 
 __all__ = ["TABLE_COLUMNS", "TIMING_COLUMNS", "assemble"]
@@ -21,6 +22,7 @@ __all__ = ["TABLE_COLUMNS", "TIMING_COLUMNS", "assemble"]
 #: Columns of the tidy table, in order (``pandas.read_csv`` reads it without help).
 TABLE_COLUMNS = [
     "dataset",
+    "kernel",
     "split",
     "engine",
     "likelihood",
@@ -57,7 +59,9 @@ def assemble(result_dir: str | os.PathLike[str], config: StudyConfig | None = No
     Returns
     -------
     pandas.DataFrame
-        One row per data set, split, engine and metric, columns :data:`TABLE_COLUMNS`.
+        One row per data set, kernel, split, engine and metric, columns
+        :data:`TABLE_COLUMNS` (``kernel``: the label of a ``[kernels.LABEL]`` axis, else
+        the kernel's name).
         Metrics: the held-out scores of :func:`gpc_compare.metrics.score`,
         ``log_evidence`` (the engine's, on the training fold), and, against the
         reference engine at the same hyperparameters, the latent errors,
@@ -78,6 +82,7 @@ def assemble(result_dir: str | os.PathLike[str], config: StudyConfig | None = No
             {
                 "job_id": job.id,
                 "dataset": job.dataset.label,
+                "kernel": kernel_column(job.kernel_label, job.kernel),
                 "split": job.split,
                 "engine": job.engine,
                 "status": status,
@@ -110,18 +115,19 @@ def assemble(result_dir: str | os.PathLike[str], config: StudyConfig | None = No
         except ValueError as exc:  # e.g. a non-finite evidence: no comparison, and say so
             job_rows[-1]["warnings"] += f"; comparison with the reference skipped: {exc}"
         for metric, value in values.items():
-            rows.append(_row(rec, metric, value))
+            rows.append(_row(rec, metric, value, kernel_column(job.kernel_label, job.kernel)))
     table = pd.DataFrame(rows, columns=TABLE_COLUMNS)
     atomic_write(result_dir / "results.csv", table.to_csv(index=False).encode())
     atomic_write(result_dir / "jobs.csv", pd.DataFrame(job_rows).to_csv(index=False).encode())
     return table
 
 
-def _row(rec: Mapping[str, Any], metric: str, value: float | None) -> dict[str, Any]:
+def _row(rec: Mapping[str, Any], metric: str, value: float | None, kernel: str) -> dict[str, Any]:
     hp = rec["hyperparameters"]
     conv = rec.get("convergence", {})
     return {
         "dataset": rec["dataset"],
+        "kernel": kernel,  # (from the job: records written before the column lack it)
         "split": rec["split"],
         "engine": rec["engine"],
         "likelihood": rec["likelihood"],
@@ -155,6 +161,7 @@ def _against_reference(job, rec, jobs, current, config) -> dict[str, float]:
             for j in jobs
             if j.engine == config.reference
             and j.dataset.label == job.dataset.label
+            and j.kernel_label == job.kernel_label
             and j.split == job.split
             and j.point == job.point
         ),

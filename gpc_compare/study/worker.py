@@ -26,6 +26,7 @@ from ..likelihoods import get_likelihood
 from ..numerics import JITTER, cholesky
 from ..provenance import versions
 from .jobs import Job
+from .kernels_config import kernel_column
 from .problem import at_point, load_dataset, make_kernel, split_indices, stable_seed
 
 __all__ = ["run_job"]
@@ -58,6 +59,7 @@ def run_job(job: Job, shared: Mapping[str, Any] | None = None) -> dict[str, Any]
         "study": job.study,
         "dataset": job.dataset.label,
         "split": job.split,
+        "kernel": kernel_column(job.kernel_label, job.kernel),
         "engine": job.engine,
         "method": job.method,
         "likelihood": job.likelihood,

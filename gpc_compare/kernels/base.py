@@ -1,0 +1,245 @@
+"""The kernel contract (:class:`Kernel`), its hyperparameter blocks, and sums and products."""
+
+from __future__ import annotations
+
+import copy
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+
+import numpy as np
+
+__all__ = [
+    "DEFAULT_LENGTHSCALE_BOUNDS",
+    "DEFAULT_VARIANCE_BOUNDS",
+    "Bounds",
+    "Kernel",
+    "Product",
+    "Sum",
+]
+
+Bounds = tuple[float, float] | str
+
+DEFAULT_LENGTHSCALE_BOUNDS: tuple[float, float] = (1e-2, 1e3)
+DEFAULT_VARIANCE_BOUNDS: tuple[float, float] = (1e-2, 1e5)
+
+
+def _check_bounds(bounds: Bounds, name: str) -> Bounds:
+    if isinstance(bounds, str):
+        if bounds != "fixed":
+            raise ValueError(f"{name} bounds must be a (low, high) pair or 'fixed', got {bounds!r}")
+        return bounds
+    low, high = (float(b) for b in bounds)
+    if not (0 < low < high < np.inf):
+        raise ValueError(f"{name} bounds must satisfy 0 < low < high < inf, got {bounds!r}")
+    return (low, high)
+
+
+def _positive(value: float | Sequence[float] | np.ndarray, name: str) -> np.ndarray:
+    arr = np.atleast_1d(np.asarray(value, dtype=float)).copy()
+    if arr.ndim != 1 or arr.size == 0:
+        raise ValueError(f"{name} must be a positive number or a 1-D array of them")
+    if not np.all(np.isfinite(arr)) or np.any(arr <= 0):
+        raise ValueError(f"{name} must be positive and finite, got {value!r}")
+    return arr
+
+
+class _Param:
+    """One named hyperparameter block (possibly a vector for ARD), stored by its natural value."""
+
+    __slots__ = ("name", "value", "bounds")
+
+    def __init__(self, name: str, value: np.ndarray, bounds: Bounds) -> None:
+        self.name = name
+        self.value = value
+        self.bounds = bounds
+
+    @property
+    def fixed(self) -> bool:
+        return isinstance(self.bounds, str)
+
+    def names(self) -> list[str]:
+        if self.value.size == 1 and not self.name.endswith("]"):
+            return [f"log_{self.name}"]
+        return [f"log_{self.name}[{i}]" for i in range(self.value.size)]
+
+
+class Kernel(ABC):
+    """Base class: a covariance function with log-space hyperparameters."""
+
+    # ----------------------------------------------------------------- hyperparameters
+    @abstractmethod
+    def _params(self) -> list[_Param]:
+        """The hyperparameter blocks, in order (fixed ones included)."""
+
+    @property
+    def hyperparameter_names(self) -> list[str]:
+        """Names of the free hyperparameters, ``log_`` prefixed, in ``theta`` order."""
+        return [n for p in self._params() if not p.fixed for n in p.names()]
+
+    @property
+    def n_hyperparameters(self) -> int:
+        return len(self.hyperparameter_names)
+
+    @property
+    def theta(self) -> np.ndarray:
+        """Log values of the free hyperparameters."""
+        parts = [np.log(p.value) for p in self._params() if not p.fixed]
+        return np.concatenate(parts) if parts else np.zeros(0)
+
+    @property
+    def bounds(self) -> np.ndarray:
+        """Log bounds of the free hyperparameters, shape (p, 2)."""
+        rows = [
+            np.log(np.asarray(p.bounds, dtype=float))
+            for p in self._params()
+            if not p.fixed
+            for _ in range(p.value.size)
+        ]
+        return np.array(rows).reshape(-1, 2)
+
+    def with_theta(self, theta: np.ndarray) -> Kernel:
+        """A copy of this kernel with the free hyperparameters set to ``exp(theta)``."""
+        theta = np.asarray(theta, dtype=float)
+        if theta.shape != (self.n_hyperparameters,):
+            raise ValueError(
+                f"theta must have shape ({self.n_hyperparameters},), got {theta.shape}"
+            )
+        if not np.all(np.isfinite(theta)):
+            raise ValueError(f"theta must be finite, got {theta}")
+        new = copy.deepcopy(self)
+        i = 0
+        for p in new._params():
+            if p.fixed:
+                continue
+            p.value = np.exp(theta[i : i + p.value.size])
+            i += p.value.size
+        return new
+
+    # ------------------------------------------------------------------- evaluation
+    @abstractmethod
+    def __call__(self, X: np.ndarray, X2: np.ndarray | None = None) -> np.ndarray:
+        """The covariance matrix K(X, X2) (K(X, X) when X2 is None)."""
+
+    @abstractmethod
+    def diag(self, X: np.ndarray) -> np.ndarray:
+        """The diagonal k(x_i, x_i), shape (n,)."""
+
+    @abstractmethod
+    def gradient(self, X: np.ndarray) -> np.ndarray:
+        """dK(X, X)/d theta_j for the free log hyperparameters, shape (p, n, n)."""
+
+    def symbolic(self, X: np.ndarray, theta):
+        """K(X, X) as a PyTensor expression of ``theta``, the free log hyperparameters in
+        ``hyperparameter_names`` order (used to sample hyperparameters with PyMC)."""
+        raise NotImplementedError(f"{type(self).__name__} has no symbolic form")
+
+    def _symbolic_params(self, theta) -> list:
+        """Each hyperparameter block as a tensor: exp(theta) if free, a constant if fixed."""
+        import pytensor.tensor as pt
+
+        out, i = [], 0
+        for p in self._params():
+            if p.fixed:
+                out.append(pt.as_tensor_variable(p.value))
+            else:
+                out.append(pt.exp(theta[i : i + p.value.size]))
+                i += p.value.size
+        return out
+
+    def check_input_dim(self, d: int) -> None:
+        """Raise ValueError if the kernel cannot take inputs with ``d`` columns."""
+        if d < 1:
+            raise ValueError(f"inputs need at least one column, got {d}")
+
+    # ---------------------------------------------------------------- combinations
+    def __add__(self, other: Kernel) -> Sum:
+        return Sum(self, other)
+
+    def __mul__(self, other: Kernel) -> Product:
+        return Product(self, other)
+
+    def __repr__(self) -> str:
+        args = ", ".join(
+            f"{p.name}={p.value[0]:.6g}"
+            if p.value.size == 1
+            else f"{p.name}={np.array2string(p.value, precision=4)}"
+            for p in self._params()
+        )
+        return f"{type(self).__name__}({args})"
+
+
+class _Combination(Kernel):
+    def __init__(self, k1: Kernel, k2: Kernel) -> None:
+        if not (isinstance(k1, Kernel) and isinstance(k2, Kernel)):
+            raise TypeError("kernels combine only with other kernels")
+        self.k1 = k1
+        self.k2 = k2
+
+    def _params(self) -> list[_Param]:
+        return self.k1._params() + self.k2._params()
+
+    @property
+    def hyperparameter_names(self) -> list[str]:
+        return [f"k1__{n}" for n in self.k1.hyperparameter_names] + [
+            f"k2__{n}" for n in self.k2.hyperparameter_names
+        ]
+
+    @property
+    def theta(self) -> np.ndarray:
+        return np.concatenate([self.k1.theta, self.k2.theta])
+
+    @property
+    def bounds(self) -> np.ndarray:
+        return np.vstack([self.k1.bounds, self.k2.bounds])
+
+    def with_theta(self, theta: np.ndarray) -> Kernel:
+        theta = np.asarray(theta, dtype=float)
+        if theta.shape != (self.n_hyperparameters,):
+            raise ValueError(
+                f"theta must have shape ({self.n_hyperparameters},), got {theta.shape}"
+            )
+        p1 = self.k1.n_hyperparameters
+        return type(self)(self.k1.with_theta(theta[:p1]), self.k2.with_theta(theta[p1:]))
+
+    def check_input_dim(self, d: int) -> None:
+        self.k1.check_input_dim(d)
+        self.k2.check_input_dim(d)
+
+    def __repr__(self) -> str:
+        op = " + " if isinstance(self, Sum) else " * "
+        return f"({self.k1!r}{op}{self.k2!r})"
+
+
+class Sum(_Combination):
+    """k1 + k2."""
+
+    def __call__(self, X: np.ndarray, X2: np.ndarray | None = None) -> np.ndarray:
+        return self.k1(X, X2) + self.k2(X, X2)
+
+    def diag(self, X: np.ndarray) -> np.ndarray:
+        return self.k1.diag(X) + self.k2.diag(X)
+
+    def symbolic(self, X: np.ndarray, theta):
+        p1 = self.k1.n_hyperparameters
+        return self.k1.symbolic(X, theta[:p1]) + self.k2.symbolic(X, theta[p1:])
+
+    def gradient(self, X: np.ndarray) -> np.ndarray:
+        return np.concatenate([self.k1.gradient(X), self.k2.gradient(X)])
+
+
+class Product(_Combination):
+    """k1 * k2 (elementwise)."""
+
+    def __call__(self, X: np.ndarray, X2: np.ndarray | None = None) -> np.ndarray:
+        return self.k1(X, X2) * self.k2(X, X2)
+
+    def diag(self, X: np.ndarray) -> np.ndarray:
+        return self.k1.diag(X) * self.k2.diag(X)
+
+    def symbolic(self, X: np.ndarray, theta):
+        p1 = self.k1.n_hyperparameters
+        return self.k1.symbolic(X, theta[:p1]) * self.k2.symbolic(X, theta[p1:])
+
+    def gradient(self, X: np.ndarray) -> np.ndarray:
+        K1, K2 = self.k1(X), self.k2(X)
+        return np.concatenate([self.k1.gradient(X) * K2, K1 * self.k2.gradient(X)])

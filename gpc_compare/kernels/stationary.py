@@ -1,0 +1,180 @@
+"""Stationary kernels of r^2 = sum_d (x_d - x'_d)^2 / ell_d^2: squared exponential, Matern."""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from collections.abc import Sequence
+
+import numpy as np
+from scipy.spatial.distance import cdist
+
+from .base import (
+    DEFAULT_LENGTHSCALE_BOUNDS,
+    DEFAULT_VARIANCE_BOUNDS,
+    Bounds,
+    Kernel,
+    _check_bounds,
+    _Param,
+    _positive,
+)
+
+__all__ = ["Matern32", "Matern52", "SquaredExponential"]
+
+
+class _Stationary(Kernel):
+    """k(x, x') = sigma_f^2 kappa(r^2), r^2 = sum_d (x_d - x'_d)^2 / ell_d^2.
+
+    Subclasses give kappa(r^2) and g(r^2) with d kappa / d log ell_d = g(r^2) * D_d,
+    D_d = (x_d - x'_d)^2 / ell_d^2, which holds for every isotropic profile
+    (isotropic: d kappa / d log ell = g(r^2) r^2).
+    """
+
+    def __init__(
+        self,
+        lengthscale: float | Sequence[float] | np.ndarray = 1.0,
+        variance: float = 1.0,
+        *,
+        lengthscale_bounds: Bounds = DEFAULT_LENGTHSCALE_BOUNDS,
+        variance_bounds: Bounds = DEFAULT_VARIANCE_BOUNDS,
+    ) -> None:
+        self.ard = np.ndim(lengthscale) > 0
+        self._lengthscale = _Param(
+            "lengthscale",
+            _positive(lengthscale, "lengthscale"),
+            _check_bounds(lengthscale_bounds, "lengthscale"),
+        )
+        self._variance = _Param(
+            "variance",
+            _positive(variance, "variance")[:1],
+            _check_bounds(variance_bounds, "variance"),
+        )
+        if np.size(variance) != 1:
+            raise ValueError("variance must be a single positive number")
+
+    def _params(self) -> list[_Param]:
+        return [self._lengthscale, self._variance]
+
+    @property
+    def lengthscale(self) -> np.ndarray | float:
+        v = self._lengthscale.value
+        return v.copy() if self.ard else float(v[0])
+
+    @property
+    def variance(self) -> float:
+        return float(self._variance.value[0])
+
+    @property
+    def hyperparameter_names(self) -> list[str]:
+        names = []
+        if not self._lengthscale.fixed:
+            ell = self._lengthscale.value
+            names += (
+                [f"log_lengthscale[{i}]" for i in range(ell.size)]
+                if self.ard
+                else ["log_lengthscale"]
+            )
+        if not self._variance.fixed:
+            names.append("log_variance")
+        return names
+
+    def check_input_dim(self, d: int) -> None:
+        if self.ard and self._lengthscale.value.size != d:
+            raise ValueError(
+                f"the ARD kernel has {self._lengthscale.value.size} length-scales "
+                f"but X has {d} columns"
+            )
+
+    @abstractmethod
+    def _kappa(self, r2, xp=np, eps: float = 0.0):
+        """The profile kappa(r^2); ``xp`` is numpy or pytensor.tensor, and ``eps`` keeps
+        the square root differentiable at r = 0 in the symbolic form."""
+
+    @abstractmethod
+    def _g(self, r2: np.ndarray) -> np.ndarray: ...
+
+    def _r2(self, X: np.ndarray, X2: np.ndarray | None) -> np.ndarray:
+        ell = self._lengthscale.value
+        S = X / ell
+        if X2 is None:
+            return cdist(S, S, "sqeuclidean")
+        return cdist(S, X2 / ell, "sqeuclidean")
+
+    def __call__(self, X: np.ndarray, X2: np.ndarray | None = None) -> np.ndarray:
+        return self.variance * self._kappa(self._r2(X, X2))
+
+    def diag(self, X: np.ndarray) -> np.ndarray:
+        return np.full(X.shape[0], self.variance * float(self._kappa(np.zeros(1))[0]))
+
+    def symbolic(self, X: np.ndarray, theta):
+        import pytensor.tensor as pt
+
+        ell, variance = self._symbolic_params(theta)
+        S = pt.as_tensor_variable(X) / (ell if self.ard else ell[0])
+        r2 = pt.sum((S[:, None, :] - S[None, :, :]) ** 2, axis=-1)
+        return variance[0] * self._kappa(r2, xp=pt, eps=1e-12)
+
+    def gradient(self, X: np.ndarray) -> np.ndarray:
+        r2 = self._r2(X, None)
+        grads = []
+        if not self._lengthscale.fixed:
+            g = self.variance * self._g(r2)
+            if self.ard:
+                ell = self._lengthscale.value
+                for d in range(X.shape[1]):
+                    col = X[:, d : d + 1] / ell[d]
+                    grads.append(g * cdist(col, col, "sqeuclidean"))
+            else:
+                grads.append(g * r2)
+        if not self._variance.fixed:
+            grads.append(self.variance * self._kappa(r2))  # dK/d log sigma_f^2 = K
+        return np.array(grads).reshape(len(grads), X.shape[0], X.shape[0])
+
+
+class SquaredExponential(_Stationary):
+    """Squared exponential: sigma_f^2 exp(-r^2 / 2) (R&W eq. 4.9); array lengthscale = ARD.
+
+    Parameters
+    ----------
+    lengthscale : float or array_like
+        ell; an array gives one length-scale per input dimension (ARD).
+    variance : float
+        The signal variance sigma_f^2.
+    lengthscale_bounds, variance_bounds : (float, float) or "fixed"
+        Bounds on the natural scale, used by hyperparameter optimisation; ``"fixed"``
+        holds the value and drops it from ``theta``.
+    """
+
+    def _kappa(self, r2, xp=np, eps: float = 0.0):
+        return xp.exp(-0.5 * r2)
+
+    def _g(self, r2: np.ndarray) -> np.ndarray:
+        return np.exp(-0.5 * r2)  # d/d log ell_d exp(-r^2/2) = exp(-r^2/2) D_d
+
+
+class Matern32(_Stationary):
+    """Matern nu = 3/2: sigma_f^2 (1 + u) exp(-u), u = sqrt(3) r (R&W eq. 4.17).
+
+    Parameters as for :class:`SquaredExponential`.
+    """
+
+    def _kappa(self, r2, xp=np, eps: float = 0.0):
+        u = xp.sqrt(3.0 * r2 + eps)
+        return (1.0 + u) * xp.exp(-u)
+
+    def _g(self, r2: np.ndarray) -> np.ndarray:
+        return 3.0 * np.exp(-np.sqrt(3.0 * r2))  # -u e^-u * du/dlog ell_d, du = -3 D_d / u
+
+
+class Matern52(_Stationary):
+    """Matern nu = 5/2: sigma_f^2 (1 + u + u^2/3) exp(-u), u = sqrt(5) r (R&W eq. 4.17).
+
+    Parameters as for :class:`SquaredExponential`.
+    """
+
+    def _kappa(self, r2, xp=np, eps: float = 0.0):
+        u = xp.sqrt(5.0 * r2 + eps)
+        return (1.0 + u + u * u / 3.0) * xp.exp(-u)
+
+    def _g(self, r2: np.ndarray) -> np.ndarray:
+        u = np.sqrt(5.0 * r2)
+        return (5.0 / 3.0) * (1.0 + u) * np.exp(-u)
