@@ -11,7 +11,8 @@ posterior's ``warm_start``), never kept in hidden state.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import ModuleType
 
@@ -22,7 +23,12 @@ from .kernels import Kernel
 from .likelihoods import Likelihood
 from .posterior import OptimizationResult, Posterior, Restart
 
-__all__ = ["OptimizationResult", "Restart", "maximize"]
+__all__ = ["MEAN_BOUNDS", "OptimizationResult", "Restart", "at_bounds", "maximize"]
+
+#: Default bounds on the constant prior mean, when it is a hyperparameter.
+MEAN_BOUNDS = (-10.0, 10.0)
+#: How close (in log units) a selected hyperparameter may come to a bound and be "at" it.
+AT_BOUND_TOL = 0.01
 
 
 @dataclass
@@ -74,7 +80,7 @@ def maximize(
     *,
     n_restarts: int = 3,
     random_seed: int | np.random.Generator | None = None,
-    mean_bounds: tuple[float, float] = (-10.0, 10.0),
+    mean_bounds: tuple[float, float] = MEAN_BOUNDS,
     objective: str = "evidence",
     value_and_gradient: Callable[[Posterior], tuple[float, np.ndarray]] | None = None,
     value: Callable[[Posterior], float] | None = None,
@@ -169,7 +175,9 @@ def maximize(
 
     best = max(runs, key=lambda r: r.value)
     k, m = _split(best.theta, kernel, has_mean)
+    t0 = time.perf_counter()
     post = engine.infer(X, y, k, likelihood, m, **options)
+    fit_seconds = time.perf_counter() - t0
     post.optimization = OptimizationResult(
         objective=objective,
         names=names,
@@ -178,5 +186,49 @@ def maximize(
         converged=best.converged,
         n_evaluations=sum(r.n_evaluations for r in runs) + 1,
         restarts=runs,
+        fit_seconds=fit_seconds,
     )
     return post
+
+
+def at_bounds(
+    names: Sequence[str],
+    theta: Sequence[float],
+    bounds: np.ndarray | Sequence[Sequence[float]],
+    *,
+    tol: float = AT_BOUND_TOL,
+) -> list[tuple[str, str, float]]:
+    """The hyperparameters that sit at (within ``tol`` of) one of the optimiser's bounds.
+
+    A selection at a bound is the bound's, not the objective's: the objective was still
+    rising there (e.g. EP's evidence with the signal variance on a nearly separable set).
+
+    Parameters
+    ----------
+    names : sequence of str
+        Hyperparameter names, in the order of ``theta``.
+    theta : sequence of float
+        The selected values (log scale for the kernel's, as the optimiser sees them).
+    bounds : array_like, shape (len(theta), 2)
+        Lower and upper bound of each (``kernel.bounds``, then the mean's).
+    tol : float
+        Distance within which a value is at its bound.
+
+    Returns
+    -------
+    list of (name, side, bound)
+        ``side`` is ``"lower"`` or ``"upper"``; empty when every value is inside.
+    """
+    b = np.asarray(bounds, dtype=float).reshape(-1, 2)
+    t = np.asarray(theta, dtype=float).ravel()
+    if b.shape[0] != t.size or len(names) != t.size:
+        raise ValueError(
+            f"{len(names)} names, {t.size} values and {b.shape[0]} bounds do not match"
+        )
+    out = []
+    for name, v, (lo, hi) in zip(names, t, b, strict=True):
+        if np.isfinite(lo) and v <= lo + tol:
+            out.append((str(name), "lower", float(lo)))
+        elif np.isfinite(hi) and v >= hi - tol:
+            out.append((str(name), "upper", float(hi)))
+    return out

@@ -25,12 +25,14 @@ approximation and its reference cannot be swapped by position.
 Against a known truth (synthetic data with the true p(y | x)), :func:`decide`,
 :func:`expected_error_rate`, :func:`disagreement_fraction` and :func:`mean_class_kl` score a
 classifier against the Bayes-optimal rule. Across repetitions, :func:`summarize` gives
-means with t-intervals over a study's splits, and :func:`mc_standard_errors` the Monte
-Carlo standard errors of MCMC draws.
+means with t-intervals over a study's splits (clipped to each metric's range),
+:func:`bootstrap_scores` an interval over test cases that stays in the range, and
+:func:`mc_standard_errors` the Monte Carlo standard errors of MCMC draws.
 
 Modules: ``scores`` (scoring rules), ``calibration`` (ECE, reliability curves),
 ``comparison`` (against a reference posterior), ``bayes_rule`` (against the truth),
-``summary`` (across repetitions); every public name is importable from here.
+``summary`` and ``intervals`` (across
+repetitions and test cases); every public name is importable from here.
 """
 
 from __future__ import annotations
@@ -38,6 +40,14 @@ from __future__ import annotations
 from .bayes_rule import decide, disagreement_fraction, expected_error_rate, mean_class_kl
 from .calibration import expected_calibration_error, reliability_curve
 from .comparison import evidence_gap, kl_gaussian, latent_errors, mean_marginal_kl
+from .intervals import (
+    BOOTSTRAP_METRICS,
+    METRIC_RANGES,
+    bootstrap_indices,
+    bootstrap_scores,
+    clipped_t_interval,
+    percentile_interval,
+)
 from .scores import (
     SCORE_ECE_BINS,
     auc,
@@ -51,10 +61,15 @@ from .scores import (
 from .summary import mc_standard_errors, summarize
 
 __all__ = [
+    "BOOTSTRAP_METRICS",
+    "METRIC_RANGES",
     "SCORE_ECE_BINS",
     "auc",
     "base_rate_entropy_bits",
+    "bootstrap_indices",
+    "bootstrap_scores",
     "brier",
+    "clipped_t_interval",
     "decide",
     "disagreement_fraction",
     "error_rate",
@@ -68,6 +83,7 @@ __all__ = [
     "mc_standard_errors",
     "mean_class_kl",
     "mean_marginal_kl",
+    "percentile_interval",
     "reliability_curve",
     "score",
     "summarize",

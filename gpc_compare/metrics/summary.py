@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-import math
 import warnings
 
 import numpy as np
 import pandas as pd
-from scipy import stats
+
+from .intervals import clipped_t_interval
 
 __all__ = ["mc_standard_errors", "summarize"]
 
 
 def summarize(table: pd.DataFrame) -> pd.DataFrame:
-    """Mean, standard deviation and a 95% t-interval across splits per data set, engine, metric.
+    """Mean, standard deviation and a 95% interval across splits per data set, engine, metric.
 
     Parameters
     ----------
@@ -23,9 +23,12 @@ def summarize(table: pd.DataFrame) -> pd.DataFrame:
     Returns
     -------
     DataFrame
-        Columns ``dataset, engine, metric, n_splits, mean, sd, low, high``; ``low`` and
-        ``high`` are mean -/+ t_{0.975, k-1} sd / sqrt(k) over the k splits (equal to the
-        mean for one split). Infinite values (a confident mistake) give an infinite mean.
+        Columns ``dataset, engine, metric, n_splits, mean, sd, low, high, interval``;
+        ``low`` and ``high`` are mean -/+ t_{0.975, k-1} sd / sqrt(k) over the k splits
+        (equal to the mean for one split), clipped to the metric's range
+        (:data:`~gpc_compare.metrics.intervals.METRIC_RANGES`: an error rate or an AUC
+        stays in [0, 1]); ``interval`` says which: ``"t"`` or ``"t, clipped"``. Infinite
+        values (a confident mistake) give an infinite mean.
     """
     rows = []
     for (dataset, engine, metric), group in table.groupby(
@@ -36,9 +39,8 @@ def summarize(table: pd.DataFrame) -> pd.DataFrame:
         k = v.size
         if k == 0:
             continue
-        mean = float(np.mean(v))
+        mean, low, high, clipped = clipped_t_interval(v, str(metric))
         sd = float(np.std(v, ddof=1)) if k > 1 and np.all(np.isfinite(v)) else 0.0
-        half = float(stats.t.ppf(0.975, k - 1) * sd / math.sqrt(k)) if k > 1 else 0.0
         rows.append(
             {
                 "dataset": dataset,
@@ -47,8 +49,9 @@ def summarize(table: pd.DataFrame) -> pd.DataFrame:
                 "n_splits": k,
                 "mean": mean,
                 "sd": sd,
-                "low": mean - half,
-                "high": mean + half,
+                "low": low,
+                "high": high,
+                "interval": "t, clipped" if clipped else "t",
             }
         )
     return pd.DataFrame(rows)

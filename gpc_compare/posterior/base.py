@@ -74,6 +74,9 @@ class OptimizationResult:
         Objective evaluations over all runs.
     restarts : list of Restart
         Every run, the given starting point first.
+    fit_seconds : float
+        Wall-clock time of the one fit at ``theta`` that ends the search (the search
+        itself took the rest of the time); NaN when not measured.
     """
 
     objective: str
@@ -83,6 +86,7 @@ class OptimizationResult:
     converged: bool
     n_evaluations: int
     restarts: list[Restart] = field(default_factory=list)
+    fit_seconds: float = float("nan")
 
 
 class Posterior(ABC):

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 from pathlib import Path
 
 import pandas as pd
 
 from ..metrics import summarize
 from ..study import assemble, load_records, load_study
+from .cases import case_intervals
 from .figures import (
     plot_evidence,
     plot_latent,
@@ -27,9 +29,17 @@ from .figures import (
 )
 from .kernels import by_kernel, kernel_section
 from .markdown import report_markdown
+from .profiles import evidence_profiles
 from .styles import ENGINE_STYLE, METRICS, REFERENCE_METRICS, set_styles
 
-__all__ = ["ENGINE_STYLE", "METRICS", "REFERENCE_METRICS", "summarize", "write_report"]
+__all__ = [
+    "ENGINE_STYLE",
+    "METRICS",
+    "REFERENCE_METRICS",
+    "run_command",
+    "summarize",
+    "write_report",
+]
 
 
 def write_report(result_dir: str | os.PathLike[str]) -> Path:
@@ -74,7 +84,14 @@ def write_report(result_dir: str | os.PathLike[str]) -> Path:
     plain, by_dataset = datasets, table  # (before a kernel axis splits the data sets)
     if config.kernels:  # a kernel axis: every section and figure per data set and kernel
         table, records, datasets = by_kernel(table, records, datasets, list(config.kernels))
-    summary = summarize(table)
+    summary = summarize(table)  # t-intervals across splits, clipped to each metric's range
+    paired: dict = {}
+    if held_out:  # the held-out scores: a bootstrap over test cases, and paired differences
+        cases, paired = case_intervals(records, datasets, engines)
+        if not cases.empty:
+            key = ["dataset", "engine", "metric"]
+            keep = summary.set_index(key).index.difference(cases.set_index(key).index)
+            summary = pd.concat([summary.set_index(key).loc[keep].reset_index(), cases])
     figures = result_dir / "figures"
     figures.mkdir(exist_ok=True)
     made: list[tuple[str, str]] = []
@@ -88,21 +105,28 @@ def write_report(result_dir: str | os.PathLike[str]) -> Path:
         name = f"latent_vs_{config.reference}.png"
         if plot_latent(records, datasets, engines, config.reference, figures / name):
             made.append((name, f"Latent moments against {config.reference}"))
+    profiles = evidence_profiles(config, records, datasets, engines)
     if plot_evidence(
-        records, datasets, engines + estimators, config.methods, figures / "evidence.png"
+        records, profiles, datasets, engines + estimators, config.methods, figures / "evidence.png"
     ):
-        made.append(("evidence.png", "Log evidence against the hyperparameters used"))
+        made.append(("evidence.png", "Log evidence along each hyperparameter"))
     plot_timings(table, datasets, engines + estimators, figures / "timings.png")
     made.append(("timings.png", "Fitting time"))
     if plot_mcmc(result_dir, records, datasets, figures / "mcmc_diagnostics.png"):
         made.append(("mcmc_diagnostics.png", "MCMC rank plots (ArviZ)"))
 
-    try:
-        study_file = json.loads((result_dir / "run.json").read_text())["study_file"]
-    except (OSError, ValueError, KeyError):
-        study_file = f"studies/{config.name}.toml"
     text = report_markdown(
-        config, table, jobs, summary, records, datasets, engines, made, study_file, result_dir
+        config,
+        table,
+        jobs,
+        summary,
+        records,
+        datasets,
+        engines,
+        made,
+        run_command(result_dir, config.name),
+        result_dir,
+        paired,
     )
     if config.kernels:  # the kernels compared, after the findings
         section = "\n".join(kernel_section(by_dataset, plain,
@@ -112,3 +136,33 @@ def write_report(result_dir: str | os.PathLike[str]) -> Path:
     path = result_dir / "report.md"
     path.write_text(text)
     return path
+
+
+def run_command(result_dir: Path, name: str) -> str:
+    """The command that ran the study in ``result_dir``, as run (``run.json``): the study
+    file, ``--output`` and any ``--workers`` or ``--scheduler``, quoted for a shell.
+
+    Parameters
+    ----------
+    result_dir : Path
+        ``OUTPUT/NAME``.
+    name : str
+        The study's name (for a study file that ``run.json`` does not record).
+
+    Returns
+    -------
+    str
+        ``gpc-compare run STUDY --output OUTPUT [...]``.
+    """
+    try:
+        info = json.loads((result_dir / "run.json").read_text())
+    except (OSError, ValueError):
+        info = {}
+    study_file = info.get("study_file") or str(result_dir / "study.toml")
+    output = info.get("output") or str(result_dir.parent)
+    words = ["gpc-compare", "run", study_file, "--output", output]
+    if info.get("workers"):
+        words += ["--workers", str(info["workers"])]
+    if info.get("scheduler"):
+        words += ["--scheduler", str(info["scheduler"])]
+    return shlex.join(words)

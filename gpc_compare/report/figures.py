@@ -1,13 +1,13 @@
 """The report's figures (matplotlib, drawn off-screen with the Agg canvas).
 
 - ``metrics.png``: each held-out metric per engine and data set, the mean over splits with
-  a 95% t-interval across splits;
+  the summary's 95% interval (a bootstrap over test cases in the report);
 - ``reliability.png``: reliability diagrams (test predictions pooled over splits);
 - ``latent_vs_REFERENCE.png``: latent means and variances at the training inputs of each
   approximation against the reference engine (MCMC) at the same hyperparameters;
-- ``evidence.png``: each engine's log evidence against the hyperparameters it ran at, with
-  the reference's AIS estimate where it was computed;
-- ``timings.png``: fitting time per engine and data set;
+- ``evidence.png``: each engine's log evidence along each hyperparameter (a profile through
+  the values it ran at), with the study's own evidences and the reference's AIS estimate;
+- ``timings.png``: one fit and, apart, the hyperparameter search, per engine and data set;
 - ``mcmc_diagnostics.png``: ArviZ rank plots of the latent values with the largest R-hat.
 
 Each ``plot_*`` function writes one PNG; those that may have nothing to draw return
@@ -26,6 +26,7 @@ import pandas as pd
 
 from ..engines import capabilities
 from ..metrics import reliability_curve
+from .profiles import Profile, shown_hyperparameters
 from .styles import METRICS, style
 
 __all__ = [
@@ -54,7 +55,7 @@ def _figure(width: float, height: float) -> Any:
 def plot_metrics(
     summary: pd.DataFrame, datasets: Sequence[str], engines: Sequence[str], path: Path
 ) -> None:
-    """``metrics.png``: each held-out metric's mean and 95% t-interval per engine and data set."""
+    """``metrics.png``: each held-out metric's mean and 95% interval per engine and data set."""
     present = [m for m in METRICS if m in set(summary["metric"])]
     ncols = 3
     nrows = math.ceil(len(present) / ncols)
@@ -74,6 +75,9 @@ def plot_metrics(
                 err = np.vstack(
                     [mean - sub["low"].to_numpy(float), sub["high"].to_numpy(float) - mean]
                 )
+                # (a percentile interval of a biased statistic, e.g. the ECE, may sit
+                # beside its estimate; the bar then starts at the mean)
+                err = np.where(np.isnan(err), np.nan, np.maximum(err, 0.0))
             for i in np.flatnonzero(np.isinf(mean)):
                 ax.annotate(
                     f"{name}: -inf (a confident mistake)" if mean[i] < 0 else f"{name}: inf",
@@ -101,7 +105,11 @@ def plot_metrics(
         ax.set_visible(False)
     handles, labels = axes.flat[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside lower center", ncol=len(engines), frameon=False)
-    fig.suptitle("Held-out scores: mean over splits with a 95% t-interval", fontsize=12)
+    shown = summary[summary.metric.isin(present)]
+    kinds = sorted(set(shown["interval"])) if "interval" in shown else ["t"]
+    fig.suptitle(
+        f"Held-out scores: mean over splits, 95% interval ({'; '.join(kinds)})", fontsize=12
+    )
     fig.savefig(path, dpi=110)
 
 
@@ -216,53 +224,72 @@ def _reference_record(
 
 def plot_evidence(
     records: Records,
+    profiles: Sequence[Profile],
     datasets: Sequence[str],
     engines: Sequence[str],
     methods: dict[str, str],
     path: Path,
 ) -> bool:
-    """``evidence.png``: log evidence per training case against the hyperparameters used;
-    False (nothing written) when no record has a log evidence."""
+    """``evidence.png``: log evidence per training case along each hyperparameter.
+
+    Curves: :func:`~gpc_compare.report.profiles.evidence_profiles` (each engine refitted
+    along one hyperparameter on the first split, the others held); markers: the recorded
+    evidences at the values used on that split (AIS with its standard error); dotted
+    lines: the optimiser's bounds. False (nothing written) when no record has an evidence.
+    """
     recs = [r for r in records if r.get("log_evidence") is not None]
     if not recs:
         return False
-    names = recs[0]["hyperparameters"]["names"]
-    # the first length-scale (all of them for an isotropic kernel) and the signal variance
-    shown = [n for n in names if n.startswith("log_lengthscale")][:1]
-    shown += [n for n in names if n.endswith("log_variance")][:1]
-    shown = shown or names[:2]
-    fig = _figure(5.0 * len(shown), 3.6 * len(datasets) + 0.6)
+    shown = shown_hyperparameters(recs[0]["hyperparameters"]["names"])
+    fig = _figure(5.4 * len(shown), 3.7 * len(datasets) + 0.8)
     axes = fig.subplots(len(datasets), len(shown), squeeze=False)
     for row, dataset in enumerate(datasets):
+        split = min((r["split"] for r in recs if r["dataset"] == dataset), default=0)
         for col, hp in enumerate(shown):
             ax = axes[row][col]
+            bounds: set[float] = set()
+            for prof in profiles:
+                if prof.dataset != dataset or prof.name != hp:
+                    continue
+                colour, _, name = style(prof.engine)
+                ax.plot(prof.grid, prof.log_evidence / prof.n_train, color=colour, label=name)
+                bounds.update(b for b in prof.bounds if np.isfinite(b))
+                split = prof.split
             for engine in engines:
-                sel = [r for r in recs if r["dataset"] == dataset and r["engine"] == engine]
+                sel = [
+                    r
+                    for r in recs
+                    if r["dataset"] == dataset and r["engine"] == engine and r["split"] == split
+                ]
                 if not sel:
                     continue
                 colour, marker, name = style(engine)
-                x = [
-                    dict(
-                        zip(
-                            r["hyperparameters"]["names"],
-                            r["hyperparameters"]["values"],
-                            strict=True,
-                        )
-                    ).get(hp, np.nan)
-                    for r in sel
-                ]
+                values = [dict(zip(r["hyperparameters"]["names"], r["hyperparameters"]["values"],
+                                   strict=True)).get(hp, np.nan) for r in sel]  # fmt: skip
                 y = [r["log_evidence"] / r["n_train"] for r in sel]
                 se = [(r.get("log_evidence_se") or 0.0) / r["n_train"] for r in sel]
-                label = f"{name} (AIS)" if _samples(methods.get(engine)) else name
-                ax.errorbar(
-                    x, y, yerr=se, fmt=marker, color=colour, label=label, alpha=0.8, capsize=2
+                drawn = any(p.engine == engine and p.dataset == dataset for p in profiles)
+                label = (
+                    None if drawn else f"{name} (AIS)" if _samples(methods.get(engine)) else name
                 )
+                ax.errorbar(values, y, yerr=se, fmt=marker, color=colour, label=label,
+                            capsize=3, markersize=7, zorder=3)  # fmt: skip
+            lo, hi = ax.get_xlim()
+            for b in sorted(bounds):
+                if lo - 0.5 <= b <= hi + 0.5:
+                    ax.axvline(b, color="0.3", linestyle=":", linewidth=1.2)
+                    ax.annotate("bound", (b, 1.0), xycoords=("data", "axes fraction"),
+                                fontsize=7, ha="center", va="bottom")  # fmt: skip
             ax.set_xlabel(hp)
             ax.set_ylabel("log evidence / n_train")
-            ax.set_title(f"{dataset}: evidence at the hyperparameters used", fontsize=10)
+            ax.set_title(f"{dataset} (split {split}): along {hp}", fontsize=10, pad=12)
             ax.grid(alpha=0.3)
-            ax.legend(fontsize=8)
-    fig.suptitle("Log evidence per training case (one point per split or grid point)")
+            ax.legend(fontsize=8, loc="lower center")
+    fig.suptitle(
+        "Log evidence per training case along each hyperparameter, the others at the values\n"
+        "used (lines: refitted; markers: the study's fits; dotted: the optimiser's bounds)",
+        fontsize=11,
+    )
     fig.savefig(path, dpi=110)
     return True
 
@@ -270,34 +297,47 @@ def plot_evidence(
 def plot_timings(
     table: pd.DataFrame, datasets: Sequence[str], engines: Sequence[str], path: Path
 ) -> None:
-    """``timings.png``: fitting time per split, median bars and one dot per split."""
+    """``timings.png``: per split, one fit at the hyperparameters used (solid bars) and,
+    apart, the hyperparameter search of the jobs that ran one (hatched); median bars and
+    one dot per split."""
     per_job = table.drop_duplicates("job_id")
-    fig = _figure(1.6 + 1.4 * len(datasets) * max(1, len(engines)) / 2, 4.4)
+    series = []  # (engine, column, hatched)
+    for engine in engines:
+        series.append((engine, "fit_seconds", False))
+        jobs = per_job[per_job.engine == engine]
+        if "select_seconds" in jobs and (jobs["select_seconds"].fillna(0) > 0).any():
+            series.append((engine, "select_seconds", True))
+    fig = _figure(2.0 + 0.55 * len(datasets) * max(1, len(series)), 4.6)
     ax = fig.subplots()
-    width = 0.8 / max(len(engines), 1)
+    width = 0.8 / max(len(series), 1)
     x0 = np.arange(len(datasets))
-    for i, engine in enumerate(engines):
-        colour, marker, name = style(engine)
+    for i, (engine, column, hatched) in enumerate(series):
+        colour, _, name = style(engine)
         med = []
-        for dataset in datasets:
-            v = per_job[(per_job.dataset == dataset) & (per_job.engine == engine)]["fit_seconds"]
+        shift = (i - (len(series) - 1) / 2) * width
+        for j, dataset in enumerate(datasets):
+            v = per_job[(per_job.dataset == dataset) & (per_job.engine == engine)][column]
+            v = v.dropna()
+            v = v[v > 0]
             med.append(np.median(v) if len(v) else np.nan)
-            x = np.full(len(v), x0[datasets.index(dataset)] + (i - (len(engines) - 1) / 2) * width)
-            ax.scatter(x, v, color="k", s=8, zorder=3)
+            ax.scatter(np.full(len(v), x0[j] + shift), v, color="k", s=8, zorder=3)
         ax.bar(
-            x0 + (i - (len(engines) - 1) / 2) * width,
+            x0 + shift,
             med,
             width,
             color=colour,
-            label=name,
-            alpha=0.8,
+            alpha=0.45 if hatched else 0.85,
+            hatch="//" if hatched else None,
+            edgecolor=colour,
+            label=f"{name}: {'hyperparameter selection' if hatched else 'one fit'}",
         )
     ax.set_yscale("log")
     ax.set_xticks(x0, datasets)
-    ax.set_ylabel("fit time per split (s, log scale)")
-    ax.set_title("Fitting time (bars: median over splits; dots: each split)")
+    ax.set_ylabel("seconds per split (log scale)")
+    ax.set_title("One fit and, hatched, the hyperparameter search\n(bars: median over splits; "
+                 "dots: each split)", fontsize=10)  # fmt: skip
     ax.grid(alpha=0.3, axis="y")
-    ax.legend()
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.savefig(path, dpi=110)
 
 
@@ -317,35 +357,51 @@ def plot_mcmc(result_dir: Path, records: Records, datasets: Sequence[str], path:
     if not chosen:
         return False
     n_show = 3
-    fig = _figure(4.0 * n_show, 3.0 * len(chosen) + 0.8)
+    n_bins = 20
+    fig = _figure(4.4 * n_show, 3.2 * len(chosen) + 1.0)
     axes = fig.subplots(len(chosen), n_show, squeeze=False)
     for row, rec in enumerate(chosen):
         idata = az.from_netcdf(str(result_dir / "jobs" / rec["idata"]))
         rhat = az.rhat(idata, var_names=["f"])["f"].to_numpy()
         worst = np.argsort(-np.nan_to_num(rhat, nan=np.inf))[:n_show]
         ess = az.ess(idata, var_names=["f"])["f"].to_numpy()
-        az.plot_rank(
-            idata,
-            var_names=["f"],
-            coords={"obs": [int(i) for i in worst]},
-            ax=axes[row],
-            kind="vlines",
-        )
+        f = idata.posterior["f"].to_numpy()  # (chains, draws, n)
         for ax, i in zip(axes[row], worst, strict=True):
+            _rank_panel(ax, f[:, :, int(i)], n_bins)
             ax.set_title(
-                f"{rec['dataset']} split {rec['split']}: f[{int(i)}]\n"
-                f"R-hat {rhat[i]:.3f}, bulk ESS {ess[i]:.0f}",
+                f"{rec['dataset']} split {rec['split']}: f[{int(i)}], "
+                f"R-hat {rhat[i]:.3f}, ESS {ess[i]:.0f}",
                 fontsize=9,
             )
-        for ax in axes[row]:
-            ax.set_ylabel("rank count - uniform\n(one colour per chain)", fontsize=8)
-            ax.set_xlabel("rank of the draw among all chains", fontsize=9)
     fig.suptitle(
-        "MCMC rank plots (ArviZ) of the latent values with the largest R-hat: "
-        "every chain's ranks near uniform (the dashed line) means the chains mix"
+        "MCMC rank plots of the latent values with the largest R-hat: draws per rank bin\n"
+        "and chain; chains that mix stay inside the grey band (99% under uniform ranks)",
+        fontsize=11,
     )
     fig.savefig(path, dpi=100)
     return True
+
+
+def _rank_panel(ax: Any, draws: np.ndarray, n_bins: int) -> None:
+    """One rank plot: each chain's draws per bin of the ranks among all chains' draws, the
+    uniform count and its 99% binomial band."""
+    from scipy import stats
+
+    chains, n = draws.shape
+    ranks = stats.rankdata(draws.ravel()).reshape(chains, n)
+    edges = np.linspace(0.5, chains * n + 0.5, n_bins + 1)
+    expected = n / n_bins
+    lo, hi = stats.binom.interval(0.99, n, 1.0 / n_bins)
+    ax.axhspan(lo, hi, color="0.85", zorder=0)
+    ax.axhline(expected, color="k", linestyle="--", linewidth=1)
+    for c in range(chains):
+        counts, _ = np.histogram(ranks[c], bins=edges)
+        ax.step(edges[:-1], counts, where="post", linewidth=1.3, label=f"chain {c}")
+    ax.set_ylim(0, max(hi * 1.3, expected * 1.6))
+    ax.set_xlabel("rank among all chains' draws", fontsize=9)
+    ax.set_ylabel(f"draws per bin ({n_bins} bins)", fontsize=9)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, ncol=2, loc="upper right")
 
 
 def _samples(method: str | None) -> bool:

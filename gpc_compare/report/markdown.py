@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import shlex
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -15,191 +16,14 @@ import pandas as pd
 
 from ..study import StudyConfig
 from ..study.datafiles import data_provenance
+from .findings import bound_counts, findings, grid_findings, selection_comparison
+from .formatting import fmt, interval_text, markdown_table
 from .styles import METRICS, REFERENCE_METRICS, style
 
 __all__ = ["report_markdown"]
 
 #: Job records as :func:`gpc_compare.study.load_records` returns them (one dict per job).
 Records = list[dict[str, Any]]
-
-
-def _fmt(x: float | None, digits: int = 3) -> str:
-    """A number to ``digits`` decimals; "n/a" for None or NaN, "inf"/"-inf" spelled out."""
-    if x is None or (isinstance(x, float) and np.isnan(x)):
-        return "n/a"
-    if np.isinf(x):
-        return "-inf" if x < 0 else "inf"
-    return f"{x:.{digits}f}"
-
-
-def _interval(row: pd.Series) -> str:
-    """A summary row as "mean [low, high]" (just the mean for one split or an infinite one)."""
-    if row["n_splits"] > 1 and np.isfinite(row["mean"]):
-        return f"{_fmt(row['mean'])} [{_fmt(row['low'])}, {_fmt(row['high'])}]"
-    return _fmt(row["mean"])
-
-
-def _markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    """The lines of a pipe table."""
-    out = ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] * len(header)) + "|"]
-    out += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
-    return out
-
-
-def _findings(
-    summary: pd.DataFrame,
-    table: pd.DataFrame,
-    records: Records,
-    datasets: Sequence[str],
-    engines: Sequence[str],
-    reference: str | None,
-) -> list[str]:
-    """Plain statements with numbers, generated from the summary table."""
-    lines = []
-
-    def get(dataset, engine, metric):
-        s = summary[
-            (summary.dataset == dataset) & (summary.engine == engine) & (summary.metric == metric)
-        ]
-        return None if s.empty else s.iloc[0]
-
-    def paired(dataset, engine, other, metric) -> tuple[float, int]:
-        """Mean difference engine - other over the splits where both have a value."""
-        t = table[(table.dataset == dataset) & (table.metric == metric)]
-        a = t[t.engine == engine].set_index("split")["value"]
-        b = t[t.engine == other].set_index("split")["value"]
-        common = a.index.intersection(b.index)
-        return float(np.mean(a[common] - b[common])) if len(common) else np.nan, len(common)
-
-    for dataset in datasets:
-        parts = []
-        lp = {e: get(dataset, e, "mean_log_predictive") for e in engines}
-        lp = {e: r for e, r in lp.items() if r is not None}
-        n_max = max((int(r["n_splits"]) for r in lp.values()), default=0)
-        complete = {e: r for e, r in lp.items() if int(r["n_splits"]) == n_max}
-        if len(complete) >= 2:
-            best = max(complete, key=lambda e: complete[e]["mean"])
-            parts.append(
-                f"best mean log predictive: {style(best)[2]} ({_fmt(lp[best]['mean'])} nats"
-                f" over {n_max} split{'s' if n_max > 1 else ''})"
-            )
-        if reference in lp:
-            for e in lp:
-                if e != reference:
-                    d, k = paired(dataset, e, reference, "mean_log_predictive")
-                    parts.append(
-                        f"{style(e)[2]} - {style(reference)[2]} = {_fmt(d)} nats"
-                        + ("" if k == n_max else f" (on the {k} splits both finished)")
-                    )
-        missing = [e for e in engines if e not in lp]
-        if missing:
-            parts.append("no results from " + ", ".join(style(e)[2] for e in missing))
-        err = {e: get(dataset, e, "error_rate") for e in engines}
-        err = {e: r for e, r in err.items() if r is not None}
-        if err:
-            parts.append(
-                "error rates "
-                + ", ".join(f"{style(e)[2]} {_fmt(r['mean'])}" for e, r in err.items())
-            )
-        for e in engines:
-            kl = get(dataset, e, "marginal_kl_mean")
-            gap = get(dataset, e, "evidence_gap")
-            if kl is not None:
-                parts.append(f"{style(e)[2]} mean marginal KL from {reference} {_fmt(kl['mean'])}")
-            if gap is not None:
-                parts.append(f"{style(e)[2]} evidence - AIS {_fmt(gap['mean'], 2)}")
-        diag = [
-            r["diagnostics"] for r in records if r["dataset"] == dataset and r.get("diagnostics")
-        ]
-        if diag:
-            n_pass = sum(d["passed"] for d in diag)
-            parts.append(
-                f"MCMC diagnostics passed on {n_pass} of {len(diag)} fits"
-                + ("" if n_pass == len(diag) else " (see the diagnostics table)")
-            )
-        for e in engines:
-            z = get(dataset, e, "evidence_gap_z")
-            if z is None or not np.isfinite(z["mean"]) or abs(z["mean"]) <= 3:
-                continue
-            if z["mean"] < 0:
-                parts.append(
-                    f"{style(e)[2]}'s evidence is below the AIS estimate by {_fmt(-z['mean'], 1)}"
-                    " standard errors on average (AIS is biased low if anything, so the deficit "
-                    "is the approximation's)"
-                )
-            else:
-                parts.append(
-                    f"{style(e)[2]}'s evidence is above the AIS estimate by {_fmt(z['mean'], 1)}"
-                    " standard errors on average: AIS estimates of log Z are biased low when the "
-                    "annealing is too short, so part of that gap may be the reference's"
-                )
-        if parts:
-            lines.append(f"- **{dataset}**: " + "; ".join(parts) + ".")
-    return lines
-
-
-def _selection_comparison(
-    table: pd.DataFrame, records: Records, datasets: Sequence[str], engines: Sequence[str]
-) -> list[str]:
-    """Where engines that select their own hyperparameters disagree, and what it changes."""
-    own = [e for e in engines if any(
-        r["engine"] == e and r["hyperparameters"]["from"] == "own" for r in records
-    )]  # fmt: skip
-    if len(own) < 2:
-        return []
-    rows = []
-    for dataset in datasets:
-        theta = {}
-        for r in records:
-            if r["dataset"] == dataset and r["engine"] in own:
-                theta[(r["engine"], r["split"])] = np.asarray(r["hyperparameters"]["values"])
-        for i, e1 in enumerate(own):
-            for e2 in own[i + 1 :]:
-                splits = sorted(s for (e, s) in theta if e == e1 and (e2, s) in theta)
-                if not splits:
-                    continue
-                gaps = [float(np.max(np.abs(theta[(e1, s)] - theta[(e2, s)]))) for s in splits]
-                diffs = []
-                for metric in ("mean_log_predictive", "loo_log_predictive"):
-                    t = table[(table.dataset == dataset) & (table.metric == metric)]
-                    a = t[t.engine == e1].set_index("split")["value"].reindex(splits)
-                    b = t[t.engine == e2].set_index("split")["value"].reindex(splits)
-                    d = (a - b).to_numpy(dtype=float)
-                    diffs.append(_fmt(float(np.mean(d)), 4) if np.isfinite(d).any() else "n/a")
-                rows.append(
-                    [
-                        dataset,
-                        f"{style(e1)[2]} vs {style(e2)[2]}",
-                        f"{sum(g > 0.1 for g in gaps)} of {len(gaps)}",
-                        _fmt(float(np.median(gaps)), 2),
-                        _fmt(float(np.max(gaps)), 2),
-                        *diffs,
-                    ]
-                )
-    if not rows:
-        return []
-    return [
-        "## Hyperparameter selections compared",
-        "",
-        "Engines that select their own hyperparameters, compared split by split: how often "
-        "their selections differ by more than 0.1 in some log hyperparameter, the median and "
-        "largest such difference, and the mean paired difference (first minus second) of the "
-        "held-out mean log predictive and of the training-set LOO log predictive (EP).",
-        "",
-        *_markdown_table(
-            [
-                "data set",
-                "engines",
-                "splits differing > 0.1",
-                "median of max abs d log theta",
-                "largest",
-                "d held-out log pred.",
-                "d LOO log pred. (train)",
-            ],
-            rows,
-        ),
-        "",
-    ]
 
 
 def report_markdown(
@@ -211,8 +35,9 @@ def report_markdown(
     datasets: Sequence[str],
     engines: Sequence[str],
     made: Sequence[tuple[str, str]],
-    study_file: str,
+    command: str,
     result_dir: Path,
+    paired: dict[tuple[str, str, str, str], tuple[float, float, float, int]] | None = None,
 ) -> str:
     """The text of ``report.md``.
 
@@ -230,8 +55,14 @@ def report_markdown(
         Data set labels and engine labels, in the order shown.
     made : sequence of (str, str)
         The figures written: file name and caption.
-    study_file, result_dir
-        The command that ran the study and where its results are (for the header).
+    command : str
+        The command that ran the study (``gpc-compare run STUDY --output DIR ...``).
+    result_dir : Path
+        Where its results are (for the header).
+    paired : dict, optional
+        Paired differences between engines with their intervals
+        (:func:`~gpc_compare.report.cases.case_intervals`); without them no difference
+        is called a win.
 
     Returns
     -------
@@ -253,13 +84,14 @@ def report_markdown(
         "none": lambda: "every case trains, none is held out (evidence only)",
     }[splits["kind"]]()
     estimators = list(config.evidence)
+    paired = paired or {}
     lines = [
         f"# Study `{config.name}`",
         "",
         config.description.strip(),
         "",
-        f"- Command: `gpc-compare run {study_file}` (it writes this report too; "
-        f"`gpc-compare report {result_dir}` rewrites it)",
+        f"- Command: `{command}` (it writes this report too; "
+        f"`gpc-compare report {shlex.quote(str(result_dir))}` rewrites it)",
         f"- Report written {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')} on "
         f"{platform.node() or 'this machine'} ({os.cpu_count()} CPUs)",
         "- Versions: " + ", ".join(f"{k} {v}" for k, v in sorted(versions.items())),
@@ -294,9 +126,9 @@ def report_markdown(
         "## Findings",
         "",
         *(
-            _grid_findings(table, datasets, engines + estimators)
+            grid_findings(table, datasets, engines + estimators)
             if config.grid
-            else _findings(summary, table, records, datasets, engines, config.reference)
+            else findings(summary, table, records, datasets, engines, config.reference, paired)
         ),
         "",
     ]
@@ -305,7 +137,7 @@ def report_markdown(
         lines += [
             "## Held-out scores",
             "",
-            "Mean over splits with a 95% t-interval across splits in brackets.",
+            _interval_note(summary, present),
             "",
         ]
     for dataset in datasets if present else []:
@@ -319,9 +151,9 @@ def report_markdown(
                     & (summary.engine == engine)
                     & (summary.metric == m)
                 ]
-                cells.append("n/a" if s.empty else _interval(s.iloc[0]))
+                cells.append("n/a" if s.empty else interval_text(s.iloc[0]))
             rows.append(cells)
-        lines += _markdown_table(["engine", *[METRICS[m][0] for m in present]], rows) + [""]
+        lines += markdown_table(["engine", *[METRICS[m][0] for m in present]], rows) + [""]
 
     ref_present = [m for m in REFERENCE_METRICS if m in set(summary.metric)]
     if ref_present:
@@ -345,18 +177,25 @@ def report_markdown(
                         & (summary.metric == m)
                     ]
                     have |= not s.empty
-                    cells.append("n/a" if s.empty else _interval(s.iloc[0]))
+                    cells.append("n/a" if s.empty else interval_text(s.iloc[0]))
                 if have:
                     rows.append(cells)
-        lines += _markdown_table(
+        lines += markdown_table(
             ["data set", "engine", *[REFERENCE_METRICS[m] for m in ref_present]], rows
         ) + [""]
 
     if estimators:
         lines += _evidence_health(records, datasets, estimators)
     if not config.grid:
-        lines += ["## Hyperparameters used", "", "Mean over splits of the log values.", ""]
+        lines += [
+            "## Hyperparameters used",
+            "",
+            "Mean over splits of the log values; *at a bound*: selected at (within 0.01 of) "
+            "one of the optimiser's bounds, on how many splits.",
+            "",
+        ]
     rows = []
+    per_job = table.drop_duplicates("job_id")
     for dataset in datasets if not config.grid else []:
         for engine in engines:
             recs = [r for r in records if r["dataset"] == dataset and r["engine"] == engine]
@@ -365,14 +204,24 @@ def report_markdown(
             names = recs[0]["hyperparameters"]["names"]
             vals = np.mean([r["hyperparameters"]["values"] for r in recs], axis=0)
             src = recs[0]["hyperparameters"]["from"]
-            hp = ", ".join(f"{n} {v:.3f}" for n, v in zip(names, vals, strict=True))
+            hp = ", ".join(f"{n} {fmt(float(v))}" for n, v in zip(names, vals, strict=True))
             ev = [r["log_evidence"] for r in recs if r.get("log_evidence") is not None]
-            rows.append([dataset, style(engine)[2], src, hp, _fmt(np.mean(ev), 2) if ev else "n/a"])
+            jobs_here = per_job[(per_job.dataset == dataset) & (per_job.engine == engine)]
+            hits = bound_counts(jobs_here) if "at_bound" in jobs_here else {}
+            flag = ", ".join(
+                f"**{n} {side}** ({k} of {len(jobs_here)})" for (n, side), k in hits.items()
+            )
+            rows.append(
+                [dataset, style(engine)[2], src, hp, flag or "no",
+                 fmt(np.mean(ev), 2) if ev else "n/a"]
+            )  # fmt: skip
     if rows:
-        lines += _markdown_table(
-            ["data set", "engine", "selected by", "hyperparameters", "log evidence (mean)"], rows
-        ) + [""]
-        lines += _selection_comparison(table, records, datasets, engines)
+        lines += markdown_table(
+            ["data set", "engine", "selected by", "hyperparameters", "at a bound",
+             "log evidence (mean)"],
+            rows,
+        ) + [""]  # fmt: skip
+        lines += selection_comparison(table, records, datasets, engines)
 
     diag = [r for r in records if r.get("diagnostics")]
     if diag:
@@ -381,15 +230,15 @@ def report_markdown(
             [
                 r["dataset"],
                 r["split"],
-                _fmt(r["diagnostics"]["r_hat_max"], 3),
-                _fmt(r["diagnostics"]["ess_bulk_min"], 0),
-                _fmt(r["diagnostics"]["ess_tail_min"], 0),
+                fmt(r["diagnostics"]["r_hat_max"], 3),
+                fmt(r["diagnostics"]["ess_bulk_min"], 0),
+                fmt(r["diagnostics"]["ess_tail_min"], 0),
                 r["diagnostics"]["divergences"],
                 "yes" if r["diagnostics"]["passed"] else "**no**",
             ]
             for r in sorted(diag, key=lambda r: (datasets.index(r["dataset"]), r["split"]))
         ]
-        lines += _markdown_table(
+        lines += markdown_table(
             [
                 "data set",
                 "split",
@@ -402,17 +251,7 @@ def report_markdown(
             rows,
         ) + [""]
 
-    lines += ["## Timings", "", "Median fitting time per split in seconds (prediction apart).", ""]
-    per_job = table.drop_duplicates("job_id")
-    rows = []
-    for dataset in datasets:
-        cells = [dataset]
-        for engine in engines + estimators:
-            v = per_job[(per_job.dataset == dataset) & (per_job.engine == engine)]["fit_seconds"]
-            cells.append(f"{float(np.median(v)):.3g}" if len(v) else "n/a")
-        rows.append(cells)
-    header = ["data set", *[style(e)[2] for e in engines + estimators]]
-    lines += _markdown_table(header, rows) + [""]
+    lines += _timings(table, datasets, engines + estimators)
 
     if len(failed) or len(not_run):
         lines += ["## Jobs that did not finish", ""]
@@ -430,26 +269,6 @@ def report_markdown(
     return "\n".join(lines).rstrip() + "\n"
 
 
-def _grid_findings(table: pd.DataFrame, datasets: Sequence[str], methods: Sequence[str]):
-    """For a grid study: where each method's log evidence peaks, per data set."""
-    ev = table[table.metric == "log_evidence"]
-    lines = []
-    for dataset in datasets:
-        parts = []
-        for method in methods:
-            t = ev[(ev.dataset == dataset) & (ev.engine == method)]
-            if t.empty:
-                continue
-            best = t.loc[t.value.idxmax()]
-            point = ", ".join(f"{k} {v:.2f}" for k, v in json.loads(best.hyperparameters).items())
-            parts.append(f"{style(method)[2]} {best.value:.2f} at ({point})")
-        if parts:
-            lines.append(
-                f"- **{dataset}**: largest log evidence over the grid: " + "; ".join(parts)
-            )
-    return lines or ["- No grid point has finished yet."]
-
-
 def _evidence_health(records: Records, datasets: Sequence[str], estimators: Sequence[str]):
     """A table of each gold-standard evidence estimator's health, per data set."""
     rows = []
@@ -463,7 +282,7 @@ def _evidence_health(records: Records, datasets: Sequence[str], estimators: Sequ
             rechecked = sum(r["evidence"]["recheck"] is not None for r in recs)
             rows.append(
                 [dataset, label, len(recs), healthy, rechecked,
-                 _fmt(float(np.median(se)), 3), _fmt(float(se.max()), 3)]
+                 fmt(float(np.median(se)), 3), fmt(float(se.max()), 3)]
             )  # fmt: skip
     header = ["data set", "estimator", "jobs", "healthy", "annealed again", "median se", "max se"]
     return [
@@ -473,6 +292,60 @@ def _evidence_health(records: Records, datasets: Sequence[str], estimators: Sequ
         "anneal (an unhealthy estimate is degenerate: one run carries the weight, and the "
         "estimate is biased low).",
         "",
-        *_markdown_table(header, rows),
+        *markdown_table(header, rows),
+        "",
+    ]
+
+
+def _interval_note(summary: pd.DataFrame, present: Sequence[str]) -> str:
+    """What the brackets of the held-out tables are."""
+    kinds = set(summary[summary.metric.isin(present)]["interval"])
+    if kinds <= {"bootstrap over test cases"}:
+        return (
+            "Mean over splits; in brackets a 95% bias-corrected percentile bootstrap interval "
+            "over the test "
+            "cases (each split's test cases resampled within each class, 2000 times, and "
+            "rescored; the training folds held fixed, so it shows the variability due to the "
+            "test cases). It never leaves the metric's range."
+        )
+    return (
+        "Mean over splits; in brackets a 95% t-interval across splits, clipped to the "
+        "metric's range where it left it (an error rate or AUC stays in [0, 1])."
+    )
+
+
+def _timings(table: pd.DataFrame, datasets: Sequence[str], labels: Sequence[str]) -> list[str]:
+    """Median time per split of one fit and, apart, of the hyperparameter search."""
+    per_job = table.drop_duplicates("job_id")
+    rows = []
+    for dataset in datasets:
+        cells = [dataset]
+        for label in labels:
+            jobs = per_job[(per_job.dataset == dataset) & (per_job.engine == label)]
+            if jobs.empty:
+                cells += ["n/a", "n/a"]
+                continue
+            fit_s = float(np.median(jobs["fit_seconds"]))
+            own = (jobs["hyperparameters_from"] == "own").any()
+            select = jobs["select_seconds"] if "select_seconds" in jobs else pd.Series([np.nan])
+            if not own:
+                src = str(jobs["hyperparameters_from"].iloc[0])
+                cells += [f"{fit_s:.3g}", f"none ({style(src)[2] if src in labels else src}'s)"]
+            elif select.isna().all():  # (records written before the two were separated)
+                cells += [f"{fit_s:.3g} (search included)", "in the fit"]
+            else:
+                cells += [f"{fit_s:.3g}", f"{float(np.median(select)):.3g}"]
+        rows.append(cells)
+    header = ["data set"]
+    for label in labels:
+        header += [f"{style(label)[2]}: one fit", f"{style(label)[2]}: selection"]
+    return [
+        "## Timings",
+        "",
+        "Median seconds per split (prediction apart): *one fit* at the hyperparameters used, "
+        "and *selection*, the hyperparameter search that chose them (only in the jobs that "
+        "searched; an engine at another's values did none of its own).",
+        "",
+        *markdown_table(header, rows),
         "",
     ]

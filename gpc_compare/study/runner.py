@@ -131,6 +131,7 @@ def run_study(
             copy_study(config.path, target)  # (data files' relative paths kept valid)
             run_info = {
                 "study_file": _relative_to_cwd(config.path),
+                "output": _relative_to_cwd(str(output)),
                 "scheduler": scheduler,
                 "workers": workers,
             }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 from collections.abc import Mapping
@@ -12,9 +13,11 @@ import numpy as np
 import pandas as pd
 
 from .. import metrics
+from ..hyperparameters import MEAN_BOUNDS, at_bounds
 from .config import StudyConfig, load_study
 from .jobs import expand
 from .kernels_config import kernel_column
+from .problem import make_kernel
 from .records import atomic_write, load_records
 
 __all__ = ["TABLE_COLUMNS", "TIMING_COLUMNS", "assemble"]
@@ -31,9 +34,11 @@ TABLE_COLUMNS = [
     "policy",
     "hyperparameters",
     "hyperparameters_from",
+    "at_bound",
     "converged",
     "iterations",
     "fit_seconds",
+    "select_seconds",
     "predict_seconds",
     "n_train",
     "n_test",
@@ -42,7 +47,7 @@ TABLE_COLUMNS = [
     "versions",
 ]
 #: Columns that hold wall-clock times: everything else is reproducible from the seeds.
-TIMING_COLUMNS = ["fit_seconds", "predict_seconds"]
+TIMING_COLUMNS = ["fit_seconds", "select_seconds", "predict_seconds"]
 
 
 def assemble(result_dir: str | os.PathLike[str], config: StudyConfig | None = None) -> pd.DataFrame:
@@ -114,15 +119,33 @@ def assemble(result_dir: str | os.PathLike[str], config: StudyConfig | None = No
             values.update(_against_reference(job, rec, jobs, current, config))
         except ValueError as exc:  # e.g. a non-finite evidence: no comparison, and say so
             job_rows[-1]["warnings"] += f"; comparison with the reference skipped: {exc}"
+        bound = _at_bound(job, rec)
         for metric, value in values.items():
-            rows.append(_row(rec, metric, value, kernel_column(job.kernel_label, job.kernel)))
-    table = pd.DataFrame(rows, columns=TABLE_COLUMNS)
-    atomic_write(result_dir / "results.csv", table.to_csv(index=False).encode())
+            kernel = kernel_column(job.kernel_label, job.kernel)
+            rows.append(_row(rec, metric, value, kernel, bound))
+    data = pd.DataFrame(rows, columns=TABLE_COLUMNS).to_csv(index=False).encode()
+    atomic_write(result_dir / "results.csv", data)
     atomic_write(result_dir / "jobs.csv", pd.DataFrame(job_rows).to_csv(index=False).encode())
-    return table
+    # the table as results.csv reads back (empty cells NaN), whichever route asks for it
+    return pd.read_csv(io.BytesIO(data))
 
 
-def _row(rec: Mapping[str, Any], metric: str, value: float | None, kernel: str) -> dict[str, Any]:
+def _at_bound(job, rec: Mapping[str, Any]) -> str:
+    """The selected hyperparameters at one of the optimiser's bounds, as ``"NAME upper"``
+    joined by "; " (empty for fixed or grid values, or when none is at a bound)."""
+    hp = rec["hyperparameters"]
+    if hp["from"] in ("fixed", "grid") or not hp["names"]:
+        return ""
+    bounds = make_kernel(job.kernel, rec["d"]).bounds
+    if len(hp["names"]) > bounds.shape[0]:  # the constant prior mean
+        bounds = np.vstack([bounds, [MEAN_BOUNDS]])
+    hits = at_bounds(hp["names"], hp["values"], bounds[: len(hp["names"])])
+    return "; ".join(f"{name} {side}" for name, side, _ in hits)
+
+
+def _row(
+    rec: Mapping[str, Any], metric: str, value: float | None, kernel: str, at_bound: str = ""
+) -> dict[str, Any]:
     hp = rec["hyperparameters"]
     conv = rec.get("convergence", {})
     return {
@@ -136,9 +159,11 @@ def _row(rec: Mapping[str, Any], metric: str, value: float | None, kernel: str) 
         "policy": rec["policy"],
         "hyperparameters": json.dumps(dict(zip(hp["names"], hp["values"], strict=True))),
         "hyperparameters_from": hp["from"],
+        "at_bound": at_bound,
         "converged": conv.get("converged"),
         "iterations": conv.get("iterations"),
         "fit_seconds": rec["timings"]["fit_seconds"],
+        "select_seconds": rec["timings"].get("select_seconds", np.nan),  # (older records)
         "predict_seconds": rec["timings"]["predict_seconds"],
         "n_train": rec["n_train"],
         "n_test": rec["n_test"],

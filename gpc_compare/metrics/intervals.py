@@ -1,0 +1,231 @@
+"""Intervals that respect a metric's range: a bootstrap over test cases, a clipped t-interval.
+
+A t-interval across three splits can leave a metric's range (an error rate of
+[-0.022, 0.091], an AUC of 1.007). Two intervals that cannot:
+
+- :func:`bootstrap_scores`: the held-out scores recomputed on resampled test cases. Each
+  split's test cases are resampled with replacement within each class (so every
+  replicate has both classes and an AUC), each split's scores are recomputed exactly as
+  :func:`~gpc_compare.metrics.score` computes them, and averaged over the splits as the
+  table's mean is. The same resampled cases serve every engine (the resampling depends
+  only on the split's labels and the seed), so differences between engines are paired.
+  A (bias-corrected) percentile interval of replicates of a statistic that stays in its
+  range stays in it.
+  The training folds are held fixed: the interval shows the variability due to the test
+  cases, not that due to the training set.
+- :func:`clipped_t_interval`: mean -/+ t sd / sqrt(k) across k splits, clipped to the
+  metric's range (:data:`METRIC_RANGES`), for metrics without per-case values.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+from scipy import stats
+
+from ._checks import _labels01
+from .scores import SCORE_ECE_BINS, base_rate_entropy_bits
+
+__all__ = [
+    "BOOTSTRAP_METRICS",
+    "METRIC_RANGES",
+    "bootstrap_indices",
+    "bootstrap_scores",
+    "clipped_t_interval",
+    "percentile_interval",
+]
+
+#: The range of each metric: an interval never leaves it.
+METRIC_RANGES: dict[str, tuple[float, float]] = {
+    "mean_log_predictive": (-math.inf, 0.0),
+    "information_bits": (-math.inf, 1.0),
+    "error_rate": (0.0, 1.0),
+    "brier": (0.0, 1.0),
+    "ece": (0.0, 1.0),
+    "auc": (0.0, 1.0),
+    "latent_mean_rmse": (0.0, math.inf),
+    "latent_var_rmse": (0.0, math.inf),
+    "marginal_kl_mean": (0.0, math.inf),
+    "log_evidence": (-math.inf, 0.0),
+}
+#: The held-out scores :func:`bootstrap_scores` recomputes (those of ``score``).
+BOOTSTRAP_METRICS = (
+    "mean_log_predictive",
+    "information_bits",
+    "error_rate",
+    "brier",
+    "auc",
+    "ece",
+)
+
+
+def clipped_t_interval(
+    values: Sequence[float], metric: str, level: float = 0.95
+) -> tuple[float, float, float, bool]:
+    """The mean of ``values`` and a t-interval across them, clipped to the metric's range.
+
+    Parameters
+    ----------
+    values : sequence of float
+        One value per split (NaN dropped by the caller).
+    metric : str
+        Its name; the range is :data:`METRIC_RANGES` (unbounded when not listed).
+    level : float
+        Coverage of the interval.
+
+    Returns
+    -------
+    mean, low, high : float
+        ``low = high = mean`` for one value or an infinite one.
+    clipped : bool
+        Whether the t-interval left the range and was clipped to it.
+    """
+    v = np.asarray(values, dtype=float)
+    k = v.size
+    mean = float(np.mean(v))
+    if k < 2 or not np.all(np.isfinite(v)):
+        return mean, mean, mean, False
+    half = float(stats.t.ppf(0.5 + level / 2, k - 1) * np.std(v, ddof=1) / math.sqrt(k))
+    lo_bound, hi_bound = METRIC_RANGES.get(metric, (-math.inf, math.inf))
+    low, high = mean - half, mean + half
+    clipped = low < lo_bound or high > hi_bound
+    return mean, max(low, lo_bound), min(high, hi_bound), clipped
+
+
+def bootstrap_indices(
+    y_splits: Mapping[int, Sequence[int]], n_boot: int = 2000, seed: int = 0
+) -> dict[int, np.ndarray]:
+    """Resampled test cases of each split, stratified by class.
+
+    Parameters
+    ----------
+    y_splits : mapping of split -> labels
+        Each split's test labels ({0, 1} or {-1, +1}).
+    n_boot : int
+        Replicates.
+    seed : int
+        With the split number, seeds the resampling: the same labels, split and seed give
+        the same indices, whichever engine they are used for.
+
+    Returns
+    -------
+    dict of split -> ndarray of int, shape (n_boot, n)
+        Row b holds replicate b's case indices: as many of each class as the split has.
+    """
+    out = {}
+    for split, labels in y_splits.items():
+        y = _labels01(labels)
+        rng = np.random.default_rng([seed, int(split)])
+        idx = np.empty((n_boot, y.size), dtype=np.intp)
+        start = 0
+        for cls in (0, 1):
+            members = np.flatnonzero(y == cls)
+            idx[:, start : start + members.size] = rng.choice(members, (n_boot, members.size))
+            start += members.size
+        out[int(split)] = idx
+    return out
+
+
+def _replicate(y: np.ndarray, p1: np.ndarray, log_p: np.ndarray, base_rate: float, idx):
+    """The held-out scores of each row of case indices ``idx`` (n_boot, n)."""
+    yb = y[idx].astype(float)
+    pb = p1[idx]
+    n = idx.shape[1]
+    with np.errstate(invalid="ignore"):
+        mlp = np.mean(log_p[idx], axis=1)
+    n1 = int(np.sum(y[idx[0]]))
+    n0 = n - n1
+    if n1 and n0:  # Mann-Whitney: the probability a positive outranks a negative, ties 1/2
+        ranks = stats.rankdata(pb, axis=1)
+        auc = (np.sum(ranks * yb, axis=1) - n1 * (n1 + 1) / 2) / (n1 * n0)
+    else:
+        auc = np.full(idx.shape[0], np.nan)
+    bins = np.searchsorted(np.linspace(0.0, 1.0, SCORE_ECE_BINS + 1)[1:-1], p1)[idx]
+    ece = np.zeros(idx.shape[0])
+    for b in range(SCORE_ECE_BINS):  # (1/n) sum_b |k_b - sum_{i in b} p1_i|
+        inside = bins == b
+        ece += np.abs(np.sum(yb * inside, axis=1) - np.sum(pb * inside, axis=1))
+    return {
+        "mean_log_predictive": mlp,
+        "information_bits": base_rate_entropy_bits(base_rate) + mlp / np.log(2.0),
+        "error_rate": np.mean((pb > 0.5) != (yb == 1), axis=1),
+        "brier": np.mean((pb - yb) ** 2, axis=1),
+        "auc": auc,
+        "ece": ece / n,
+    }
+
+
+def bootstrap_scores(
+    splits: Mapping[int, Mapping[str, object]], indices: Mapping[int, np.ndarray]
+) -> dict[str, np.ndarray]:
+    """Bootstrap replicates of the mean over splits of each held-out score.
+
+    Parameters
+    ----------
+    splits : mapping of split -> dict
+        One engine's test predictions per split: ``y`` (labels), ``p1``, ``log_p`` and
+        ``base_rate`` (the training fold's, as for ``information_bits``).
+    indices : mapping of split -> ndarray
+        :func:`bootstrap_indices` of the same splits' labels (every split of ``splits``
+        must be there).
+
+    Returns
+    -------
+    dict of metric -> ndarray, shape (n_boot,)
+        For each metric of :data:`BOOTSTRAP_METRICS`, the mean over the splits of the
+        metric recomputed on each replicate's cases. With the identity resample each
+        split's value equals :func:`~gpc_compare.metrics.score`'s.
+    """
+    per_split = []
+    for split, case in splits.items():
+        y = _labels01(case["y"])
+        p1 = np.asarray(case["p1"], dtype=float)
+        log_p = np.asarray(case["log_p"], dtype=float)
+        per_split.append(_replicate(y, p1, log_p, float(case["base_rate"]), indices[split]))
+    return {m: np.mean([s[m] for s in per_split], axis=0) for m in BOOTSTRAP_METRICS}
+
+
+def percentile_interval(
+    replicates: np.ndarray, estimate: float | None = None, level: float = 0.95
+) -> tuple[float, float]:
+    """The percentile interval of bootstrap replicates, bias-corrected about ``estimate``.
+
+    With ``estimate`` this is Efron's (1981) bias-corrected percentile interval: with
+    z0 = Phi^-1(fraction of replicates below the estimate), the quantiles
+    Phi(2 z0 -/+ z_{(1+level)/2}) of the replicates. It matters for a statistic the
+    bootstrap biases (the ECE of resampled cases is larger than the ECE), whose plain
+    percentile interval can sit beside the estimate. Either way the interval's ends are
+    replicates, so it never leaves the statistic's range. The ends are the order
+    statistics just outside the quantiles (an infinite replicate is never interpolated
+    into a NaN).
+
+    Parameters
+    ----------
+    replicates : ndarray
+        Bootstrap replicates of the statistic (NaN dropped).
+    estimate : float, optional
+        The statistic on the original cases.
+    level : float
+        Coverage.
+
+    Returns
+    -------
+    low, high : float
+    """
+    r = np.asarray(replicates, dtype=float)
+    r = r[~np.isnan(r)]
+    if r.size == 0:
+        return math.nan, math.nan
+    tail = (1.0 - level) / 2
+    q_low, q_high = tail, 1.0 - tail
+    if estimate is not None and np.isfinite(estimate):
+        below = (np.sum(r < estimate) + 0.5 * np.sum(r == estimate)) / r.size
+        z0 = stats.norm.ppf(np.clip(below, 1.0 / (r.size + 1), r.size / (r.size + 1)))
+        z = stats.norm.ppf(q_high)
+        q_low, q_high = stats.norm.cdf(2 * z0 - z), stats.norm.cdf(2 * z0 + z)
+    return (
+        float(np.quantile(r, q_low, method="lower")),
+        float(np.quantile(r, q_high, method="higher")),
+    )

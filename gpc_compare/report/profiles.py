@@ -1,0 +1,185 @@
+"""Evidence profiles: each engine's log evidence along one hyperparameter, the others held.
+
+A study records each engine's evidence only at the hyperparameters it ran at: with a
+shared policy every engine sits at the same point, and the figure of those points alone
+is a vertical stack. The report therefore refits each engine that computes an evidence
+(and holds no draws: AIS is far too slow for a curve) on one split's training fold
+(the first), along each shown hyperparameter, with the others at that engine's values on
+that split (for a grid study, the grid point with its largest evidence). The fits are
+cheap (one Laplace or EP fit per point; EP with its parallel schedule, which converges to
+the same fixed point as the sequential one, three times faster) and deterministic.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .. import datasets as gc_datasets
+from .._fit import fit
+from ..engines import capabilities, get_engine
+from ..hyperparameters import MEAN_BOUNDS
+from ..study import StudyConfig, expand
+from ..study.problem import load_dataset, make_kernel, split_indices, stable_seed
+
+__all__ = ["Profile", "evidence_profiles", "shown_hyperparameters"]
+
+#: Records as :func:`gpc_compare.study.load_records` returns them (one dict per job).
+Records = list[dict[str, Any]]
+
+
+@dataclass
+class Profile:
+    """One engine's log evidence along one hyperparameter on one split's training fold.
+
+    Attributes
+    ----------
+    dataset, engine, name : str
+        Data set label, engine label and hyperparameter name.
+    split : int
+        The split whose training fold was refitted.
+    n_train : int
+        Its training cases (the figure divides the evidence by it).
+    grid, log_evidence : ndarray
+        The hyperparameter's values and the evidence there (NaN where a fit failed).
+    centre : float
+        The value the engine ran at (the others are held at theirs).
+    bounds : (float, float)
+        The optimiser's bounds on this hyperparameter.
+    failures : list of str
+        Fits that failed (their point is NaN) or warned (e.g. not converged).
+    """
+
+    dataset: str
+    engine: str
+    name: str
+    split: int
+    n_train: int
+    grid: np.ndarray
+    log_evidence: np.ndarray
+    centre: float
+    bounds: tuple[float, float]
+    failures: list[str] = field(default_factory=list)
+
+
+def shown_hyperparameters(names: Sequence[str]) -> list[str]:
+    """The first length-scale (all of them for an isotropic kernel) and the signal variance."""
+    shown = [n for n in names if n.startswith("log_lengthscale")][:1]
+    shown += [n for n in names if n.endswith("log_variance")][:1]
+    return shown or list(names[:2])
+
+
+def evidence_profiles(
+    config: StudyConfig,
+    records: Records,
+    datasets: Sequence[str],
+    engines: Sequence[str],
+    *,
+    n_points: int = 11,
+    half_width: float = 2.5,
+) -> list[Profile]:
+    """Profiles of the log evidence of every engine that computes one without draws.
+
+    Parameters
+    ----------
+    config : StudyConfig
+        The study (its jobs say how each record's problem was built).
+    records : list of dict
+        The finished jobs' records.
+    datasets, engines : sequence of str
+        Data set and engine labels to profile.
+    n_points : int
+        Points per profile.
+    half_width : float
+        Each profile spans the value used -/+ this much (log units), bounds included.
+
+    Returns
+    -------
+    list of Profile
+        One per data set, engine and shown hyperparameter (none for an engine without an
+        evidence, or with draws).
+    """
+    jobs = {j.id: j for j in expand(config)}
+    out = []
+    for dataset in datasets:
+        for engine in engines:
+            method = config.methods.get(engine, engine)
+            caps = capabilities(method)
+            if "evidence" not in caps or "draws" in caps:
+                continue
+            recs = [
+                r
+                for r in records
+                if r["dataset"] == dataset
+                and r["engine"] == engine
+                and r.get("log_evidence") is not None
+                and r["id"] in jobs
+            ]
+            if not recs:
+                continue
+            split = min(r["split"] for r in recs)
+            centre = max((r for r in recs if r["split"] == split), key=lambda r: r["log_evidence"])
+            out += _profile(jobs[centre["id"]], centre, method, n_points, half_width)
+    return out
+
+
+def _profile(job, rec, method: str, n_points: int, half_width: float) -> list[Profile]:
+    """The profiles of one record's engine along its shown hyperparameters."""
+    data = load_dataset(job.dataset, job.study_seed)
+    split_seed = stable_seed("split", job.study_seed, job.dataset.label)
+    train, test = split_indices(data, job.splits, job.split, split_seed)
+    X = gc_datasets.standardize(data.X[train], data.X[test if test.size else train])[0]
+    y = data.y[train]
+    kernel = make_kernel(job.kernel, X.shape[1])
+    p = kernel.n_hyperparameters
+    names = list(rec["hyperparameters"]["names"])
+    theta0 = np.asarray(rec["hyperparameters"]["values"], dtype=float)
+    bounds = np.vstack([kernel.bounds, [MEAN_BOUNDS]])[: len(names)]
+    options = {k: v for k, v in job.options.items() if k not in ("objective",)}
+    if "schedule" in get_engine(method).OPTIONS:  # EP: the same fixed point, found faster
+        options["schedule"] = "parallel"
+    out = []
+    for name in shown_hyperparameters(names):
+        i = names.index(name)
+        grid = np.linspace(theta0[i] - half_width, theta0[i] + half_width, n_points)
+        grid = np.unique(np.concatenate([grid, [theta0[i]]]))
+        values = np.full(grid.size, np.nan)
+        failures = []
+        for j, v in enumerate(grid):
+            theta = theta0.copy()
+            theta[i] = v
+            try:
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always")
+                    post = fit(
+                        X,
+                        y,
+                        method=method,
+                        kernel=kernel.with_theta(theta[:p]),
+                        likelihood=job.likelihood,
+                        mean=None if job.mean is None else float(theta[p]),
+                        **options,
+                    )
+                values[j] = float(post.log_marginal_likelihood)
+                failures += [f"{name} = {v:.2f}: {w.message}" for w in caught]
+            except (ValueError, FloatingPointError, np.linalg.LinAlgError) as exc:
+                failures.append(f"{name} = {v:.2f}: {exc}")
+        out.append(
+            Profile(
+                dataset=job.dataset.label,
+                engine=job.engine,
+                name=name,
+                split=job.split,
+                n_train=int(y.size),
+                grid=grid,
+                log_evidence=values,
+                centre=float(theta0[i]),
+                bounds=(float(bounds[i, 0]), float(bounds[i, 1])),
+                failures=failures,
+            )
+        )
+    return out

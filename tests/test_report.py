@@ -1,0 +1,233 @@
+"""The report cannot mislead: intervals inside each metric's range, no "-0.000", a
+hyperparameter at its bound flagged, selection timed apart from one fit, the command
+that reproduces the run, and a win only when it is larger than its interval."""
+
+from __future__ import annotations
+
+import json
+import math
+import shlex
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from gpc_compare import metrics
+from gpc_compare.cli import build_parser, main
+from gpc_compare.hyperparameters import at_bounds
+from gpc_compare.report import run_command
+from gpc_compare.report.findings import findings
+from gpc_compare.report.formatting import fmt
+from gpc_compare.report.styles import set_styles
+
+# Laplace and EP select their own hyperparameters under a signal-variance bound of 1
+# (ln 1 = 0) that breast cancer's evidence presses against.
+BOUNDED = """
+name = "bounded"
+description = "test study"
+seed = 3
+likelihood = "probit"
+datasets = [{name = "breast_cancer", subsample = 80}]
+
+[kernel]
+name = "squared_exponential"
+lengthscale = "sqrt_d"
+variance_bounds = [0.1, 1.0]
+
+[hyperparameters]
+policy = "optimize"
+n_restarts = 0
+
+[splits]
+kind = "kfold"
+n_splits = 3
+
+[engines.laplace]
+[engines.ep]
+"""
+
+
+def _t_interval(v: list[float]) -> tuple[float, float]:
+    v = np.asarray(v, dtype=float)
+    half = stats.t.ppf(0.975, v.size - 1) * v.std(ddof=1) / math.sqrt(v.size)
+    return v.mean() - half, v.mean() + half
+
+
+# --------------------------------------------------------------------------- intervals
+def test_clipped_t_interval_stays_in_the_range() -> None:
+    # error rates 0, 0, 0.1 over three splits: the t-interval starts at -0.110
+    lo, _ = _t_interval([0.0, 0.0, 0.1])
+    assert lo == pytest.approx(-0.1101, abs=1e-4)
+    mean, low, high, clipped = metrics.clipped_t_interval([0.0, 0.0, 0.1], "error_rate")
+    assert (mean, low, clipped) == (pytest.approx(1 / 30), 0.0, True)
+    assert high == pytest.approx(1 / 30 + (1 / 30 - lo))
+    # an AUC of 1, 0.99, 1: the t-interval ends at 1.011, the clipped one at 1
+    assert _t_interval([1.0, 0.99, 1.0])[1] == pytest.approx(1.0110, abs=1e-4)
+    assert metrics.clipped_t_interval([1.0, 0.99, 1.0], "auc")[2] == 1.0
+    table = pd.DataFrame(
+        {"dataset": "d", "engine": "e", "metric": "auc", "split": [0, 1, 2],
+         "value": [1.0, 0.99, 1.0]}
+    )  # fmt: skip
+    row = metrics.summarize(table).iloc[0]
+    assert (row["high"], row["interval"]) == (1.0, "t, clipped")
+    # an unbounded metric is not clipped
+    assert metrics.clipped_t_interval([-1.0, 0.0, 1.0], "evidence_gap")[3] is False
+
+
+def _splits(rng: np.random.Generator) -> dict[int, dict]:
+    """Three splits of 30 test cases, confident and nearly always right (one error)."""
+    out = {}
+    for s in range(3):
+        y = np.repeat([0, 1], 15)
+        p1 = np.where(y == 1, rng.uniform(0.8, 1.0, 30), rng.uniform(0.0, 0.2, 30))
+        if s == 2:
+            p1[0] = 0.9  # a negative case predicted positive, above some positives
+        log_p = np.log(np.where(y == 1, p1, 1.0 - p1))
+        out[s] = {"y": y, "p1": p1, "log_p": log_p, "base_rate": 0.5}
+    return out
+
+
+def test_bootstrap_over_cases_rescoring_and_range() -> None:
+    splits = _splits(np.random.default_rng(0))
+    # the identity resample gives exactly score()'s values
+    identity = {s: np.arange(30)[None, :] for s in splits}
+    reps = metrics.bootstrap_scores(splits, identity)
+    scores = [metrics.score(c["y"], c["p1"], c["log_p"], 0.5) for c in splits.values()]
+    for m in metrics.BOOTSTRAP_METRICS:
+        assert reps[m][0] == pytest.approx(np.mean([s[m] for s in scores]), rel=1e-12)
+    errors = [s["error_rate"] for s in scores]
+    assert errors == pytest.approx([0.0, 0.0, 1 / 30])
+    assert _t_interval(errors)[0] < 0.0  # the t-interval leaves [0, 1] here
+    assert _t_interval([s["auc"] for s in scores])[1] > 1.0
+    indices = metrics.bootstrap_indices({s: c["y"] for s, c in splits.items()}, n_boot=500)
+    assert indices[0].shape == (500, 30)
+    assert all((np.asarray(splits[s]["y"])[i].sum(axis=1) == 15).all() for s, i in indices.items())
+    reps = metrics.bootstrap_scores(splits, indices)
+    for m in ("error_rate", "auc", "brier", "ece"):
+        low, high = metrics.percentile_interval(reps[m], float(np.mean([s[m] for s in scores])))
+        assert 0.0 <= low <= high <= 1.0, m
+    low, high = metrics.percentile_interval(reps["error_rate"])
+    # the one wrong case drawn k ~ Binomial(15, 1/15) times among split 2's negatives, the
+    # mean error rate k / 90: its 97.5% quantile is k = 3
+    assert (low, high) == (0.0, pytest.approx(stats.binom.ppf(0.975, 15, 1 / 15) / 90))
+    assert high == pytest.approx(3 / 90)
+    # the same seed and labels give the same cases, whichever engine they score
+    again = metrics.bootstrap_indices({s: c["y"] for s, c in splits.items()}, n_boot=500)
+    assert all(np.array_equal(indices[s], again[s]) for s in indices)
+
+
+# --------------------------------------------------------------------------- formatting
+@pytest.mark.parametrize(
+    ("x", "digits", "text"),
+    [(-0.0004, 3, "0.000"), (-0.0, 3, "0.000"), (-0.0006, 3, "-0.001"), (0.00049, 2, "0.00"),
+     (-1e-9, 4, "0.0000"), (float("-inf"), 3, "-inf"), (float("nan"), 3, "n/a"), (2.5, 1, "2.5")],
+)  # fmt: skip
+def test_a_zero_is_a_zero(x: float, digits: int, text: str) -> None:
+    assert fmt(x, digits) == text
+
+
+# --------------------------------------------------------------------------- bounds
+def test_at_bounds() -> None:
+    bounds = [[-4.6, 6.9], [math.log(0.01), math.log(100.0)]]
+    names = ["log_lengthscale", "log_variance"]
+    assert at_bounds(names, [1.07, math.log(100.0)], bounds) == [
+        ("log_variance", "upper", pytest.approx(math.log(100.0)))
+    ]
+    assert at_bounds(names, [-4.595, 0.0], bounds) == [("log_lengthscale", "lower", -4.6)]
+    assert at_bounds(names, [1.0, 4.59], bounds) == []  # 0.015 inside: not at it
+    with pytest.raises(ValueError, match="do not match"):
+        at_bounds(names, [1.0], bounds)
+
+
+# --------------------------------------------------------------------------- findings
+def test_a_win_only_when_larger_than_its_interval() -> None:
+    set_styles(["laplace", "ep"])
+    summary = pd.DataFrame(
+        [{"dataset": d, "engine": e, "metric": "mean_log_predictive", "n_splits": 3,
+          "mean": m, "low": m - 0.05, "high": m + 0.05}
+         for d, e, m in [("pima", "laplace", -0.4700), ("pima", "ep", -0.4710),
+                         ("sonar", "laplace", -0.46), ("sonar", "ep", -0.33)]]
+    )  # fmt: skip
+    table = pd.DataFrame(columns=["dataset", "engine", "metric", "split", "value", "job_id"])
+    paired = {
+        ("pima", "laplace", "ep", "mean_log_predictive"): (0.001, -0.004, 0.006, 3),
+        ("pima", "ep", "laplace", "mean_log_predictive"): (-0.001, -0.006, 0.004, 3),
+        ("sonar", "ep", "laplace", "mean_log_predictive"): (0.13, 0.10, 0.16, 3),
+        ("sonar", "laplace", "ep", "mean_log_predictive"): (-0.13, -0.16, -0.10, 3),
+    }
+    lines = findings(summary, table, [], ["pima", "sonar"], ["laplace", "ep"], None, paired)
+    pima = next(line for line in lines if "**pima**" in line)
+    sonar = next(line for line in lines if "**sonar**" in line)
+    assert "best" not in pima
+    assert "no win on mean log predictive: Laplace's -0.470 nats" in pima
+    assert "EP's (difference 0.0010 [-0.0040, 0.0060])" in pima
+    assert "best mean log predictive: EP (-0.330 nats over 3 splits; ahead of Laplace by "
+    assert "0.1300 [0.1000, 0.1600]" in sonar and "best mean log predictive: EP" in sonar
+    assert sum("called a win only" in line for line in lines) == 1  # the caveat, once
+
+
+# --------------------------------------------------------------------------- a study
+@pytest.fixture(scope="module")
+def bounded(tmp_path_factory) -> tuple[Path, Path]:
+    tmp = tmp_path_factory.mktemp("bounded")
+    path = tmp / "bounded.toml"
+    path.write_text(BOUNDED)
+    assert main(["run", str(path), "--output", str(tmp / "out"), "--workers", "1"]) == 0
+    return path, tmp / "out" / "bounded"
+
+
+def test_a_hyperparameter_at_its_bound_is_flagged(bounded) -> None:
+    _, result = bounded
+    table = pd.read_csv(result / "results.csv", keep_default_na=False)
+    per_job = table.drop_duplicates("job_id")
+    hp = per_job["hyperparameters"].map(json.loads)
+    at_upper = hp.map(lambda h: h["log_variance"] >= -0.01)
+    assert at_upper.sum() >= 3  # the evidence presses against sigma_f^2 = 1
+    assert (per_job.loc[at_upper, "at_bound"] == "log_variance upper").all()
+    assert (per_job.loc[~at_upper, "at_bound"] == "").all()
+    report = (result / "report.md").read_text()
+    assert "| at a bound |" in report
+    assert "**log_variance upper**" in report
+    assert "at its upper bound on" in report  # in the findings
+    assert report.count("stopped by the bound") == 1
+
+
+def test_selection_is_timed_apart_from_one_fit(bounded) -> None:
+    _, result = bounded
+    table = pd.read_csv(result / "results.csv")
+    per_job = table.drop_duplicates("job_id")
+    assert {"fit_seconds", "select_seconds"} <= set(table.columns)
+    assert (per_job["hyperparameters_from"] == "own").all()
+    # a search of many fits takes longer than the one fit at the values it chose (summed
+    # over jobs: one job's times can be disturbed by other processes)
+    assert (per_job["select_seconds"] > 0).all() and (per_job["fit_seconds"] > 0).all()
+    assert per_job["select_seconds"].sum() > per_job["fit_seconds"].sum()
+    evaluations = table[table.metric == "optimizer_evaluations"]["value"]
+    assert (evaluations > 1).all()
+    report = (result / "report.md").read_text()
+    assert "| data set | Laplace: one fit | Laplace: selection | EP: one fit |" in report
+
+
+def test_report_numbers_and_command(bounded) -> None:
+    path, result = bounded
+    report = (result / "report.md").read_text()
+    assert "-0.000" not in report
+    assert "bootstrap interval over the test cases" in report
+    line = next(s for s in report.splitlines() if s.startswith("- Command:"))
+    command = line.split("`")[1]
+    assert command == run_command(result, "bounded")
+    words = shlex.split(command)
+    assert words[:2] == ["gpc-compare", "run"]
+    args = build_parser().parse_args(words[1:])
+    assert [Path(s).resolve() for s in args.studies] == [path.resolve()]
+    assert Path(args.output).resolve() == result.parent.resolve()
+    assert args.workers == 1
+    # every held-out interval of a rate or AUC lies in [0, 1]
+    for row in report.splitlines():
+        if row.startswith("| Laplace |") or row.startswith("| EP |"):
+            for cell in row.split("|")[4:8]:  # error rate, Brier, ECE, AUC
+                mean, low, high = (float(x) for x in cell.replace("[", "").replace("]", "")
+                                   .replace(",", "").split())  # fmt: skip
+                assert 0.0 <= low <= high <= 1.0 and 0.0 <= mean <= 1.0
