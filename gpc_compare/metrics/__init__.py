@@ -28,7 +28,12 @@ classifier against the Bayes-optimal rule. Across repetitions, :func:`summarize`
 means with t-intervals over a study's splits, and :func:`mc_standard_errors` the Monte
 Carlo standard errors of MCMC draws.
 
-Modules: ``scores`` (scoring rules), ``calibration`` (ECE, reliability curves),
+For C classes (the softmax likelihood), :func:`score_multiclass` gives the multi-class
+scores (multi-class Brier, top-label ECE, one-vs-rest macro AUC) and
+:func:`probability_differences` the class probabilities against a reference.
+
+Modules: ``scores`` (scoring rules), ``multiclass`` (their C-class counterparts),
+``calibration`` (ECE, reliability curves),
 ``comparison`` (against a reference posterior), ``bayes_rule`` (against the truth),
 ``summary`` (across repetitions); every public name is importable from here.
 """
@@ -38,6 +43,17 @@ from __future__ import annotations
 from .bayes_rule import decide, disagreement_fraction, expected_error_rate, mean_class_kl
 from .calibration import expected_calibration_error, reliability_curve
 from .comparison import evidence_gap, kl_gaussian, latent_errors, mean_marginal_kl
+from .multiclass import (
+    class_entropy_bits,
+    multiclass_auc,
+    multiclass_brier,
+    multiclass_error_rate,
+    probability_differences,
+    score_multiclass,
+    top_label,
+    top_label_ece,
+    top_label_reliability_curve,
+)
 from .scores import (
     SCORE_ECE_BINS,
     auc,
@@ -55,6 +71,7 @@ __all__ = [
     "auc",
     "base_rate_entropy_bits",
     "brier",
+    "class_entropy_bits",
     "decide",
     "disagreement_fraction",
     "error_rate",
@@ -68,7 +85,15 @@ __all__ = [
     "mc_standard_errors",
     "mean_class_kl",
     "mean_marginal_kl",
+    "multiclass_auc",
+    "multiclass_brier",
+    "multiclass_error_rate",
+    "probability_differences",
     "reliability_curve",
     "score",
+    "score_multiclass",
     "summarize",
+    "top_label",
+    "top_label_ece",
+    "top_label_reliability_curve",
 ]
