@@ -3,51 +3,59 @@
 The Iris GP-classification lecture demo (an R demo with kernlab, after R&W ch. 3) shows, for
 Species ~ Petal.Length + Petal.Width with an SE kernel, "automatic l estimation and
 sigma_f = 1", the maps p(Setosa | .), p(Versicolor | .), p(Virginica | .) and the decision
-boundary. Here: the multi-class Laplace approximation (Williams and Barber 1998; R&W
-section 3.5, Alg. 3.3 and 3.4) on the two petal measurements (standardised), sigma_f = 1
-fixed and the length-scale l learned by maximising the Laplace evidence (R&W eq. 3.44 and
-section 5.5.1; 3 random restarts, seed 0). Also:
+boundary. The cross-validated comparison is a study of the study runner,
+``studies/iris.toml``: softmax Laplace (Williams and Barber 1998; R&W section 3.5, Alg. 3.3
+and 3.4), sigma_f = 1 fixed and the length-scale l learned by the Laplace evidence on each
+training fold, against the multi-class MCMC at Laplace's l, 5-fold stratified
+cross-validation, with the multi-class scores (mean log predictive, error rate, multi-class
+Brier, top-label ECE, one-vs-rest macro AUC) and the class-probability and latent-moment
+differences from MCMC. This script runs that study (resuming from its job records) and adds
+what is specific to Iris:
 
-- the multi-class MCMC (NUTS on the 3 x 150 latent values, draws 1000, tune 1000, chains
-  4, seed 0) at Laplace's l, as the reference for the class probabilities (maximum and mean
-  absolute difference at the data, where the softmax is integrated by quadrature per draw,
-  and on the 80 x 80 plotting grid, where it is integrated by Monte Carlo with 60,000
-  draws, standard error at most 0.002);
-- the training error rate and a 5-fold stratified cross-validation (shuffled, seed 0;
-  standardisation and l refitted inside each training fold) of the error rate and the
-  mean log predictive probability of softmax Laplace;
+- the fit on all 150 flowers (the two petal measurements, standardised; l by the evidence
+  with the study's restarts, seed 0) and the MCMC at its l (the study's draws, tune and
+  chains, seed 0) for the probability maps, with the maximum and mean absolute difference of
+  the class probabilities at the data (the softmax integrated by quadrature per draw) and on
+  the 80 x 80 plotting grid (Monte Carlo with 60,000 draws, standard error at most 0.002);
 - for comparison with the demo, the length-scale that kernlab's ``kpar = "automatic"``
-  heuristic (``sigest``: sigma = mean of the inverse 0.9 and 0.1 quantiles of the
-  squared distances; kernel exp(-sigma |x - x'|^2), i.e. l = 1 / sqrt(2 sigma)) gives on
-  these standardised inputs (all pairs, so without sigest's random subsample), and the
-  Laplace fit at that l.
+  heuristic (``sigest``: sigma = mean of the inverse 0.9 and 0.1 quantiles of the squared
+  distances; kernel exp(-sigma |x - x'|^2), i.e. l = 1 / sqrt(2 sigma)) gives on these
+  standardised inputs (all pairs, so without sigest's random subsample), and the Laplace fit
+  at that l.
 
-Writes to ``output`` (results/iris/): ``summary.csv`` (tidy: method, quantity, value),
-``cv_folds.csv`` (one row per fold and quantity), ``probability_maps.png`` and
-``README.md``. Takes about 2-3 minutes (``python studies/iris.py`` from the repository
-root; MCMC is most of it).
+Writes to ``output`` (results/iris/): the runner's ``study.toml``, ``jobs/``,
+``results.csv``, ``jobs.csv``, ``report.md`` and ``figures/``; ``summary.csv`` (tidy:
+method, quantity, value: the fit on all the data), ``probability_maps.png`` and
+``README.md``. Takes about 5 minutes on 2 cores (``gpc-compare run studies/iris.py`` from the
+repository root; MCMC is most of it).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
+import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from sklearn.model_selection import StratifiedKFold
 from threadpoolctl import threadpool_limits
 
 import gpc_compare as gc
+from gpc_compare.metrics import summarize
 from gpc_compare.provenance import versions_text
+from gpc_compare.report import write_report
+from gpc_compare.study import load_records, load_study, run_study
 
+STUDY = Path(__file__).with_suffix(".toml")
+WORKERS = 2
 FEATURES = ("Petal.Length", "Petal.Width")
-MCMC_OPTIONS = {"draws": 1000, "tune": 1000, "chains": 4, "random_seed": 0}
+N_RESTARTS = 3  # the default; run() takes studies/iris.toml's
+SEED = 0
 # MCMC class probabilities on the grid: Monte Carlo over the softmax (quadrature per draw
 # costs 0.1 s per point here); standard error at most 0.5 / sqrt(GRID_MC_SAMPLES) = 0.002
 GRID_MC_SAMPLES = 60_000
-N_FOLDS = 5
-CV_SEED = 0
 GRID = ((0.5, 7.5), (-0.2, 2.8), 80)  # petal length range, petal width range (cm), points
 
 
@@ -64,16 +72,20 @@ def scaler(X: np.ndarray):
 
 
 def fit_softmax_laplace(
-    X: np.ndarray, y: np.ndarray, lengthscale: float | None = None, random_seed: int = 0
+    X: np.ndarray,
+    y: np.ndarray,
+    lengthscale: float | None = None,
+    random_seed: int = SEED,
+    n_restarts: int = N_RESTARTS,
 ) -> gc.Posterior:
     """Softmax Laplace with an SE kernel, sigma_f = 1 fixed; l learned by the evidence
-    (3 restarts) unless ``lengthscale`` is given. ``X`` should be standardised."""
+    (``n_restarts`` restarts) unless ``lengthscale`` is given. ``X`` should be standardised."""
     kernel = gc.kernels.SquaredExponential(
         1.0 if lengthscale is None else lengthscale, 1.0, variance_bounds="fixed"
     )
     return gc.fit(
         X, y, method="laplace", likelihood="softmax", kernel=kernel,
-        optimize=lengthscale is None, n_restarts=3, random_seed=random_seed,
+        optimize=lengthscale is None, n_restarts=n_restarts, random_seed=random_seed,
     )  # fmt: skip
 
 
@@ -89,30 +101,6 @@ def kernlab_automatic_lengthscale(X: np.ndarray) -> float:
     q90, q10 = np.quantile(d2[d2 > 0], [0.9, 0.1])
     sigma = 0.5 * (1.0 / q90 + 1.0 / q10)
     return float(1.0 / np.sqrt(2.0 * sigma))
-
-
-def cross_validate(
-    X: np.ndarray, y: np.ndarray, n_folds: int = N_FOLDS, random_seed: int = CV_SEED
-) -> pd.DataFrame:
-    """Stratified k-fold CV of softmax Laplace: per fold the test error rate, the mean
-    log predictive probability and the learned l (scaling and l fitted on the training
-    fold only). One row per fold."""
-    folds = StratifiedKFold(n_splits=n_folds, shuffle=True, random_state=random_seed)
-    rows = []
-    for k, (tr, te) in enumerate(folds.split(X, y)):
-        scale = scaler(X[tr])
-        post = fit_softmax_laplace(scale(X[tr]), y[tr])
-        Xte = scale(X[te])
-        rows.append(
-            {
-                "fold": k,
-                "n_test": te.size,
-                "error_rate": float(np.mean(post.predict(Xte) != y[te])),
-                "mean_log_predictive": float(np.mean(post.log_predictive(Xte, y[te]))),
-                "lengthscale": float(post.kernel.lengthscale),
-            }
-        )
-    return pd.DataFrame(rows)
 
 
 def grid_points() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -173,26 +161,34 @@ def _figure(data, P_lap, P_mc, names, lengthscale, error, path: Path) -> None:
         ax.set_ylabel("petal width (cm)")
     axes[0, 3].legend(loc="lower right", fontsize=9)
     fig.suptitle(
-        "Iris (the lecture demo's model), softmax GPC: SE kernel, sigma_f = 1, length-scale "
-        f"learned by the Laplace evidence: {lengthscale:.3f} (standardised units); MCMC at the "
-        "same kernel",
+        "Iris (the lecture demo's model), softmax GPC on all 150 flowers: SE kernel, sigma_f = 1, "
+        f"length-scale learned by the Laplace evidence: {lengthscale:.3f} (standardised units); "
+        "MCMC at the same kernel",
         fontsize=11,
     )
     fig.savefig(path, dpi=100)
 
 
 # ------------------------------------------------------------------------ run
-def run(output: Path) -> None:
-    """Fit, cross-validate, compare with MCMC; write the CSVs, the PNG and README.md."""
+def run(output: Path, *, workers: int = WORKERS) -> None:
+    """Run (or resume) studies/iris.toml into ``output``, fit all the data for the maps,
+    and write ``summary.csv``, the PNG and README.md."""
     output = Path(output)
-    output.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
+    config = dataclasses.replace(load_study(STUDY), name=output.name)
+    ran = run_study(config, output.parent, workers=workers, progress=sys.stdout)
+    if ran.failed or ran.failed_earlier:
+        raise RuntimeError(f"{ran.failed} iris jobs failed: {ran.failures[:3]}")
+    write_report(output)
+    table = pd.read_csv(output / "results.csv")
+    mcmc_options = {**config.engines["mcmc"], "random_seed": SEED}
+
     data = load_petals()
     X, y = data.X, data.y
     names = list(data.class_names)
     scale = scaler(X)
     Xs = scale(X)
-    G1, G2, points = grid_points()
+    G1, _, points = grid_points()
     Gs = scale(points)
     rows = []
 
@@ -200,36 +196,20 @@ def run(output: Path) -> None:
         rows.append({"method": method, "quantity": quantity, "value": float(value)})
 
     with threadpool_limits(1, user_api="blas"):
-        t0 = time.perf_counter()
-        post = fit_softmax_laplace(Xs, y)
-        t_lap = time.perf_counter() - t0
+        post = fit_softmax_laplace(Xs, y, n_restarts=config.n_restarts)
         ell = float(post.kernel.lengthscale)
         P_lap = post.predict_proba(Gs).reshape(*G1.shape, 3)
         Pd_lap = post.predict_proba(Xs)
-        error = float(np.mean(post.predict(Xs) != y))
+        wrong = post.predict(Xs) != y
         add("laplace", "lengthscale_standardised", ell)
         add("laplace", "lengthscale_petal_length_cm", ell * X[:, 0].std())
         add("laplace", "lengthscale_petal_width_cm", ell * X[:, 1].std())
-        add("laplace", "signal_sd", 1.0)
         add("laplace", "log_marginal_likelihood", post.log_marginal_likelihood)
-        add("laplace", "training_error_rate", error)
-        add("laplace", "training_errors", round(error * y.size))
+        add("laplace", "training_error_rate", np.mean(wrong))
+        add("laplace", "training_errors", np.sum(wrong))
         add("laplace", "training_mean_log_predictive", np.mean(post.log_predictive(Xs, y)))
         add("laplace", "setosa_min_proba_at_setosa", Pd_lap[y == 0, 0].min())
-        add("laplace", "errors_versicolor_virginica_only",
-            np.all(np.isin(y[post.predict(Xs) != y], (1, 2))))  # fmt: skip
-        add("laplace", "newton_iterations", post.convergence.iterations)
-        add("laplace", "fit_seconds", t_lap)
-
-        cv = cross_validate(X, y)
-        add("laplace_cv5", "error_rate", cv.error_rate.mean())
-        add("laplace_cv5", "error_rate_fold_sd", cv.error_rate.std(ddof=1))
-        add("laplace_cv5", "errors", round(float(np.sum(cv.error_rate * cv.n_test))))
-        add("laplace_cv5", "mean_log_predictive",
-            np.sum(cv.mean_log_predictive * cv.n_test) / cv.n_test.sum())  # fmt: skip
-        add("laplace_cv5", "mean_log_predictive_fold_sd", cv.mean_log_predictive.std(ddof=1))
-        add("laplace_cv5", "lengthscale_min", cv.lengthscale.min())
-        add("laplace_cv5", "lengthscale_max", cv.lengthscale.max())
+        add("laplace", "errors_versicolor_virginica_only", np.all(np.isin(y[wrong], (1, 2))))
 
         ell_k = kernlab_automatic_lengthscale(Xs)
         post_k = fit_softmax_laplace(Xs, y, lengthscale=ell_k)
@@ -239,14 +219,12 @@ def run(output: Path) -> None:
 
         t0 = time.perf_counter()
         ref = gc.fit(Xs, y, method="mcmc", likelihood="softmax", kernel=post.kernel,
-                     **MCMC_OPTIONS)  # fmt: skip
-        t_mc = time.perf_counter() - t0
+                     **mcmc_options)  # fmt: skip
+        add("mcmc", "fit_seconds", time.perf_counter() - t0)
         P_mc = ref.predict_proba(Gs, integration="mc", n_samples=GRID_MC_SAMPLES, random_seed=0)
         P_mc = P_mc.reshape(*G1.shape, 3)
         Pd_mc = ref.predict_proba(Xs)  # quadrature per draw (500 evenly spaced draws)
     d = ref.diagnostics
-    add("mcmc", "lengthscale_standardised", float(ref.kernel.lengthscale))
-    add("mcmc", "training_error_rate", np.mean(ref.predict(Xs) != y))
     add("mcmc", "training_mean_log_predictive", np.mean(ref.log_predictive(Xs, y)))
     add("mcmc", "max_abs_proba_diff_grid", np.abs(P_mc - P_lap).max())
     add("mcmc", "mean_abs_proba_diff_grid", np.abs(P_mc - P_lap).mean())
@@ -260,22 +238,85 @@ def run(output: Path) -> None:
     add("mcmc", "ess_bulk_min", d.ess_bulk_min)
     add("mcmc", "divergences", d.divergences)
     add("mcmc", "diagnostics_passed", d.passed)
-    add("mcmc", "fit_seconds", t_mc)
 
     summary = pd.DataFrame(rows)
     summary.to_csv(output / "summary.csv", index=False)
-    cv.to_csv(output / "cv_folds.csv", index=False)
-    _figure(data, P_lap, P_mc, names, ell, error, output / "probability_maps.png")
-    (output / "README.md").write_text(_readme(summary, cv, time.perf_counter() - start))
+    _figure(data, P_lap, P_mc, names, ell, float(np.mean(wrong)), output / "probability_maps.png")
+    seconds = (ran.seconds, time.perf_counter() - start)
+    text = _readme(output, summary, table, mcmc_options, seconds)
+    (output / "README.md").write_text(text)
     print(summary.to_string(index=False))
 
 
-def _readme(summary: pd.DataFrame, cv: pd.DataFrame, seconds: float) -> str:
+def _cv_numbers(table: pd.DataFrame) -> dict[str, float]:
+    """The study's cross-validated numbers the README quotes: each metric's mean over the
+    folds and its t-interval ("ENGINE.METRIC", ".low", ".high"), pooled error counts, the
+    length-scales the folds selected and MCMC's diagnostics over the folds."""
+    out: dict[str, float] = {}
+    for _, r in summarize(table).iterrows():
+        key = f"{r.engine}.{r.metric}"
+        out[key], out[key + ".low"], out[key + ".high"] = r["mean"], r.low, r.high
+        out[key + ".min"], out[key + ".max"] = np.nan, np.nan
+    for (engine, metric), g in table.groupby(["engine", "metric"]):
+        out[f"{engine}.{metric}.min"] = float(g.value.min())
+        out[f"{engine}.{metric}.max"] = float(g.value.max())
+    errors = table[table.metric == "error_rate"]
+    for engine, g in errors.groupby("engine"):
+        out[f"{engine}.errors"] = float(np.round(np.sum(g.value * g.n_test)))
+    for metric in ("mean_log_predictive", "brier_multiclass", "ece_top_label"):
+        wide = table[table.metric == metric].pivot(index="split", columns="engine", values="value")
+        diff = wide["laplace"] - wide["mcmc"]  # paired, fold by fold
+        out[f"diff.{metric}.min"], out[f"diff.{metric}.max"] = diff.min(), diff.max()
+    ell = table[(table.engine == "laplace") & (table.metric == "log_evidence")]
+    ells = [np.exp(json.loads(h)["log_lengthscale"]) for h in ell.hyperparameters]
+    out["laplace.lengthscale.min"], out["laplace.lengthscale.max"] = min(ells), max(ells)
+    return out
+
+
+def _confidence(output: Path) -> tuple[dict[str, float], float]:
+    """Each engine's mean top-label confidence over the pooled test cases of the study, and
+    the fraction of them MCMC's top label gets right."""
+    records = [r for r in load_records(output).values() if r["status"] == "ok"]
+    conf, acc = {}, 0.0
+    for engine in ("laplace", "mcmc"):
+        recs = [r for r in records if r["engine"] == engine]
+        P = np.concatenate([r["arrays"]["proba_test"] for r in recs])
+        y = np.concatenate([r["arrays"]["y_test"] for r in recs])
+        conf[engine], acc = float(P.max(axis=1).mean()), float(np.mean(P.argmax(axis=1) == y))
+    return conf, acc
+
+
+def _readme(
+    output: Path,
+    summary: pd.DataFrame,
+    table: pd.DataFrame,
+    mcmc: dict,
+    seconds: tuple[float, float],
+) -> str:
     v = summary.set_index(["method", "quantity"])["value"]
+    cv = _cv_numbers(table)
+    jobs = pd.read_csv(output / "jobs.csv")
+    job_seconds, mcmc_seconds = jobs.seconds.sum(), jobs[jobs.engine == "mcmc"].seconds.sum()
 
     def g(m: str, q: str) -> float:
         return float(v[(m, q)])
 
+    def ci(key: str, digits: int = 3, pct: bool = False) -> str:
+        f = (lambda x: f"{100 * x:.1f}%") if pct else (lambda x: f"{x:.{digits}f}")
+        return f"{f(cv[key])} [{f(cv[key + '.low'])}, {f(cv[key + '.high'])}]"
+
+    scores = [
+        ("mean log predictive (nats)", "mean_log_predictive", 3, False),
+        ("error rate", "error_rate", 3, True),
+        ("multi-class Brier score", "brier_multiclass", 3, False),
+        ("top-label ECE (10 bins)", "ece_top_label", 3, False),
+        ("one-vs-rest AUC (macro)", "auc_ovr_macro", 4, False),
+    ]
+    score_rows = [
+        f"| {label} | {ci(f'laplace.{m}', dg, pc)} | {ci(f'mcmc.{m}', dg, pc)} |"
+        for label, m, dg, pc in scores
+    ]
+    conf, acc = _confidence(output)
     return "\n".join(
         [
             "# Iris, three classes: softmax Laplace GPC (the Iris GP-classification lecture demo)",
@@ -283,11 +324,45 @@ def _readme(summary: pd.DataFrame, cv: pd.DataFrame, seconds: float) -> str:
             "Species ~ Petal.Length + Petal.Width (standardised), SE kernel with sigma_f = 1 "
             "and the length-scale l learned by the softmax Laplace evidence (R&W section 3.5, "
             "Alg. 3.3/3.4, section 5.5.1). The multi-class MCMC at the same kernel is the "
-            "reference for the class probabilities.",
+            "reference. The cross-validation is the runner's study `studies/iris.toml` "
+            "([report.md](report.md), table `results.csv`); the maps and the numbers on all 150 "
+            "flowers come from `studies/iris.py` (`summary.csv`).",
             "",
             "![probability maps](probability_maps.png)",
             "",
-            "## Numbers",
+            "## 5-fold cross-validation (the study)",
+            "",
+            "Mean over the 5 folds with a 95% t-interval across folds (the interval of the "
+            "error rate is not clipped to [0, 1]); MCMC at the l Laplace selected on each "
+            "training fold.",
+            "",
+            "| held-out score | softmax Laplace | MCMC (softmax) |",
+            "|---|---|---|",
+            *score_rows,
+            f"| errors (of 150, pooled) | {cv['laplace.errors']:.0f} | {cv['mcmc.errors']:.0f} |",
+            "",
+            "| Laplace against MCMC, same l, per fold | mean [95% interval] | range over folds |",
+            "|---|---|---|",
+            *(
+                f"| {label} | {ci(f'laplace.{m}', 4)} | {cv[f'laplace.{m}.min']:.4f} to "
+                f"{cv[f'laplace.{m}.max']:.4f} |"
+                for label, m in (
+                    ("max abs class-probability difference, test cases", "proba_diff_max"),
+                    ("mean abs class-probability difference, test cases", "proba_diff_mean"),
+                    ("top label differs (fraction of test cases)", "top_label_disagreement"),
+                    ("latent mean RMSE, training cases", "latent_mean_rmse"),
+                    ("latent variance RMSE, training cases", "latent_var_rmse"),
+                    ("latent sd ratio Laplace / MCMC (mean)", "latent_sd_ratio_mean"),
+                    ("mean marginal KL(MCMC ‖ Laplace), nats", "marginal_kl_mean"),
+                )
+            ),
+            "",
+            f"l learned in the folds: {cv['laplace.lengthscale.min']:.3f} to "
+            f"{cv['laplace.lengthscale.max']:.3f}. MCMC diagnostics over the folds: R-hat max "
+            f"{cv['mcmc.r_hat_max.max']:.4f}, bulk ESS min {cv['mcmc.ess_bulk_min.min']:.0f}, "
+            f"divergences {cv['mcmc.divergences.max']:.0f} at most per fold.",
+            "",
+            "## All 150 flowers (the maps)",
             "",
             "| quantity | value |",
             "|---|---|",
@@ -297,16 +372,9 @@ def _readme(summary: pd.DataFrame, cv: pd.DataFrame, seconds: float) -> str:
             f"| Laplace log evidence | {g('laplace', 'log_marginal_likelihood'):.3f} |",
             f"| training error rate | {g('laplace', 'training_error_rate'):.2%} "
             f"({g('laplace', 'training_errors'):.0f} of 150) |",
-            f"| training mean log predictive (nats) | "
-            f"{g('laplace', 'training_mean_log_predictive'):.4f} |",
-            f"| 5-fold CV error rate (stratified, seed {CV_SEED}) | "
-            f"{g('laplace_cv5', 'error_rate'):.2%} ({g('laplace_cv5', 'errors'):.0f} of 150; "
-            f"fold sd {g('laplace_cv5', 'error_rate_fold_sd'):.2%}) |",
-            f"| 5-fold CV mean log predictive (nats) | "
-            f"{g('laplace_cv5', 'mean_log_predictive'):.4f} (fold sd "
-            f"{g('laplace_cv5', 'mean_log_predictive_fold_sd'):.4f}) |",
-            f"| l learned in the CV folds | {g('laplace_cv5', 'lengthscale_min'):.3f} to "
-            f"{g('laplace_cv5', 'lengthscale_max'):.3f} |",
+            f"| training mean log predictive (nats): Laplace / MCMC | "
+            f"{g('laplace', 'training_mean_log_predictive'):.4f} / "
+            f"{g('mcmc', 'training_mean_log_predictive'):.4f} |",
             f"| MCMC - Laplace, max abs class-probability difference: grid / data | "
             f"{g('mcmc', 'max_abs_proba_diff_grid'):.4f} / "
             f"{g('mcmc', 'max_abs_proba_diff_data'):.4f} |",
@@ -315,9 +383,6 @@ def _readme(summary: pd.DataFrame, cv: pd.DataFrame, seconds: float) -> str:
             f"{g('mcmc', 'mean_abs_proba_diff_data'):.4f} |",
             f"| grid area where the MCMC and Laplace decisions differ | "
             f"{g('mcmc', 'decision_disagreement_grid'):.2%} |",
-            f"| MCMC training error / mean log predictive | "
-            f"{g('mcmc', 'training_error_rate'):.2%} / "
-            f"{g('mcmc', 'training_mean_log_predictive'):.4f} |",
             f"| MCMC diagnostics | R-hat max {g('mcmc', 'r_hat_max'):.4f}, bulk ESS min "
             f"{g('mcmc', 'ess_bulk_min'):.0f}, divergences {g('mcmc', 'divergences'):.0f}, "
             f"passed {bool(g('mcmc', 'diagnostics_passed'))} |",
@@ -326,18 +391,48 @@ def _readme(summary: pd.DataFrame, cv: pd.DataFrame, seconds: float) -> str:
             f"{g('laplace_kernlab_l', 'log_marginal_likelihood'):.3f}, training error "
             f"{g('laplace_kernlab_l', 'training_error_rate'):.2%} |",
             "",
-            "Per-fold numbers: `cv_folds.csv`; every number: `summary.csv`.",
-            "",
             "## Finding",
             "",
-            f"Softmax Laplace with sigma_f = 1 learns l = "
-            f"{g('laplace', 'lengthscale_standardised'):.3f} standard deviations and "
-            f"classifies {150 - g('laplace', 'training_errors'):.0f} of the 150 flowers "
-            f"correctly ({g('laplace', 'training_error_rate'):.1%} training error); 5-fold "
-            f"cross-validation gives {g('laplace_cv5', 'error_rate'):.1%} "
-            f"({g('laplace_cv5', 'errors'):.0f} errors) and a mean log predictive of "
-            f"{g('laplace_cv5', 'mean_log_predictive'):.3f} nats (a uniform guess scores -log 3 = "
-            "-1.099), with l stable across folds. "
+            f"Held out (5-fold cross-validation), softmax Laplace misclassifies "
+            f"{cv['laplace.errors']:.0f} of the 150 flowers ({cv['laplace.error_rate']:.1%}) "
+            f"with a mean log predictive of {cv['laplace.mean_log_predictive']:.3f} nats (a "
+            "uniform guess scores -log 3 = -1.099) and a one-vs-rest AUC of "
+            f"{cv['laplace.auc_ovr_macro']:.3f}; MCMC at the same l makes "
+            f"{cv['mcmc.errors']:.0f} errors and scores {cv['mcmc.mean_log_predictive']:.3f} "
+            f"nats (Laplace - MCMC = "
+            f"{cv['laplace.mean_log_predictive'] - cv['mcmc.mean_log_predictive']:+.3f} nats per "
+            f"case; {cv['diff.mean_log_predictive.min']:+.3f} to "
+            f"{cv['diff.mean_log_predictive.max']:+.3f} fold by fold), multi-class Brier "
+            f"{cv['laplace.brier_multiclass']:.3f} against {cv['mcmc.brier_multiclass']:.3f} "
+            f"({cv['diff.brier_multiclass.min']:+.4f} to {cv['diff.brier_multiclass.max']:+.4f}), "
+            f"top-label ECE {cv['laplace.ece_top_label']:.3f} against "
+            f"{cv['mcmc.ece_top_label']:.3f} ({cv['diff.ece_top_label.min']:+.3f} to "
+            f"{cv['diff.ece_top_label.max']:+.3f}). "
+            f"At the test inputs Laplace's class probabilities are within "
+            f"{cv['laplace.proba_diff_max.max']:.3f} of MCMC's on every fold (mean absolute "
+            f"difference {cv['laplace.proba_diff_mean']:.4f})"
+            + (
+                "; the top label never differs"
+                if cv["laplace.top_label_disagreement.max"] == 0
+                else f"; the top labels differ on {cv['laplace.top_label_disagreement']:.1%} of "
+                "the test cases"
+            )
+            + f". Mean top-label confidence held out: {conf['laplace']:.3f} for Laplace and "
+            f"{conf['mcmc']:.3f} for MCMC, against {acc:.1%} right"
+            + (" (both under-confident)" if max(conf.values()) < acc else "")
+            + (
+                ", Laplace more so, and MCMC scores higher on every fold: the known direction "
+                "of Laplace's error in GP classification (its Gaussian is centred at the mode, "
+                "which lies closer to zero than the mean of the skewed posterior of the latent "
+                "values; Kuss and Rasmussen 2005)."
+                if cv["diff.mean_log_predictive.max"] < 0 and conf["laplace"] < conf["mcmc"]
+                else "."
+            ),
+            "",
+            f"On all 150 flowers, l = {g('laplace', 'lengthscale_standardised'):.3f} standard "
+            f"deviations (the folds chose {cv['laplace.lengthscale.min']:.3f} to "
+            f"{cv['laplace.lengthscale.max']:.3f}) and "
+            f"{150 - g('laplace', 'training_errors'):.0f} flowers are classified correctly. "
             + (
                 "All training errors are versicolor/virginica confusions where the two "
                 "species overlap; "
@@ -346,30 +441,14 @@ def _readme(summary: pd.DataFrame, cv: pd.DataFrame, seconds: float) -> str:
             )
             + "every setosa flower gets p(setosa) >= "
             f"{g('laplace', 'setosa_min_proba_at_setosa'):.2f}. Far from the data every class "
-            "probability "
-            "returns to 1/3 (three zero-mean latent GPs), so the decision regions in the empty "
-            "corners of the map are not informed by data.",
-            "",
-            f"The MCMC reference at the same kernel changes the class probabilities by at most "
-            f"{g('mcmc', 'max_abs_proba_diff_data'):.3f} at the data (mean "
-            f"{g('mcmc', 'mean_abs_proba_diff_data'):.4f}) and "
-            f"{g('mcmc', 'max_abs_proba_diff_grid'):.3f} on the grid (Monte Carlo noise "
+            "probability returns to 1/3 (three zero-mean latent GPs), so the decision regions "
+            "in the empty corners of the map are not informed by data. MCMC changes the class "
+            f"probabilities by at most {g('mcmc', 'max_abs_proba_diff_data'):.3f} at the data "
+            f"and {g('mcmc', 'max_abs_proba_diff_grid'):.3f} on the grid (Monte Carlo noise "
             "there about 0.002-0.008); its decision differs from Laplace's on "
             f"{g('mcmc', 'decision_disagreement_grid'):.1%} of the grid, only where no class has "
             f"probability above {g('mcmc', 'max_top_proba_where_decisions_differ'):.2f} under "
-            "either engine (the fringes, where all three are near 1/3), "
-            f"and its training mean log predictive is "
-            f"{g('mcmc', 'training_mean_log_predictive'):.4f} against Laplace's "
-            f"{g('laplace', 'training_mean_log_predictive'):.4f}"
-            + (
-                ": Laplace is slightly under-confident at the data, the known direction of its "
-                "error in GP classification (its Gaussian is centred at the mode, which lies "
-                "closer to zero than the mean of the skewed posterior of the latent values; "
-                "Kuss and Rasmussen 2005)."
-                if g("mcmc", "training_mean_log_predictive")
-                > g("laplace", "training_mean_log_predictive")
-                else "."
-            ),
+            "either engine (the fringes, where all three are near 1/3).",
             "",
             "**Against the lecture demo.** The demo gives the three probability maps and the "
             "decision boundary of its R code but no number (no length-scale, no error rate), "
@@ -391,13 +470,16 @@ def _readme(summary: pd.DataFrame, cv: pd.DataFrame, seconds: float) -> str:
             "## Reproduce",
             "",
             "```bash",
-            "python studies/iris.py          # or: gpc-compare run studies/iris.py",
+            "gpc-compare run studies/iris.py    # the study (resumed from jobs/) and the maps",
+            "gpc-compare run studies/iris.toml  # the cross-validation alone",
             "```",
             "",
-            f"Run time {seconds:.0f} s (one BLAS thread). Versions: {versions_text()}. "
-            f"Seeds: optimiser restarts 0, CV shuffle {CV_SEED}, MCMC "
-            f"{MCMC_OPTIONS['random_seed']} (draws {MCMC_OPTIONS['draws']}, tune "
-            f"{MCMC_OPTIONS['tune']}, chains {MCMC_OPTIONS['chains']}).",
+            f"Run time on 2 cores: the study's 10 jobs {job_seconds:.0f} s of worker time "
+            f"(`jobs.csv`; MCMC {mcmc_seconds:.0f} s of it), this script's run {seconds[1]:.0f} s "
+            f"(its study part {seconds[0]:.0f} s: resumed from the job records). Versions: "
+            f"{versions_text()}. Seeds: study seed 0 (folds, restarts and "
+            f"samplers derived from it); on all the data optimiser restarts {SEED}, MCMC "
+            f"{SEED} (draws {mcmc['draws']}, tune {mcmc['tune']}, chains {mcmc['chains']}).",
             "",
         ]
     )

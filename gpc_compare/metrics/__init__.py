@@ -29,7 +29,12 @@ means with t-intervals over a study's splits (clipped to each metric's range),
 :func:`bootstrap_scores` an interval over test cases that stays in the range, and
 :func:`mc_standard_errors` the Monte Carlo standard errors of MCMC draws.
 
-Modules: ``scores`` (scoring rules), ``calibration`` (ECE, reliability curves),
+For C classes (the softmax likelihood), :func:`score_multiclass` gives the multi-class
+scores (multi-class Brier, top-label ECE, one-vs-rest macro AUC) and
+:func:`probability_differences` the class probabilities against a reference.
+
+Modules: ``scores`` (scoring rules), ``multiclass`` (their C-class counterparts),
+``calibration`` (ECE, reliability curves),
 ``comparison`` (against a reference posterior), ``bayes_rule`` (against the truth),
 ``summary`` and ``intervals`` (across
 repetitions and test cases); every public name is importable from here.
@@ -47,6 +52,17 @@ from .intervals import (
     bootstrap_scores,
     clipped_t_interval,
     percentile_interval,
+)
+from .multiclass import (
+    class_entropy_bits,
+    multiclass_auc,
+    multiclass_brier,
+    multiclass_error_rate,
+    probability_differences,
+    score_multiclass,
+    top_label,
+    top_label_ece,
+    top_label_reliability_curve,
 )
 from .scores import (
     SCORE_ECE_BINS,
@@ -70,6 +86,7 @@ __all__ = [
     "bootstrap_scores",
     "brier",
     "clipped_t_interval",
+    "class_entropy_bits",
     "decide",
     "disagreement_fraction",
     "error_rate",
@@ -84,7 +101,15 @@ __all__ = [
     "mean_class_kl",
     "mean_marginal_kl",
     "percentile_interval",
+    "multiclass_auc",
+    "multiclass_brier",
+    "multiclass_error_rate",
+    "probability_differences",
     "reliability_curve",
     "score",
+    "score_multiclass",
     "summarize",
+    "top_label",
+    "top_label_ece",
+    "top_label_reliability_curve",
 ]

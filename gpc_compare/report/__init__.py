@@ -86,7 +86,9 @@ def write_report(result_dir: str | os.PathLike[str]) -> Path:
         table, records, datasets = by_kernel(table, records, datasets, list(config.kernels))
     summary = summarize(table)  # t-intervals across splits, clipped to each metric's range
     paired: dict = {}
-    if held_out:  # the held-out scores: a bootstrap over test cases, and paired differences
+    # the held-out binary scores: a bootstrap over test cases, and paired differences (the
+    # multi-class scores keep the clipped t-interval across splits)
+    if held_out and config.likelihood != "softmax":
         cases, paired = case_intervals(records, datasets, engines)
         if not cases.empty:
             key = ["dataset", "engine", "metric"]

@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from ..engines import capabilities
-from ..metrics import reliability_curve
+from ..metrics import reliability_curve, top_label_reliability_curve
 from .profiles import Profile, shown_hyperparameters
 from .styles import METRICS, style
 
@@ -116,22 +116,28 @@ def plot_metrics(
 def plot_reliability(
     records: Records, datasets: Sequence[str], engines: Sequence[str], path: Path
 ) -> None:
-    """``reliability.png``: reliability diagrams of the test predictions pooled over splits."""
+    """``reliability.png``: reliability diagrams of the test predictions pooled over splits
+    (with C classes, of the top label: its confidence against how often it is right)."""
     ncols = min(3, len(datasets))
     nrows = math.ceil(len(datasets) / ncols)
     fig = _figure(4.6 * ncols, 4.4 * nrows + 0.6)
     axes = fig.subplots(nrows, ncols, squeeze=False)
     for ax, dataset in zip(axes.flat, datasets, strict=False):
         ax.plot([0, 1], [0, 1], color="0.5", linestyle="--", linewidth=1)
-        n_cases = 0
+        n_cases, top = 0, False
         for engine in engines:
             recs = [r for r in records if r["dataset"] == dataset and r["engine"] == engine]
             if not recs:
                 continue
             y = np.concatenate([r["arrays"]["y_test"] for r in recs])
-            p1 = np.concatenate([r["arrays"]["p1_test"] for r in recs])
+            top = "proba_test" in recs[0]["arrays"]  # C classes: the top label's diagram
+            if top:
+                proba = np.concatenate([r["arrays"]["proba_test"] for r in recs])
+                curve = top_label_reliability_curve(y, proba, n_bins=10)
+            else:
+                p1 = np.concatenate([r["arrays"]["p1_test"] for r in recs])
+                curve = reliability_curve(y, p1, n_bins=10)
             n_cases = y.size
-            curve = reliability_curve(y, p1, n_bins=10)
             colour, marker, name = style(engine)
             ax.plot(
                 curve["mean_predicted"],
@@ -145,8 +151,9 @@ def plot_reliability(
         ax.set_ylim(-0.02, 1.02)
         ax.set_aspect("equal")
         ax.set_title(f"{dataset} ({n_cases} test cases, pooled)", fontsize=10)
-        ax.set_xlabel("predicted P(y = 1), bin mean")
-        ax.set_ylabel("observed fraction y = 1")
+        ax.set_xlabel("top-label confidence max_c p_c, bin mean" if top else
+                      "predicted P(y = 1), bin mean")  # fmt: skip
+        ax.set_ylabel("observed fraction top label right" if top else "observed fraction y = 1")
         ax.grid(alpha=0.3)
         ax.legend(loc="upper left", fontsize=8)
     for ax in list(axes.flat)[len(datasets) :]:
@@ -362,15 +369,17 @@ def plot_mcmc(result_dir: Path, records: Records, datasets: Sequence[str], path:
     axes = fig.subplots(len(chosen), n_show, squeeze=False)
     for row, rec in enumerate(chosen):
         idata = az.from_netcdf(str(result_dir / "jobs" / rec["idata"]))
-        rhat = az.rhat(idata, var_names=["f"])["f"].to_numpy()
+        rhat_f = az.rhat(idata, var_names=["f"])["f"]  # dims ("obs",), or ("obs", "class")
+        rhat = rhat_f.to_numpy().ravel()
+        ess = az.ess(idata, var_names=["f"])["f"].to_numpy().ravel()
         worst = np.argsort(-np.nan_to_num(rhat, nan=np.inf))[:n_show]
-        ess = az.ess(idata, var_names=["f"])["f"].to_numpy()
-        f = idata.posterior["f"].to_numpy()  # (chains, draws, n)
-        for ax, i in zip(axes[row], worst, strict=True):
-            _rank_panel(ax, f[:, :, int(i)], n_bins)
+        f = idata.posterior["f"].to_numpy()  # (chains, draws, n) or (chains, draws, n, C)
+        for ax, k in zip(axes[row], worst, strict=False):
+            at = [int(i) for i in np.unravel_index(k, rhat_f.shape)]
+            _rank_panel(ax, f[(slice(None), slice(None), *at)], n_bins)
             ax.set_title(
-                f"{rec['dataset']} split {rec['split']}: f[{int(i)}], "
-                f"R-hat {rhat[i]:.3f}, ESS {ess[i]:.0f}",
+                f"{rec['dataset']} split {rec['split']}: f[{', '.join(map(str, at))}], "
+                f"R-hat {rhat[k]:.3f}, ESS {ess[k]:.0f}",
                 fontsize=9,
             )
     fig.suptitle(

@@ -160,9 +160,10 @@ def report_markdown(
         lines += [
             f"## Against the reference ({config.reference}) at the same hyperparameters",
             "",
-            "Latent moments at the training inputs; KL(reference ‖ approximation) between "
-            "the Gaussian marginals, averaged over cases; evidence gap = the engine's log "
-            "evidence minus the reference's AIS estimate.",
+            "Latent moments at the training inputs (every class's, with C classes); "
+            "KL(reference ‖ approximation) between the Gaussian marginals, averaged over cases; "
+            "evidence gap = the engine's log evidence minus the reference's AIS estimate; "
+            "with C classes, the class probabilities at the test inputs.",
             "",
         ]
         rows = []

@@ -14,12 +14,18 @@ METRICS = {
     "brier": ("Brier score", "lower"),
     "ece": ("expected calibration error", "lower"),
     "auc": ("AUC", "higher"),
+    # C classes (softmax studies): gpc_compare.metrics.score_multiclass
+    "brier_multiclass": ("multi-class Brier score", "lower"),
+    "ece_top_label": ("top-label calibration error", "lower"),
+    "auc_ovr_macro": ("one-vs-rest AUC (macro)", "higher"),
 }
 REFERENCE_METRICS = {
     "latent_mean_rmse": "latent mean RMSE",
     "latent_var_rmse": "latent variance RMSE",
     "marginal_kl_mean": "mean KL(ref ‖ approx)",
     "evidence_gap": "log evidence - reference AIS",
+    "proba_diff_max": "class probability, max abs diff",
+    "proba_diff_mean": "class probability, mean abs diff",
 }
 ENGINE_STYLE = {
     "laplace": ("tab:blue", "o", "Laplace"),

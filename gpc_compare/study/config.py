@@ -21,12 +21,14 @@ from .. import datasets as gc_datasets
 from ..engines import ENGINES, capabilities, engines_with, get_engine
 from .datafiles import FILE_HINT, check_label, data_dir, file_dataset
 from .kernels_config import parse_kernels
+from .multiclass import multiclass_problem
 from .problem import DatasetSpec, load_dataset, make_kernel
 
 __all__ = ["DatasetSpec", "StudyConfig", "StudyError", "load_study"]
 
 POLICIES = ("fixed", "optimize", "shared", "full_bayes", "grid")
 BINARY_LIKELIHOODS = ("probit", "logistic")
+LIKELIHOODS = (*BINARY_LIKELIHOODS, "softmax")
 OBJECTIVES = ("evidence", "loo", "loo_fixed_sites")
 SPLIT_KINDS = ("kfold", "holdout", "none")
 #: Gold-standard evidence estimators a study may run beside its engines (``[evidence.NAME]``).
@@ -111,7 +113,7 @@ def load_study(path: str | os.PathLike[str]) -> StudyConfig:
             name = "quick"               # default: the file name without .toml
             description = "..."
             seed = 0                     # seeds splits, restarts and samplers
-            likelihood = "probit"        # or "logistic"
+            likelihood = "probit"        # or "logistic", or "softmax" (C classes)
             mean = 0.0                   # constant prior mean, a hyperparameter; omit: zero
             reference = "mcmc"           # engine the others are compared with
             datasets = ["ionosphere", "sonar"]   # or [[datasets]] tables:
@@ -177,11 +179,8 @@ def load_study(path: str | os.PathLike[str]) -> StudyConfig:
     name = _label(raw.get("name", Path(p).stem), p, "name")  # (labels become file names)
     seed = _int(raw.get("seed", 0), p, "seed", 0)
     likelihood = raw.get("likelihood", "probit")
-    if likelihood not in BINARY_LIKELIHOODS:
-        raise _fail(
-            p, "likelihood", f"must be one of {BINARY_LIKELIHOODS} (studies are binary), got "
-            f"{likelihood!r}"
-        )  # fmt: skip
+    if likelihood not in LIKELIHOODS:
+        raise _fail(p, "likelihood", f"must be one of {LIKELIHOODS}, got {likelihood!r}")
     mean = raw.get("mean")
     if mean is not None and (isinstance(mean, bool) or not isinstance(mean, int | float)):
         raise _fail(p, "mean", f"must be a number, got {mean!r}")
@@ -208,6 +207,8 @@ def load_study(path: str | os.PathLike[str]) -> StudyConfig:
     )
     for each in kernels.values() or [kernel]:  # the grid's axes must suit every kernel
         grid = _parse_grid(hyperparameters, policy, each, mean, dims, p)
+    if problem := multiclass_problem(likelihood, mean, policy, evidence, engines):
+        raise _fail(p, *problem)
     if policy == "full_bayes":
         for label, method in methods.items():
             if "hyperparameter_sampling" in capabilities(method) and engines[label].get("evidence"):
@@ -290,12 +291,15 @@ def _parse_datasets(
             data = load_dataset(DatasetSpec(name, options, subsample), seed)
         except (TypeError, ValueError) as exc:
             raise _fail(p, where, f"cannot load {name!r} with {options}: {exc}") from None
-        if data.n_classes != 2:
-            raise _fail(p, where, f"{name!r} has {data.n_classes} classes; studies are binary")
+        if data.n_classes != 2 and likelihood in BINARY_LIKELIHOODS:
+            raise _fail(
+                p, where, f"{name!r} has {data.n_classes} classes; likelihood = "
+                f"{likelihood!r} is binary: use likelihood = \"softmax\" or a binary view"
+            )  # fmt: skip
         smallest = int(np.min(np.bincount(data.y)))
         if smallest < folds:
             raise _fail(
-                p, where, f"the smaller class has {smallest} cases, too few for {folds} "
+                p, where, f"the smallest class has {smallest} cases, too few for {folds} "
                 "stratified folds: use more cases or fewer splits"
             )  # fmt: skip
         specs.append(DatasetSpec(name, options, subsample))

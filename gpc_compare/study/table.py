@@ -17,6 +17,7 @@ from ..hyperparameters import MEAN_BOUNDS, at_bounds
 from .config import StudyConfig, load_study
 from .jobs import expand
 from .kernels_config import kernel_column
+from .multiclass import probability_comparison
 from .problem import make_kernel
 from .records import atomic_write, load_records
 
@@ -70,7 +71,9 @@ def assemble(result_dir: str | os.PathLike[str], config: StudyConfig | None = No
         Metrics: the held-out scores of :func:`gpc_compare.metrics.score`,
         ``log_evidence`` (the engine's, on the training fold), and, against the
         reference engine at the same hyperparameters, the latent errors,
-        ``marginal_kl_mean`` and ``evidence_gap`` (with ``evidence_gap_z``).
+        ``marginal_kl_mean`` and ``evidence_gap`` (with ``evidence_gap_z``); with C
+        classes (softmax) the scores of :func:`gpc_compare.metrics.score_multiclass` and
+        the class-probability differences (``proba_diff_max``, ...).
     """
     result_dir = Path(result_dir)
     if config is None:
@@ -208,6 +211,7 @@ def _against_reference(job, rec, jobs, current, config) -> dict[str, float]:
                 a["mean_train"], a["var_train"], ref_mean=r["mean_train"], ref_var=r["var_train"]
             )
         )
+        out.update(probability_comparison(a, r))  # C classes: class probabilities too
     if rec.get("log_evidence") is not None and ref.get("log_evidence") is not None:
         out.update(
             metrics.evidence_gap(

@@ -27,6 +27,7 @@ from ..numerics import JITTER, cholesky
 from ..provenance import versions
 from .jobs import Job
 from .kernels_config import kernel_column
+from .multiclass import multiclass_record
 from .problem import at_point, load_dataset, make_kernel, split_indices, stable_seed
 
 __all__ = ["run_job"]
@@ -146,12 +147,17 @@ def _run(job: Job, shared: Mapping[str, Any] | None) -> dict[str, Any]:
     if optimize and np.isfinite(post.optimization.fit_seconds):  # the search apart from one fit
         fit_seconds = post.optimization.fit_seconds
         select_seconds = t1 - t0 - fit_seconds
+    multiclass = post.likelihood.latent_dim != 1  # C latent functions (softmax)
+    if held_out and multiclass:  # scores and arrays of C classes (study.multiclass)
+        scores, arrays = multiclass_record(y_train, y_test, p1, log_p, mean_test, var_test, post)
+    elif held_out:
+        scores = metrics.score(y_test, p1, log_p, base_rate)
     out: dict[str, Any] = {
         "n_train": int(y_train.size),
         "n_test": int(y_test.size),
         "d": int(X_train.shape[1]),
         "base_rate": base_rate,
-        "metrics": metrics.score(y_test, p1, log_p, base_rate) if held_out else {},
+        "metrics": scores if held_out else {},
         "hyperparameters": {
             "names": list(post.hyperparameter_names),
             "values": _floats(post.hyperparameters),
@@ -164,7 +170,9 @@ def _run(job: Job, shared: Mapping[str, Any] | None) -> dict[str, Any]:
         },
         "warnings": sorted({f"{w.category.__name__}: {w.message}" for w in caught}),
     }
-    if held_out:  # per-case arrays for the report and the comparisons with the reference
+    if held_out and multiclass:
+        out["arrays"] = arrays
+    elif held_out:  # per-case arrays for the report and the comparisons with the reference
         out["arrays"] = {
             "y_test": [int(v) for v in y_test],
             "p1_test": _floats(p1),
