@@ -34,12 +34,16 @@ class Convergence(NamedTuple):
         The last change in the monitored objective.
     message : str
         A human-readable account.
+    schedule : str or None
+        The schedule that ran, where an engine has several (EP: "parallel", "sequential",
+        or "parallel (...), then sequential" when its default fell back); else None.
     """
 
     converged: bool
     iterations: int
     last_change: float
     message: str
+    schedule: str | None = None
 
 
 @dataclass(frozen=True)
