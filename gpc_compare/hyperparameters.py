@@ -49,7 +49,7 @@ class _Evaluations:
     best_value: float = -np.inf
     best_theta: np.ndarray | None = None
     best_posterior: Posterior | None = None
-    ends: list[np.ndarray] = field(default_factory=list)  # where earlier runs ended
+    ends: list[tuple[np.ndarray, float]] = field(default_factory=list)  # earlier runs' ends
 
 
 @dataclass
@@ -110,7 +110,7 @@ class _NegativeObjective:
     def __call__(self, x: np.ndarray) -> tuple[float, np.ndarray]:
         theta = x / self.c
         value, grad = self.evaluate(theta)
-        for run, end in enumerate(self.shared.ends):
+        for run, (end, _) in enumerate(self.shared.ends):
             if np.max(np.abs(theta - end)) <= JOIN_TOL:
                 raise _Joined(run)
         return -value, -grad / self.c
@@ -215,7 +215,7 @@ def maximize(
             shared=shared,
         )
         runs.append(_run(negative, start, bounds))
-        shared.ends.append(runs[-1].theta)
+        shared.ends.append((runs[-1].theta, runs[-1].value))
 
     # the posterior at the best point evaluated (a run's end, or better): no refit
     best = max(runs, key=lambda r: r.value)
@@ -238,7 +238,7 @@ def _run(negative: _NegativeObjective, start: np.ndarray, bounds: np.ndarray) ->
     try:
         value, grad = negative.evaluate(start)
         c = negative.c = np.sqrt(max(float(np.max(np.abs(grad), initial=0.0)), 1.0))
-        for run, end in enumerate(negative.shared.ends):
+        for run, (end, _) in enumerate(negative.shared.ends):
             if np.max(np.abs(start - end)) <= JOIN_TOL:
                 raise _Joined(run)
         # L-BFGS-B's first call, at x0 / c, is the start up to rounding: the same point
@@ -253,8 +253,7 @@ def _run(negative: _NegativeObjective, start: np.ndarray, bounds: np.ndarray) ->
             options={"gtol": 1e-5 / c},
         )
     except _Joined as joined:
-        theta = negative.shared.ends[joined.run]
-        value, _ = negative.shared.cache[theta.tobytes()]
+        theta, value = negative.shared.ends[joined.run]
         message = f"stopped on reaching where run {joined.run} ended"
         return Restart(start, theta.copy(), value, True, negative.calls, message)
     theta = np.asarray(res.x, dtype=float) / c

@@ -287,7 +287,11 @@ def test_optimize_either_objective(objective):
         X, y, method="ep", kernel=k, optimize=True, objective=objective, n_restarts=1, random_seed=0
     )
     opt = post.optimization
-    assert opt.objective == objective and opt.converged
+    # the LOO optimum here has sigma_f^2 at its bound (1e5), where the LOO objective is
+    # known only to its rounding (~5e-6): L-BFGS-B's line search may stop there
+    # ("ABNORMAL") rather than meet its tests; the gradient check below still holds
+    stopped = opt.restarts[0].message.startswith("ABNORMAL") and objective == "loo"
+    assert opt.objective == objective and (opt.converged or stopped)
     value = post.log_marginal_likelihood if objective == "evidence" else post.loo_log_predictive
     before = start.log_marginal_likelihood if objective == "evidence" else start.loo_log_predictive
     assert value == pytest.approx(opt.best_value) and value > before
@@ -359,3 +363,37 @@ def test_ep_latent_moments_are_the_shared_gaussian_form(likelihood, mean, schedu
     mean_tr, var_tr = post.predict_latent(X)
     np.testing.assert_allclose(mean_tr, post.latent_mean, rtol=1e-10, atol=1e-10)
     np.testing.assert_allclose(var_tr, post.latent_var, rtol=1e-10, atol=1e-10)
+
+
+# ---------------------------------------------------------------- the automatic schedule
+def test_auto_schedule_falls_back_to_sequential_where_parallel_does_not_converge():
+    """Parallel EP oscillates here (separable-ish data, sigma_f^2 = 1e4) and does not
+    converge in 200 sweeps even with adaptive damping; the default schedule notices the
+    oscillation, goes sequential from there, converges, and says so on its record."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(30, 2))
+    y = np.where(X[:, 0] + 0.3 * rng.normal(size=30) > 0, 1, -1)
+    k = SquaredExponential(1.0, 1e4)
+    with pytest.warns(RuntimeWarning, match="not converged after 200 sweeps"):
+        par = gc.fit(X, y, method="ep", kernel=k, schedule="parallel")
+    assert not par.convergence.converged and par.convergence.schedule == "parallel"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        auto = gc.fit(X, y, method="ep", kernel=k)
+        seq = gc.fit(X, y, method="ep", kernel=k, schedule="sequential")
+    conv = auto.convergence
+    assert conv.converged and conv.iterations < 40
+    assert conv.schedule.startswith("parallel (") and conv.schedule.endswith("then sequential")
+    assert "oscillating" in conv.schedule and conv.schedule in conv.message
+    assert auto.log_marginal_likelihood == pytest.approx(seq.log_marginal_likelihood, abs=1e-8)
+    np.testing.assert_allclose(auto.latent_mean, seq.latent_mean, atol=1e-5)
+
+
+def test_auto_schedule_is_parallel_where_parallel_converges(data):
+    X, y = data
+    k = SquaredExponential(1.2, 2.0)
+    auto = gc.fit(X, y, method="ep", kernel=k)
+    par = gc.fit(X, y, method="ep", kernel=k, schedule="parallel")
+    assert auto.convergence.schedule == "parallel" and auto.convergence.converged
+    assert auto.log_marginal_likelihood == par.log_marginal_likelihood
+    assert ep.OPTIONS["schedule"] == "auto"

@@ -239,3 +239,25 @@ def test_default_tolerance_gives_the_evidence_to_1e8(ell, sf2):
         rtol=1e-6,
         atol=1e-8,
     )
+
+
+# ------------------------------------------------------- diag(Sigma) from R (the gradient)
+@pytest.mark.parametrize(
+    ("ell", "sf2", "weak"), [(0.7, 1.0, "none"), (0.7, 400.0, "some"), (2.0, 1e3, "most")]
+)
+def test_diag_sigma_from_R_equals_the_direct_form(ell, sf2, weak):
+    """The gradient's diag(Sigma) = (1 - R_ii / W_i) / W_i, with the weak-site fallback
+    K_ii - (K R K)_ii where W_i Sigma_ii < 1e-4 (probit far in its tails: tiny W) and the
+    V fallback where most sites are weak, equals K_ii - |V e_i|^2 computed directly."""
+    X, y = toy_data(n=60, d=2, seed=4)
+    if weak == "most":
+        y = np.where(X[:, 0] > 0, 1, -1)  # separable: most sites far in the tails
+    post = laplace.infer(X, y, SquaredExponential(ell, sf2), Probit())
+    ts = post.W * np.diag(post.latent_cov)  # W_i Sigma_ii
+    n_weak = int(np.sum(ts < 1e-4))
+    assert {"none": n_weak == 0, "some": 0 < n_weak <= 30, "most": n_weak > 30}[weak]
+    direct = np.diag(post.K) - np.einsum("ij,ij->j", post._V, post._V)
+    np.testing.assert_allclose(post._diag_sigma, direct, rtol=1e-9, atol=1e-12 * sf2)
+    B = np.eye(60) + post.sW[:, None] * post.K * post.sW
+    R = post.sW[:, None] * np.linalg.inv(B) * post.sW
+    np.testing.assert_allclose(post._R, R, rtol=1e-9, atol=1e-14)
