@@ -25,6 +25,10 @@ from .posterior import OptimizationResult, Posterior, Restart
 __all__ = ["OptimizationResult", "Restart", "maximize"]
 
 
+#: L-BFGS-B stops when an iteration lowers -objective by less than FTOL relative
+#: (scipy's default is 2.2e-9: at an evidence of -400 a run then stops up to ~1e-6 short).
+FTOL = 2.220446049250313e-09
+
 #: A run stops once it comes within this distance (max norm, in log space) of where an
 #: earlier run ended: from there it would only retrace that run's last steps.
 JOIN_TOL = 1e-3
@@ -57,7 +61,7 @@ class _NegativeObjective:
     """-objective and its gradient for L-BFGS-B in the scaled variables x = c theta; one per
     run, carrying its warm start.
 
-    The warm start (the engine's state at the previous evaluation of this run) is an
+    The warm start (from the posterior at the previous evaluation of this run) is an
     explicit field, fresh for every run, so one run's result does not depend on another.
     L-BFGS-B's first trial step (all variables bounded) is the whole negative gradient,
     clipped to the bounds: at a start where the gradient is large this sends
@@ -79,7 +83,7 @@ class _NegativeObjective:
     options: dict
     uses_warm_start: bool
     shared: _Evaluations
-    warm_start: np.ndarray | None = None
+    previous: Posterior | None = None
     c: float = 1.0
     calls: int = 0
 
@@ -89,14 +93,19 @@ class _NegativeObjective:
         if key in self.shared.cache:
             return self.shared.cache[key]
         k, m = _split(theta, self.kernel, self.has_mean)
-        extra = {"warm_start": self.warm_start} if self.uses_warm_start else {}
+        extra = {}
+        if self.uses_warm_start and self.previous is not None:
+            # the previous posterior's state, moved to first order toward theta where the
+            # engine can (Laplace's mode: warm_start_at)
+            move = getattr(self.previous, "warm_start_at", None)
+            extra["warm_start"] = self.previous.warm_start if move is None else move(theta)
         post = self.engine.infer(self.X, self.y, k, self.likelihood, m, **self.options, **extra)
         value, grad = self.value_and_gradient(post)
         grad = np.asarray(grad, dtype=float)
         self.calls += 1
         self.shared.calls += 1
         if self.uses_warm_start:
-            self.warm_start = post.warm_start
+            self.previous = post
         if not (np.isfinite(value) and np.all(np.isfinite(grad))):
             point = dict(zip(self.names, np.round(theta, 4), strict=True))
             raise FloatingPointError(f"the {self.objective} is not finite at {point}")
@@ -250,7 +259,7 @@ def _run(negative: _NegativeObjective, start: np.ndarray, bounds: np.ndarray) ->
             jac=True,
             method="L-BFGS-B",
             bounds=c * bounds,
-            options={"gtol": 1e-5 / c},
+            options={"gtol": 1e-5 / c, "ftol": FTOL},
         )
     except _Joined as joined:
         theta, value = negative.shared.ends[joined.run]

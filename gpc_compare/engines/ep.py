@@ -39,7 +39,7 @@ from ..kernels import Kernel
 from ..likelihoods import Likelihood, Probit
 from ..numerics import cho_solve, chol_B, probit_ratio, solve_lower
 from ..posterior import Convergence, GaussianPosterior
-from ._sites import marginal_variances
+from ._sites import anderson, marginal_variances
 
 __all__ = ["EPPosterior", "infer"]
 
@@ -66,6 +66,8 @@ _SCHEDULES = ("auto", "sequential", "parallel")
 AUTO_PARALLEL_SWEEPS = 60
 #: ... or once adaptive damping has been halved below this (persistent oscillation).
 AUTO_MIN_DAMPING = 0.2
+#: Sweeps Anderson's extrapolation remembers (the "auto" schedule's parallel part).
+ANDERSON_MEMORY = 4
 
 
 class _SiteState:
@@ -402,7 +404,9 @@ def infer(
         # parallel first (one factorisation a sweep); sequential from the last finite
         # state if it oscillates, loses a cavity, or exceeds its budget of sweeps
         budget = min(max_sweeps, AUTO_PARALLEL_SWEEPS)
-        out = run.iterate(state, "parallel", damping, adaptive, budget, stop_on_oscillation=True)
+        out = run.iterate(
+            state, "parallel", damping, adaptive, budget, stop_on_oscillation=True, accelerate=True
+        )
         ran = "parallel"
         if not out.converged and out.sweeps < max_sweeps:
             seq = run.iterate(out.state, "sequential", 1.0, False, max_sweeps - out.sweeps)
@@ -472,14 +476,20 @@ class _Run:
         adaptive: bool,
         max_sweeps: int,
         stop_on_oscillation: bool = False,
+        accelerate: bool = False,
     ) -> _Outcome:
         """At most ``max_sweeps`` sweeps. With ``stop_on_oscillation`` (the parallel part
         of "auto"), stop early, unconverged, at the last finite state when a sweep loses a
         cavity (non-finite evidence) or adaptive damping has fallen below
-        ``AUTO_MIN_DAMPING`` (persistent oscillation)."""
+        ``AUTO_MIN_DAMPING`` (persistent oscillation). With ``accelerate`` (parallel,
+        undamped), each sweep first tries the sites of Anderson's extrapolation
+        (:func:`._sites.anderson`) over the last few sweeps, kept if every site precision
+        and cavity precision stays non-negative and the evidence finite."""
         K, y, lik, m = self.K, self.y, self.lik, self.m
         ttau, tnu = state.ttau, state.tnu
         sweeps, change, site_change = 0, np.inf, np.inf
+        history: list[tuple[np.ndarray, np.ndarray]] = []  # (sites, update - sites)
+        extrapolated = False  # whether the current state came from Anderson's step
         while sweeps < max_sweeps:
             sweeps += 1
             if schedule == "sequential":
@@ -494,18 +504,38 @@ class _Run:
                 up_ttau = np.maximum(up_ttau, 0.0)  # tau~ kept non-negative
                 new_ttau = (1 - damping) * ttau + damping * up_ttau
                 new_tnu = (1 - damping) * tnu + damping * up_tnu
-            new_state = _SiteState(K, y, lik, new_ttau, new_tnu, m)
+            new_state, candidate = None, False
+            if accelerate and damping == 1.0:
+                x = np.concatenate([ttau, tnu])
+                history = [*history[-ANDERSON_MEMORY:], (x, np.concatenate([up_ttau, up_tnu]) - x)]
+                new_state = self._extrapolate(history)
+                if new_state is None:
+                    history = history[-1:]  # failed: start its memory afresh
+                else:
+                    new_ttau, new_tnu, candidate = new_state.ttau, new_state.tnu, True
+            if new_state is None:
+                new_state = _SiteState(K, y, lik, new_ttau, new_tnu, m)
             if stop_on_oscillation and not np.isfinite(new_state.log_marginal_likelihood):
                 why = "a cavity lost positive precision"
                 return _Outcome(state, sweeps - 1, False, change, site_change, why)
             change = abs(new_state.log_marginal_likelihood - state.log_marginal_likelihood)
             previous_site_change = site_change
             # the undamped step: damping shrinks the change without bringing the sites closer
-            site_change = (
-                max(np.max(np.abs(new_ttau - ttau)), np.max(np.abs(new_tnu - tnu))) / damping
-            )
+            # (parallel: the residual of the site update at the old sites, whatever step
+            # was taken)
+            if schedule == "sequential":
+                step_ttau, step_tnu = new_ttau - ttau, new_tnu - tnu
+            else:
+                step_ttau, step_tnu = up_ttau - ttau, up_tnu - tnu
+            site_change = max(np.max(np.abs(step_ttau)), np.max(np.abs(step_tnu)))
+            if schedule == "sequential":
+                site_change /= damping
             if adaptive and site_change > previous_site_change:
-                damping = max(0.5 * damping, 0.05)
+                if extrapolated:  # Anderson's residuals need not fall monotonically:
+                    history = history[-1:]  # restart its memory rather than damp
+                else:
+                    damping = max(0.5 * damping, 0.05)
+            extrapolated = candidate
             state, ttau, tnu = new_state, new_ttau, new_tnu
             if not np.isfinite(state.log_marginal_likelihood):
                 break  # the caller raises
@@ -517,6 +547,20 @@ class _Run:
                 return _Outcome(state, sweeps, False, change, site_change, why)
         why = "" if sweeps < max_sweeps else f"not converged in {max_sweeps} sweeps"
         return _Outcome(state, sweeps, False, change, site_change, why)
+
+    def _extrapolate(self, history: list) -> _SiteState | None:
+        """The state at Anderson's extrapolation of the parallel site iteration, or None
+        if there is too little history or it leaves a site or cavity precision negative."""
+        if len(history) < 2:
+            return None
+        trial = anderson(history)
+        n = trial.size // 2
+        if not np.all(np.isfinite(trial)) or np.any(trial[:n] < 0):
+            return None
+        state = _SiteState(self.K, self.y, self.lik, trial[:n], trial[n:], self.m)
+        if not (np.isfinite(state.log_marginal_likelihood) and np.all(state.tau_cav > 0)):
+            return None
+        return state
 
 
 def _sequential_sweep(K, y, lik, state, ttau, tnu, damping, rng):

@@ -79,11 +79,28 @@ class LaplacePosterior(GaussianPosterior):
         # the implicit term s2^T d f^ with d f^ = (I + K W)^-1 b = b - K R b (R&W Alg. 5.1
         # line 12), b = dK grad log p (eq. 5.24): z^T b with z = s2 - R K s2 (K, R symmetric)
         z = s2 - R @ (K @ s2)
-        grads = self._kernel_gradient(z, d1)  # explicit (eq. 5.22) plus implicit
+        grads, b = self._kernel_gradient(z, d1)  # explicit (eq. 5.22) plus implicit
         if self.mean is not None:
             # explicit: d/dm of -1/2 (f^ - m)^T K^-1 (f^ - m) = 1^T alpha; implicit, b = 1
             grads.append(float(alpha.sum()) + float(z.sum()))
+            b = np.column_stack([b, np.ones(K.shape[0])])
+        self._b = b  # the b_j of eq. 5.24, for warm_start_at
         return np.asarray(grads, dtype=float)
+
+    def warm_start_at(self, theta: np.ndarray) -> np.ndarray:
+        """Starting points for a fit at nearby hyperparameters ``theta`` (in the order of
+        ``hyperparameter_names``), shape (2, n): alpha here, and alpha moved to first order.
+
+        At the mode alpha = grad log p(y | f^) (R&W eq. 3.17), so d alpha = -W d f^, with
+        d f^ / d theta_j = (I + K W)^-1 b_j = b_j - K R b_j (R&W eq. 5.24, Alg. 5.1 line 12),
+        whose b_j the gradient has computed (before it is, only alpha here is given).
+        """
+        if "log_marginal_likelihood_gradient" not in self.__dict__:
+            return self.alpha[None, :].copy()
+        step = np.asarray(theta, dtype=float) - self.hyperparameters
+        df = self._b @ step
+        df -= self.K @ (self._R @ df)
+        return np.stack([self.alpha, self.alpha - self.W * df])
 
 
 def _objective(alpha: np.ndarray, f: np.ndarray, m: float, lp: np.ndarray) -> float:
@@ -122,9 +139,10 @@ def infer(
         convergence then leaves the evidence accurate to about tol.
     max_iter : int
         Most Newton iterations; not converging by then warns and is recorded.
-    warm_start : ndarray, shape (n,), optional
-        alpha to start from (e.g. ``previous.warm_start``); used only if it is no worse
-        than alpha = 0.
+    warm_start : ndarray, shape (n,) or (k, n), optional
+        alpha to start from (e.g. ``previous.warm_start``), or k candidates (e.g.
+        ``previous.warm_start_at(theta)``): the one with the lowest Psi is used if it is no
+        worse than alpha = 0.
 
     Returns
     -------
@@ -153,7 +171,7 @@ def infer(
         b = W * (f - m) + d1  # R&W Alg. 3.1 line 6
         return b - sW * cho_solve(L, sW * (K @ b))  # lines 7-8: Newton step in alpha
 
-    alpha, psi, at = _newton.start(state, (n,), warm_start, "alpha")
+    alpha, psi, at = _newton.start(state, (n,), warm_start, "alpha", candidates=True)
     res = _newton.newton(state, direction, alpha, psi, at, K, tol=tol, max_iter=max_iter,
                          stacklevel=2)  # fmt: skip
     alpha, psi, (_, derivs) = res.x, res.psi, res.extra

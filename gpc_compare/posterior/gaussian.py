@@ -117,24 +117,30 @@ class GaussianPosterior(Posterior):
             d[weak] = self.K[weak, weak] - np.einsum("ij,ij->j", Kw, self._R @ Kw)
         return d
 
-    def _kernel_gradient(self, u: np.ndarray | None = None, v: np.ndarray | None = None):
+    def _kernel_gradient(
+        self, u: np.ndarray | None = None, v: np.ndarray | None = None
+    ) -> tuple[list[float], np.ndarray | None]:
         """For each free kernel hyperparameter, the derivative at fixed alpha and W
         (R&W eq. 5.22 and 5.27), 1/2 alpha^T dK_j alpha - 1/2 tr(R dK_j), plus u^T dK_j v
         when ``u`` and ``v`` are given (Laplace's implicit term, R&W eq. 5.24).
 
         One product dK_j [alpha, v] and one inner product <R, dK_j> per hyperparameter
-        (R and dK_j are symmetric, so tr(R dK_j) = sum(R * dK_j)).
+        (R and dK_j are symmetric, so tr(R dK_j) = sum(R * dK_j)). Returns the derivatives
+        and, when ``v`` is given, the columns dK_j v, shape (n, p) (else None).
         """
         alpha, R = self.alpha, self._R
         rhs = alpha[:, None] if v is None else np.column_stack([alpha, v])
-        grads = []
+        grads, dKv = [], []
         for dK in self.kernel.gradient(self.X):
             P = dK @ rhs
             g = 0.5 * float(alpha @ P[:, 0]) - 0.5 * float(np.vdot(R, dK))
             if v is not None:
                 g += float(u @ P[:, 1])
+                dKv.append(P[:, 1])
             grads.append(g)
-        return grads
+        if v is None:
+            return grads, None
+        return grads, np.array(dKv).T.reshape(alpha.size, len(dKv))
 
     def _stationary_gradient(self) -> np.ndarray:
         """The evidence gradient of an approximation whose own parameters are stationary
@@ -146,7 +152,7 @@ class GaussianPosterior(Posterior):
         d log Z / d theta_j = 1/2 alpha^T dK_j alpha - 1/2 tr(R dK_j), R = sW B^-1 sW,
         and d log Z / d m = sum(alpha), in the order of ``hyperparameter_names``.
         """
-        grads = self._kernel_gradient()
+        grads, _ = self._kernel_gradient()
         if self.mean is not None:
             grads.append(float(self.alpha.sum()))
         return np.asarray(grads, dtype=float)
