@@ -397,3 +397,18 @@ def test_auto_schedule_is_parallel_where_parallel_converges(data):
     assert auto.convergence.schedule == "parallel" and auto.convergence.converged
     assert auto.log_marginal_likelihood == par.log_marginal_likelihood
     assert ep.OPTIONS["schedule"] == "auto"
+
+
+def test_auto_schedule_extrapolates_and_reaches_the_same_fixed_point():
+    """The parallel part of "auto" tries Anderson's extrapolation each sweep: fewer sweeps
+    than plain parallel EP at a large signal variance (slow linear convergence), and the
+    same fixed point as the sequential schedule."""
+    X, y = toy_data(n=60, d=2, seed=5)
+    k = SquaredExponential(1.5, 200.0)
+    par = gc.fit(X, y, method="ep", kernel=k, schedule="parallel")
+    auto = gc.fit(X, y, method="ep", kernel=k)
+    seq = gc.fit(X, y, method="ep", kernel=k, schedule="sequential", **TIGHT)
+    assert auto.convergence.schedule == "parallel" and auto.convergence.converged
+    assert auto.convergence.iterations < 0.75 * par.convergence.iterations
+    assert auto.log_marginal_likelihood == pytest.approx(seq.log_marginal_likelihood, abs=1e-9)
+    np.testing.assert_allclose(auto.ttau, seq.ttau, rtol=1e-5, atol=1e-6)
