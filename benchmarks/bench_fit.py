@@ -124,7 +124,8 @@ def run(sizes: list[int], ep_reference_max: int) -> dict[str, dict[str, float]]:
             r["ep_lml"] = ep.log_marginal_likelihood
             r["ep_chol_per_eval"] = t / ep.optimization.n_evaluations / chol
             r["ep_vs_laplace"] = t / r["laplace_probit_seconds"]
-            r["ep_fell_back"] = float("sequential" in (ep.convergence.schedule or ""))
+            schedule = getattr(ep.convergence, "schedule", None) or ""  # (None before "auto")
+            r["ep_fell_back"] = float("sequential" in schedule)
             if n <= ep_reference_max:
                 t, seq = fit_ours(
                     X, y, ard, likelihood="probit", method="ep", schedule="sequential"
