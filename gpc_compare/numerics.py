@@ -24,6 +24,7 @@ __all__ = [
     "cho_solve",
     "chol_B",
     "cholesky",
+    "inverse_from_triangular_inverse",
     "log_phi",
     "log_phi_d2",
     "log_sigmoid",
@@ -226,6 +227,17 @@ def cho_inverse(L: np.ndarray) -> np.ndarray:
     if info != 0:
         raise np.linalg.LinAlgError(f"dpotri failed (info = {info}): L is singular")
     # dpotri fills the lower triangle only: mirror it
+    inv = np.tril(inv)
+    inv += np.tril(inv, -1).T
+    return inv
+
+
+def inverse_from_triangular_inverse(Linv: np.ndarray) -> np.ndarray:
+    """(L L^T)^-1 = L^-T L^-1, symmetric, from the lower triangular inverse L^-1 (LAPACK
+    ``dlauum``: the second half of :func:`cho_inverse`'s work)."""
+    inv, info = scipy.linalg.lapack.dlauum(Linv, lower=1)
+    if info != 0:  # pragma: no cover - dlauum fails only on bad arguments
+        raise np.linalg.LinAlgError(f"dlauum failed (info = {info})")
     inv = np.tril(inv)
     inv += np.tril(inv, -1).T
     return inv

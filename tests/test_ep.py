@@ -412,3 +412,14 @@ def test_auto_schedule_extrapolates_and_reaches_the_same_fixed_point():
     assert auto.convergence.iterations < 0.75 * par.convergence.iterations
     assert auto.log_marginal_likelihood == pytest.approx(seq.log_marginal_likelihood, abs=1e-9)
     np.testing.assert_allclose(auto.ttau, seq.ttau, rtol=1e-5, atol=1e-6)
+
+
+def test_gradient_R_from_the_last_sweeps_triangular_inverse(data):
+    """EP's R = sW B^-1 sW from the final sweep's L^-1 (dlauum) equals the dpotri form."""
+    from gpc_compare.numerics import cho_inverse
+
+    X, y = data
+    post = gc.fit(X, y, method="ep", kernel=SquaredExponential(1.2, 2.0))
+    assert post._state.Linv is not None
+    direct = post.sW[:, None] * cho_inverse(post.L) * post.sW[None, :]
+    np.testing.assert_allclose(post._R, direct, rtol=1e-12, atol=1e-14)

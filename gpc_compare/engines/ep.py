@@ -37,9 +37,9 @@ from threadpoolctl import threadpool_limits
 from .._validation import check_count, check_kernel_matrix, check_positive
 from ..kernels import Kernel
 from ..likelihoods import Likelihood, Probit
-from ..numerics import cho_solve, chol_B, probit_ratio, solve_lower
+from ..numerics import cho_solve, chol_B, inverse_from_triangular_inverse, probit_ratio, solve_lower
 from ..posterior import Convergence, GaussianPosterior
-from ._sites import anderson, marginal_variances
+from ._sites import anderson, marginal_variances_and_inverse
 
 __all__ = ["EPPosterior", "infer"]
 
@@ -117,8 +117,12 @@ class _SiteState:
         )
 
     def _diag_sigma(self) -> np.ndarray:
-        """diag(Sigma) from a triangular inverse (:func:`._sites.marginal_variances`)."""
-        return marginal_variances(self.K, self.ttau, self.sW, self.L, lambda: self.V)
+        """diag(Sigma) from a triangular inverse (:func:`._sites.marginal_variances`),
+        which is kept (``Linv``) for the gradient's B^-1."""
+        d, self.Linv = marginal_variances_and_inverse(
+            self.K, self.ttau, self.sW, self.L, lambda: self.V
+        )
+        return d
 
     @cached_property
     def V(self) -> np.ndarray:
@@ -159,6 +163,15 @@ class EPPosterior(GaussianPosterior):
     @cached_property
     def latent_var(self) -> np.ndarray:
         return self._state.dSigma.copy()
+
+    @cached_property
+    def _R(self) -> np.ndarray:
+        """R = sW B^-1 sW, B^-1 = L^-T L^-1 from the triangular inverse the final sweep's
+        marginal variances computed (one ``dlauum``, not a ``dpotri``)."""
+        if self._state.Linv is None:
+            return super()._R
+        Binv = inverse_from_triangular_inverse(self._state.Linv)
+        return self.sW[:, None] * Binv * self.sW[None, :]
 
     @property
     def warm_start(self) -> tuple[np.ndarray, np.ndarray]:
