@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import ModuleType
 
 import numpy as np
@@ -31,12 +31,51 @@ MEAN_BOUNDS = (-10.0, 10.0)
 AT_BOUND_TOL = 0.01
 
 
+#: L-BFGS-B stops when an iteration lowers -objective by less than FTOL relative
+#: (scipy's default is 2.2e-9: at an evidence of -400 a run then stops up to ~1e-6 short).
+FTOL = 2.220446049250313e-09
+
+#: A run stops once it comes within this distance (max norm, in log space) of where an
+#: earlier run ended: from there it would only retrace that run's last steps.
+JOIN_TOL = 1e-3
+
+
+class _Joined(Exception):
+    """Raised inside a run that reached an earlier run's optimum (``run`` its index)."""
+
+    def __init__(self, run: int) -> None:
+        super().__init__(run)
+        self.run = run
+
+
+@dataclass
+class _Evaluations:
+    """What every run of one fit shares: the objective at each point evaluated so far
+    (L-BFGS-B and later runs revisit points; each is computed once), the engine calls
+    made, and the posterior at the best point (returned at the end, with no refit)."""
+
+    cache: dict[bytes, tuple[float, np.ndarray]] = field(default_factory=dict)
+    calls: int = 0
+    best_value: float = -np.inf
+    best_theta: np.ndarray | None = None
+    best_posterior: Posterior | None = None
+    best_seconds: float = float("nan")  # the engine call that gave it
+    ends: list[tuple[np.ndarray, float]] = field(default_factory=list)  # earlier runs' ends
+
+
 @dataclass
 class _NegativeObjective:
-    """-objective and its gradient for L-BFGS-B; one per run, carrying its warm start.
+    """-objective and its gradient for L-BFGS-B in the scaled variables x = c theta; one per
+    run, carrying its warm start.
 
-    The warm start (the engine's state at the previous evaluation of this run) is an
+    The warm start (from the posterior at the previous evaluation of this run) is an
     explicit field, fresh for every run, so one run's result does not depend on another.
+    L-BFGS-B's first trial step (all variables bounded) is the whole negative gradient,
+    clipped to the bounds: at a start where the gradient is large this sends
+    log sigma_f^2 and log ell to their bounds at once, and the line search wanders back.
+    With c^2 the largest gradient component at the start (at least 1), that first step
+    is at most one unit in log space. (Scaling the variables rather than the objective
+    leaves L-BFGS-B's test on the relative decrease of the objective as it was.)
     """
 
     engine: ModuleType
@@ -50,19 +89,50 @@ class _NegativeObjective:
     value_and_gradient: Callable[[Posterior], tuple[float, np.ndarray]]
     options: dict
     uses_warm_start: bool
-    warm_start: np.ndarray | None = None
+    shared: _Evaluations
+    previous: Posterior | None = None
+    c: float = 1.0
+    calls: int = 0
 
-    def __call__(self, theta: np.ndarray) -> tuple[float, np.ndarray]:
+    def evaluate(self, theta: np.ndarray) -> tuple[float, np.ndarray]:
+        """(objective, gradient) at theta, from the shared cache when already computed."""
+        key = np.asarray(theta, dtype=float).tobytes()
+        if key in self.shared.cache:
+            return self.shared.cache[key]
         k, m = _split(theta, self.kernel, self.has_mean)
-        extra = {"warm_start": self.warm_start} if self.uses_warm_start else {}
+        extra = {}
+        if self.uses_warm_start and self.previous is not None:
+            # the previous posterior's state, moved to first order toward theta where the
+            # engine can (Laplace's mode: warm_start_at)
+            move = getattr(self.previous, "warm_start_at", None)
+            extra["warm_start"] = self.previous.warm_start if move is None else move(theta)
+        t0 = time.perf_counter()
         post = self.engine.infer(self.X, self.y, k, self.likelihood, m, **self.options, **extra)
+        seconds = time.perf_counter() - t0
         value, grad = self.value_and_gradient(post)
+        grad = np.asarray(grad, dtype=float)
+        self.calls += 1
+        self.shared.calls += 1
         if self.uses_warm_start:
-            self.warm_start = post.warm_start
+            self.previous = post
         if not (np.isfinite(value) and np.all(np.isfinite(grad))):
             point = dict(zip(self.names, np.round(theta, 4), strict=True))
             raise FloatingPointError(f"the {self.objective} is not finite at {point}")
-        return -value, -np.asarray(grad)
+        value = float(value)
+        self.shared.cache[key] = (value, grad)
+        if value > self.shared.best_value:
+            self.shared.best_value, self.shared.best_posterior = value, post
+            self.shared.best_seconds = seconds
+            self.shared.best_theta = np.array(theta, dtype=float)
+        return value, grad
+
+    def __call__(self, x: np.ndarray) -> tuple[float, np.ndarray]:
+        theta = x / self.c
+        value, grad = self.evaluate(theta)
+        for run, (end, _) in enumerate(self.shared.ends):
+            if np.max(np.abs(theta - end)) <= JOIN_TOL:
+                raise _Joined(run)
+        return -value, -grad / self.c
 
 
 def _split(theta: np.ndarray, kernel: Kernel, has_mean: bool) -> tuple[Kernel, float | None]:
@@ -147,6 +217,7 @@ def maximize(
     uses_warm_start = "warm_start" in engine.OPTIONS and "warm_start" not in options
 
     runs: list[Restart] = []
+    shared = _Evaluations()
     for start in starts:
         negative = _NegativeObjective(
             engine=engine,
@@ -160,31 +231,22 @@ def maximize(
             value_and_gradient=value_and_gradient,
             options=options,
             uses_warm_start=uses_warm_start,
+            shared=shared,
         )
-        res = scipy.optimize.minimize(negative, start, jac=True, method="L-BFGS-B", bounds=bounds)
-        runs.append(
-            Restart(
-                start,
-                res.x.copy(),
-                -float(res.fun),
-                bool(res.success),
-                int(res.nfev),
-                str(res.message),
-            )  # fmt: skip
-        )
+        runs.append(_run(negative, start, bounds))
+        shared.ends.append((runs[-1].theta, runs[-1].value))
 
+    # the posterior at the best point evaluated (a run's end, or better): no refit
     best = max(runs, key=lambda r: r.value)
-    k, m = _split(best.theta, kernel, has_mean)
-    t0 = time.perf_counter()
-    post = engine.infer(X, y, k, likelihood, m, **options)
-    fit_seconds = time.perf_counter() - t0
+    post = shared.best_posterior
+    fit_seconds = shared.best_seconds  # (its engine call, warm-started)
     post.optimization = OptimizationResult(
         objective=objective,
         names=names,
-        theta=best.theta,
+        theta=shared.best_theta,
         best_value=value(post),
         converged=best.converged,
-        n_evaluations=sum(r.n_evaluations for r in runs) + 1,
+        n_evaluations=shared.calls,
         restarts=runs,
         fit_seconds=fit_seconds,
     )
@@ -232,3 +294,38 @@ def at_bounds(
         elif np.isfinite(hi) and v >= hi - tol:
             out.append((str(name), "upper", float(hi)))
     return out
+
+
+def _run(negative: _NegativeObjective, start: np.ndarray, bounds: np.ndarray) -> Restart:
+    """One L-BFGS-B run from ``start``, in variables scaled by the gradient there, stopped
+    early if it reaches where an earlier run ended."""
+    try:
+        value, grad = negative.evaluate(start)
+        c = negative.c = np.sqrt(max(float(np.max(np.abs(grad), initial=0.0)), 1.0))
+        for run, (end, _) in enumerate(negative.shared.ends):
+            if np.max(np.abs(start - end)) <= JOIN_TOL:
+                raise _Joined(run)
+        # L-BFGS-B's first call, at x0 / c, is the start up to rounding: the same point
+        negative.shared.cache.setdefault(((c * start) / c).tobytes(), (value, grad))
+        # pgtol divided by c: the test on the projected gradient is the same as unscaled
+        res = scipy.optimize.minimize(
+            negative,
+            c * start,
+            jac=True,
+            method="L-BFGS-B",
+            bounds=c * bounds,
+            options={"gtol": 1e-5 / c, "ftol": FTOL},
+        )
+    except _Joined as joined:
+        theta, value = negative.shared.ends[joined.run]
+        message = f"stopped on reaching where run {joined.run} ended"
+        return Restart(start, theta.copy(), value, True, negative.calls, message)
+    theta = np.asarray(res.x, dtype=float) / c
+    return Restart(
+        start,
+        theta,
+        negative.evaluate(theta)[0],
+        bool(res.success),
+        negative.calls,
+        str(res.message),
+    )  # fmt: skip

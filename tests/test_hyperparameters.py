@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
+from sklearn.datasets import load_breast_cancer
 from sklearn.gaussian_process import GaussianProcessClassifier
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel
 
 import gpc_compare as gc
+from gpc_compare.engines import laplace
+from gpc_compare.hyperparameters import _Evaluations, _NegativeObjective, _run, maximize
 from gpc_compare.kernels import SquaredExponential
+from gpc_compare.likelihoods import Probit
 
 from .helpers import toy_data
 
@@ -79,3 +85,62 @@ def test_fixed_hyperparameters_stay_fixed():
     assert post.kernel.lengthscale != 1.0
     with pytest.raises(ValueError, match="n_restarts must be a whole number >= 0"):
         gc.fit(X, y, optimize=True, n_restarts=-1)
+
+
+def _counting_engine(seen: list):
+    """The Laplace engine, recording every hyperparameter point it is asked to fit."""
+
+    def infer(X, y, kernel, likelihood, mean=None, **options):
+        seen.append(np.append(kernel.theta, [] if mean is None else [mean]))
+        return laplace.infer(X, y, kernel, likelihood, mean, **options)
+
+    return SimpleNamespace(OPTIONS=laplace.OPTIONS, infer=infer)
+
+
+def test_each_point_is_fitted_once_and_the_optimum_is_not_refitted():
+    X, y = toy_data(n=40, d=2, seed=8)
+    seen: list = []
+    post = maximize(
+        _counting_engine(seen), X, y, SquaredExponential(1.0, 1.0), Probit(), 0.0,
+        n_restarts=2, random_seed=0,
+    )  # fmt: skip
+    opt = post.optimization
+    points = {p.tobytes() for p in seen}
+    assert len(points) == len(seen) == opt.n_evaluations  # no point twice, no final refit
+    assert sum(r.n_evaluations for r in opt.restarts) == opt.n_evaluations
+    assert min(np.max(np.abs(p - opt.theta)) for p in seen) < 1e-12  # the optimum: fitted
+    again = gc.fit(X, y, kernel=post.kernel, likelihood="probit", mean=post.mean)
+    assert post.log_marginal_likelihood == pytest.approx(again.log_marginal_likelihood, abs=1e-9)
+
+
+def test_first_step_is_at_most_one_unit_in_log_space():
+    """Unscaled, L-BFGS-B's first trial is the whole negative gradient clipped to the
+    bounds: here (gradient ~ 40) log ell and log sigma_f^2 at once to their bounds."""
+    X, y = load_breast_cancer(return_X_y=True)
+    X = (X[:200] - X[:200].mean(0)) / X[:200].std(0)
+    seen: list = []
+    k = SquaredExponential(1.0, 1.0)
+    post = maximize(_counting_engine(seen), X, y[:200] * 2 - 1, k, Probit(), None, n_restarts=0)
+    assert np.max(np.abs(post.log_marginal_likelihood_gradient)) < 1e-2
+    g0 = gc.fit(X, y[:200], kernel=k).log_marginal_likelihood_gradient
+    assert np.max(np.abs(g0)) > 20
+    assert np.max(np.abs(seen[1] - seen[0])) <= 1.0 + 1e-9
+    assert len(seen) < 25
+
+
+def test_a_run_that_reaches_an_earlier_end_stops_there():
+    X, y = toy_data(n=40, d=2, seed=8)
+    first = gc.fit(X, y, likelihood="probit", optimize=True, n_restarts=0)
+    end = first.optimization.theta
+    seen: list = []
+    shared = _Evaluations(ends=[(end, first.optimization.best_value)])
+    negative = _NegativeObjective(
+        engine=_counting_engine(seen), X=X, y=y, kernel=SquaredExponential(), likelihood=Probit(),
+        has_mean=False, names=["a", "b"], objective="evidence",
+        value_and_gradient=lambda p: (p.log_marginal_likelihood, p.log_marginal_likelihood_gradient),  # noqa: E501
+        options={}, uses_warm_start=True, shared=shared,
+    )  # fmt: skip
+    run = _run(negative, end + 5e-4, SquaredExponential().bounds)
+    assert run.message == "stopped on reaching where run 0 ended" and run.converged
+    assert run.n_evaluations == len(seen) == 1
+    np.testing.assert_array_equal(run.theta, end)

@@ -239,3 +239,52 @@ def test_default_tolerance_gives_the_evidence_to_1e8(ell, sf2):
         rtol=1e-6,
         atol=1e-8,
     )
+
+
+# ------------------------------------------------------- diag(Sigma) from R (the gradient)
+@pytest.mark.parametrize(
+    ("ell", "sf2", "weak"), [(0.7, 1.0, "none"), (0.7, 400.0, "some"), (2.0, 1e3, "most")]
+)
+def test_diag_sigma_from_R_equals_the_direct_form(ell, sf2, weak):
+    """The gradient's diag(Sigma) = (1 - R_ii / W_i) / W_i, with the weak-site fallback
+    K_ii - (K R K)_ii where W_i Sigma_ii < 1e-4 (probit far in its tails: tiny W) and the
+    V fallback where most sites are weak, equals K_ii - |V e_i|^2 computed directly."""
+    X, y = toy_data(n=60, d=2, seed=4)
+    if weak == "most":
+        y = np.where(X[:, 0] > 0, 1, -1)  # separable: most sites far in the tails
+    post = laplace.infer(X, y, SquaredExponential(ell, sf2), Probit())
+    ts = post.W * np.diag(post.latent_cov)  # W_i Sigma_ii
+    n_weak = int(np.sum(ts < 1e-4))
+    assert {"none": n_weak == 0, "some": 0 < n_weak <= 30, "most": n_weak > 30}[weak]
+    direct = np.diag(post.K) - np.einsum("ij,ij->j", post._V, post._V)
+    np.testing.assert_allclose(post._diag_sigma, direct, rtol=1e-9, atol=1e-12 * sf2)
+    B = np.eye(60) + post.sW[:, None] * post.K * post.sW
+    R = post.sW[:, None] * np.linalg.inv(B) * post.sW
+    np.testing.assert_allclose(post._R, R, rtol=1e-9, atol=1e-14)
+
+
+def test_warm_start_at_moves_the_mode_to_first_order():
+    """warm_start_at(theta) is alpha moved by d alpha = -W (I + K W)^-1 dK d1 dtheta: its
+    error at a nearby theta is second order (a tenth of the step gives ~ a hundredth),
+    where alpha itself is first-order off; Newton from it takes fewer iterations."""
+    X, y = toy_data(n=50, d=2, seed=3)
+    k = SquaredExponential(0.8, 4.0)
+    post = laplace.infer(X, y, k, Probit(), 0.3, tol=1e-14)
+    assert post.warm_start_at(post.hyperparameters).shape == (1, 50)  # no gradient yet
+    assert np.all(np.isfinite(post.log_marginal_likelihood_gradient))  # computes the b_j
+    errors = []
+    for h in (0.1, 0.01):
+        theta = post.hyperparameters + h * np.array([1.0, -1.0, 0.5])
+        there = laplace.infer(X, y, k.with_theta(theta[:2]), Probit(), theta[2], tol=1e-14)
+        start = post.warm_start_at(theta)
+        np.testing.assert_array_equal(start[0], post.alpha)
+        errors.append([np.max(np.abs(a - there.alpha)) for a in start])
+        cold = laplace.infer(X, y, k.with_theta(theta[:2]), Probit(), theta[2], warm_start=start[0])
+        warm = laplace.infer(X, y, k.with_theta(theta[:2]), Probit(), theta[2], warm_start=start)
+        assert warm.convergence.iterations < cold.convergence.iterations
+        assert warm.log_marginal_likelihood == pytest.approx(
+            there.log_marginal_likelihood, abs=1e-9
+        )
+    (plain_1, moved_1), (plain_2, moved_2) = errors
+    assert 5 < plain_1 / plain_2 < 20  # first order
+    assert moved_1 / moved_2 > 50 and moved_2 < 0.05 * plain_2  # second order

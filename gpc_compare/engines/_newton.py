@@ -69,16 +69,24 @@ def check_warm_start(warm_start, shape: tuple[int, ...], name: str) -> np.ndarra
 
 
 def start(
-    state: State, shape: tuple[int, ...], warm_start, name: str
+    state: State, shape: tuple[int, ...], warm_start, name: str, *, candidates: bool = False
 ) -> tuple[np.ndarray, float, Any]:
-    """The starting point: x = 0, or ``warm_start`` if it is no worse (as GPML does)."""
+    """The starting point: x = 0, or ``warm_start`` if it is no worse (as GPML does).
+
+    With ``candidates``, ``warm_start`` may also stack several points (shape (k, *shape)):
+    the one with the lowest Psi competes with x = 0.
+    """
     x = np.zeros(shape)
     psi, extra = state(x)
     if warm_start is not None:
-        x0 = check_warm_start(warm_start, shape, name)
-        psi0, extra0 = state(x0)
-        if psi0 < psi:  # as GPML: fall back to zero if the warm start is worse
-            x, psi, extra = x0, psi0, extra0
+        points = [warm_start]
+        if candidates and np.ndim(warm_start) == len(shape) + 1:
+            points = list(np.asarray(warm_start, dtype=float))
+        for point in points:
+            x0 = check_warm_start(point, shape, name)
+            psi0, extra0 = state(x0)
+            if psi0 < psi:  # as GPML: fall back to zero if the warm start is worse
+                x, psi, extra = x0, psi0, extra0
     return x, psi, extra
 
 

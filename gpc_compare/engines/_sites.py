@@ -27,6 +27,7 @@ __all__ = [
     "anderson",
     "gaussian_sites",
     "marginal_variances",
+    "marginal_variances_and_inverse",
     "site_mean_cg",
 ]
 
@@ -129,22 +130,34 @@ def marginal_variances(
     difference would cancel, so those Sigma_ii come from K_ii - |L^-1 sW K e_i|^2 instead;
     if they are many, from V for every site (``V()`` when the caller keeps it).
     """
+    return marginal_variances_and_inverse(K, W, sW, L, V)[0]
+
+
+def marginal_variances_and_inverse(
+    K: np.ndarray,
+    W: np.ndarray,
+    sW: np.ndarray,
+    L: np.ndarray,
+    V: Callable[[], np.ndarray] | None = None,
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """:func:`marginal_variances`, and the triangular inverse L^-1 it computed (None where
+    no site carries information): B^-1 = L^-T L^-1 then costs one ``dlauum``."""
     n = K.shape[0]
     if not np.any(W):  # no site carries information yet: Sigma = K
-        return np.diag(K).copy()
+        return np.diag(K).copy(), None
     Linv = lapack.dtrtri(L, lower=1)[0]
     ts = 1.0 - np.einsum("ij,ij->j", Linv, Linv)  # W_i Sigma_ii
     strong = (W > 0) & (ts > 1e-4)
     weak = np.flatnonzero(~strong)
     if weak.size > n // 8:
         full = solve_lower(L, sW[:, None] * K) if V is None else V()
-        return np.diag(K) - np.einsum("ij,ij->j", full, full)
+        return np.diag(K) - np.einsum("ij,ij->j", full, full), Linv
     d = np.empty(n)
     d[strong] = ts[strong] / W[strong]
     if weak.size:
         Vw = Linv @ (sW[:, None] * K[:, weak])
         d[weak] = K[weak, weak] - np.einsum("ij,ij->j", Vw, Vw)
-    return d
+    return d, Linv
 
 
 def anderson(history: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:

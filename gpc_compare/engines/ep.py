@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import warnings
 from functools import cached_property
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import scipy.linalg
@@ -37,9 +37,9 @@ from threadpoolctl import threadpool_limits
 from .._validation import check_count, check_kernel_matrix, check_positive
 from ..kernels import Kernel
 from ..likelihoods import Likelihood, Probit
-from ..numerics import cho_solve, chol_B, probit_ratio, solve_lower
+from ..numerics import cho_solve, chol_B, inverse_from_triangular_inverse, probit_ratio, solve_lower
 from ..posterior import Convergence, GaussianPosterior
-from ._sites import marginal_variances
+from ._sites import anderson, marginal_variances_and_inverse
 
 __all__ = ["EPPosterior", "infer"]
 
@@ -47,7 +47,7 @@ __all__ = ["EPPosterior", "infer"]
 LABEL = "EP"
 #: Options ``gc.fit(method="ep", ...)`` accepts, with their defaults.
 OPTIONS = {
-    "schedule": "sequential",
+    "schedule": "auto",
     "damping": None,
     "tol": 1e-10,
     "site_tol": 1e-6,
@@ -61,7 +61,13 @@ CAPABILITIES = frozenset({"evidence", "evidence_gradient", "loo"})
 #: The likelihoods it takes (by name).
 LIKELIHOODS = frozenset({"probit", "logistic", "gaussian"})
 
-_SCHEDULES = ("sequential", "parallel")
+_SCHEDULES = ("auto", "sequential", "parallel")
+#: "auto": parallel sweeps at most, before falling back to sequential ...
+AUTO_PARALLEL_SWEEPS = 60
+#: ... or once adaptive damping has been halved below this (persistent oscillation).
+AUTO_MIN_DAMPING = 0.2
+#: Sweeps Anderson's extrapolation remembers (the "auto" schedule's parallel part).
+ANDERSON_MEMORY = 4
 
 
 class _SiteState:
@@ -111,8 +117,12 @@ class _SiteState:
         )
 
     def _diag_sigma(self) -> np.ndarray:
-        """diag(Sigma) from a triangular inverse (:func:`._sites.marginal_variances`)."""
-        return marginal_variances(self.K, self.ttau, self.sW, self.L, lambda: self.V)
+        """diag(Sigma) from a triangular inverse (:func:`._sites.marginal_variances`),
+        which is kept (``Linv``) for the gradient's B^-1."""
+        d, self.Linv = marginal_variances_and_inverse(
+            self.K, self.ttau, self.sW, self.L, lambda: self.V
+        )
+        return d
 
     @cached_property
     def V(self) -> np.ndarray:
@@ -153,6 +163,15 @@ class EPPosterior(GaussianPosterior):
     @cached_property
     def latent_var(self) -> np.ndarray:
         return self._state.dSigma.copy()
+
+    @cached_property
+    def _R(self) -> np.ndarray:
+        """R = sW B^-1 sW, B^-1 = L^-T L^-1 from the triangular inverse the final sweep's
+        marginal variances computed (one ``dlauum``, not a ``dpotri``)."""
+        if self._state.Linv is None:
+            return super()._R
+        Binv = inverse_from_triangular_inverse(self._state.Linv)
+        return self.sW[:, None] * Binv * self.sW[None, :]
 
     @property
     def warm_start(self) -> tuple[np.ndarray, np.ndarray]:
@@ -319,13 +338,17 @@ def infer(
     ----------
     X, y, kernel, likelihood, mean
         As for the Laplace engine (:func:`gpc_compare.engines.laplace.infer`).
-    schedule : {"sequential", "parallel"}
+    schedule : {"auto", "sequential", "parallel"}
         "sequential": sites updated one at a time in random order with rank-one updates
         of Sigma, the posterior rebuilt from a fresh Cholesky after each sweep (R&W
         Alg. 3.5). "parallel": every site from the same posterior, one Cholesky a sweep.
+        "auto" (the default): parallel, with adaptive damping, where it converges; where it
+        does not (a sweep loses a cavity's positive precision, the damping falls below
+        ``AUTO_MIN_DAMPING``, or ``AUTO_PARALLEL_SWEEPS`` sweeps pass), sequential from
+        the last finite state. Which ran is on ``convergence.schedule`` and in its message.
     damping : float in (0, 1], optional
         New sites are (1 - damping) old + damping new, in natural parameters. Default
-        (None): 1 for sequential; for parallel, adaptive: it starts at 1 and is halved
+        (None): 1 for sequential; for parallel and "auto", adaptive: it starts at 1 and is halved
         (down to 0.05) whenever a sweep moves the sites more than the sweep before, the
         sign of the oscillation parallel EP is prone to.
     tol : float
@@ -358,7 +381,7 @@ def infer(
             damping = float(damping)
         except (TypeError, ValueError):
             raise ValueError(f"damping must be in (0, 1], got {damping!r}") from None
-    adaptive = damping is None and schedule == "parallel"
+    adaptive = damping is None and schedule in ("parallel", "auto")
     if damping is None:
         damping = 1.0
     if not 0.0 < damping <= 1.0:
@@ -389,46 +412,37 @@ def infer(
         zero = _SiteState(K, y, likelihood, np.zeros(n), np.zeros(n), m)
         if not zero.log_marginal_likelihood < state.log_marginal_likelihood:
             state, ttau, tnu = zero, np.zeros(n), np.zeros(n)
-    sweeps, converged = 0, False
-    change = site_change = np.inf
-    while sweeps < max_sweeps:
-        sweeps += 1
-        old_ttau, old_tnu = ttau.copy(), tnu.copy()
-        if schedule == "sequential":
-            ttau, tnu = _sequential_sweep(K, y, likelihood, state, ttau, tnu, damping, rng)
-        else:
-            # the state's tilted moments are those of these cavities: no recomputation
-            new_ttau, new_tnu = _site_update(
-                likelihood, y, state.tau_cav, state.nu_cav, (state.tilted_mean, state.tilted_var)
-            )
-            new_ttau = np.maximum(new_ttau, 0.0)  # tau~ kept non-negative
-            ttau = (1 - damping) * ttau + damping * new_ttau
-            tnu = (1 - damping) * tnu + damping * new_tnu
-        new_state = _SiteState(K, y, likelihood, ttau, tnu, m)
-        change = abs(new_state.log_marginal_likelihood - state.log_marginal_likelihood)
-        previous_site_change = site_change
-        # the undamped step: damping shrinks the change without bringing the sites closer
-        site_change = max(np.max(np.abs(ttau - old_ttau)), np.max(np.abs(tnu - old_tnu))) / damping
-        if adaptive and site_change > previous_site_change:
-            damping = max(0.5 * damping, 0.05)
-        state = new_state
-        if not np.isfinite(state.log_marginal_likelihood):
-            raise FloatingPointError(
-                "EP produced a non-finite evidence (a cavity lost positive precision); "
-                "try schedule='sequential' or stronger damping"
-            )
-        evidence_tol = max(tol, state.noise)  # no tighter than the evidence's rounding
-        if sweeps >= min_sweeps and change < evidence_tol and site_change < site_tol:
-            converged = True
-            break
+    run = _Run(K, y, likelihood, m, tol, site_tol, min_sweeps, rng)
+    if schedule == "auto":
+        # parallel first (one factorisation a sweep); sequential from the last finite
+        # state if it oscillates, loses a cavity, or exceeds its budget of sweeps
+        budget = min(max_sweeps, AUTO_PARALLEL_SWEEPS)
+        out = run.iterate(
+            state, "parallel", damping, adaptive, budget, stop_on_oscillation=True, accelerate=True
+        )
+        ran = "parallel"
+        if not out.converged and out.sweeps < max_sweeps:
+            seq = run.iterate(out.state, "sequential", 1.0, False, max_sweeps - out.sweeps)
+            ran = f"parallel ({out.sweeps} sweeps: {out.why}), then sequential"
+            out = seq._replace(sweeps=out.sweeps + seq.sweeps)
+    else:
+        out = run.iterate(state, schedule, damping, adaptive, max_sweeps)
+        ran = schedule
+    if not np.isfinite(out.state.log_marginal_likelihood):
+        raise FloatingPointError(
+            "EP produced a non-finite evidence (a cavity lost positive precision); "
+            "try schedule='sequential' or stronger damping"
+        )
+    state, sweeps, converged = out.state, out.sweeps, out.converged
+    change, site_change = out.change, out.site_change
     if converged:
         message = (
-            f"converged after {sweeps} sweeps: evidence change {change:.2e}, "
+            f"converged after {sweeps} sweeps ({ran}): evidence change {change:.2e}, "
             f"site change {site_change:.2e}"
         )
     else:
         message = (
-            f"not converged after {max_sweeps} sweeps (evidence change {change:.2e}, "
+            f"not converged after {sweeps} sweeps ({ran}; evidence change {change:.2e}, "
             f"site change {site_change:.2e}; tol {tol:g}, site_tol {site_tol:g})"
         )
         warnings.warn(f"EP {message}", RuntimeWarning, stacklevel=2)
@@ -443,9 +457,123 @@ def infer(
         sW=state.sW,
         L=state.L,
         log_marginal_likelihood=state.log_marginal_likelihood,
-        convergence=Convergence(converged, sweeps, float(change), message),
+        convergence=Convergence(converged, sweeps, float(change), message, ran),
         state=state,
     )
+
+
+class _Outcome(NamedTuple):
+    """Where a run of sweeps ended: the state, sweeps taken, whether converged, the last
+    evidence and (undamped) site changes, and why a parallel run gave up (or "")."""
+
+    state: _SiteState
+    sweeps: int
+    converged: bool
+    change: float
+    site_change: float
+    why: str = ""
+
+
+class _Run:
+    """Sweeps of one schedule from a state until converged (R&W Alg. 3.5 lines 3-14)."""
+
+    def __init__(self, K, y, lik, m, tol, site_tol, min_sweeps, rng):
+        self.K, self.y, self.lik, self.m = K, y, lik, m
+        self.tol, self.site_tol, self.min_sweeps, self.rng = tol, site_tol, min_sweeps, rng
+
+    def iterate(
+        self,
+        state: _SiteState,
+        schedule: str,
+        damping: float,
+        adaptive: bool,
+        max_sweeps: int,
+        stop_on_oscillation: bool = False,
+        accelerate: bool = False,
+    ) -> _Outcome:
+        """At most ``max_sweeps`` sweeps. With ``stop_on_oscillation`` (the parallel part
+        of "auto"), stop early, unconverged, at the last finite state when a sweep loses a
+        cavity (non-finite evidence) or adaptive damping has fallen below
+        ``AUTO_MIN_DAMPING`` (persistent oscillation). With ``accelerate`` (parallel,
+        undamped), each sweep first tries the sites of Anderson's extrapolation
+        (:func:`._sites.anderson`) over the last few sweeps, kept if every site precision
+        and cavity precision stays non-negative and the evidence finite."""
+        K, y, lik, m = self.K, self.y, self.lik, self.m
+        ttau, tnu = state.ttau, state.tnu
+        sweeps, change, site_change = 0, np.inf, np.inf
+        history: list[tuple[np.ndarray, np.ndarray]] = []  # (sites, update - sites)
+        extrapolated = False  # whether the current state came from Anderson's step
+        while sweeps < max_sweeps:
+            sweeps += 1
+            if schedule == "sequential":
+                new_ttau, new_tnu = _sequential_sweep(
+                    K, y, lik, state, ttau, tnu, damping, self.rng
+                )
+            else:
+                # the state's tilted moments are those of these cavities: no recomputation
+                up_ttau, up_tnu = _site_update(
+                    lik, y, state.tau_cav, state.nu_cav, (state.tilted_mean, state.tilted_var)
+                )
+                up_ttau = np.maximum(up_ttau, 0.0)  # tau~ kept non-negative
+                new_ttau = (1 - damping) * ttau + damping * up_ttau
+                new_tnu = (1 - damping) * tnu + damping * up_tnu
+            new_state, candidate = None, False
+            if accelerate and damping == 1.0:
+                x = np.concatenate([ttau, tnu])
+                history = [*history[-ANDERSON_MEMORY:], (x, np.concatenate([up_ttau, up_tnu]) - x)]
+                new_state = self._extrapolate(history)
+                if new_state is None:
+                    history = history[-1:]  # failed: start its memory afresh
+                else:
+                    new_ttau, new_tnu, candidate = new_state.ttau, new_state.tnu, True
+            if new_state is None:
+                new_state = _SiteState(K, y, lik, new_ttau, new_tnu, m)
+            if stop_on_oscillation and not np.isfinite(new_state.log_marginal_likelihood):
+                why = "a cavity lost positive precision"
+                return _Outcome(state, sweeps - 1, False, change, site_change, why)
+            change = abs(new_state.log_marginal_likelihood - state.log_marginal_likelihood)
+            previous_site_change = site_change
+            # the undamped step: damping shrinks the change without bringing the sites closer
+            # (parallel: the residual of the site update at the old sites, whatever step
+            # was taken)
+            if schedule == "sequential":
+                step_ttau, step_tnu = new_ttau - ttau, new_tnu - tnu
+            else:
+                step_ttau, step_tnu = up_ttau - ttau, up_tnu - tnu
+            site_change = max(np.max(np.abs(step_ttau)), np.max(np.abs(step_tnu)))
+            if schedule == "sequential":
+                site_change /= damping
+            if adaptive and site_change > previous_site_change:
+                if extrapolated:  # Anderson's residuals need not fall monotonically:
+                    history = history[-1:]  # restart its memory rather than damp
+                else:
+                    damping = max(0.5 * damping, 0.05)
+            extrapolated = candidate
+            state, ttau, tnu = new_state, new_ttau, new_tnu
+            if not np.isfinite(state.log_marginal_likelihood):
+                break  # the caller raises
+            evidence_tol = max(self.tol, state.noise)  # no tighter than its rounding
+            if sweeps >= self.min_sweeps and change < evidence_tol and site_change < self.site_tol:
+                return _Outcome(state, sweeps, True, change, site_change)
+            if stop_on_oscillation and damping < AUTO_MIN_DAMPING:
+                why = f"oscillating: damping fell to {damping:g}"
+                return _Outcome(state, sweeps, False, change, site_change, why)
+        why = "" if sweeps < max_sweeps else f"not converged in {max_sweeps} sweeps"
+        return _Outcome(state, sweeps, False, change, site_change, why)
+
+    def _extrapolate(self, history: list) -> _SiteState | None:
+        """The state at Anderson's extrapolation of the parallel site iteration, or None
+        if there is too little history or it leaves a site or cavity precision negative."""
+        if len(history) < 2:
+            return None
+        trial = anderson(history)
+        n = trial.size // 2
+        if not np.all(np.isfinite(trial)) or np.any(trial[:n] < 0):
+            return None
+        state = _SiteState(self.K, self.y, self.lik, trial[:n], trial[n:], self.m)
+        if not (np.isfinite(state.log_marginal_likelihood) and np.all(state.tau_cav > 0)):
+            return None
+        return state
 
 
 def _sequential_sweep(K, y, lik, state, ttau, tnu, damping, rng):

@@ -73,25 +73,34 @@ class LaplacePosterior(GaussianPosterior):
     def log_marginal_likelihood_gradient(self) -> np.ndarray:
         """Exact gradient of the Laplace evidence (R&W Alg. 5.1, Bishop 6.91-6.94)."""
         _, d1, _, d3 = self._derivatives
-        K, L, sW, alpha = self.K, self.L, self.sW, self.alpha
-        n = K.shape[0]
-        R = sW[:, None] * cho_solve(L, np.diag(sW))  # R = sW B^-1 sW = (K + W^-1)^-1
+        K, R, alpha = self.K, self._R, self.alpha
         # dlog q / d f^ = 1/2 diag((K^-1 + W)^-1) d3 (see the module note on its sign)
-        s2 = 0.5 * (np.diag(K) - np.einsum("ij,ij->j", self._V, self._V)) * d3
-
-        def implicit(b: np.ndarray) -> float:
-            # d f^ = (I + K W)^-1 b = b - K R b (R&W Alg. 5.1 line 12)
-            return float(s2 @ (b - K @ (R @ b)))
-
-        grads = []
-        for dK in self.kernel.gradient(self.X):
-            explicit = 0.5 * alpha @ dK @ alpha - 0.5 * np.sum(R * dK)  # R&W eq. 5.22
-            grads.append(explicit + implicit(dK @ d1))  # b = dK grad log p (eq. 5.24)
+        s2 = 0.5 * self._diag_sigma * d3
+        # the implicit term s2^T d f^ with d f^ = (I + K W)^-1 b = b - K R b (R&W Alg. 5.1
+        # line 12), b = dK grad log p (eq. 5.24): z^T b with z = s2 - R K s2 (K, R symmetric)
+        z = s2 - R @ (K @ s2)
+        grads, b = self._kernel_gradient(z, d1)  # explicit (eq. 5.22) plus implicit
         if self.mean is not None:
-            one = np.ones(n)
-            # explicit: d/dm of -1/2 (f^ - m)^T K^-1 (f^ - m) = 1^T alpha; implicit as above
-            grads.append(float(alpha.sum()) + implicit(one))
+            # explicit: d/dm of -1/2 (f^ - m)^T K^-1 (f^ - m) = 1^T alpha; implicit, b = 1
+            grads.append(float(alpha.sum()) + float(z.sum()))
+            b = np.column_stack([b, np.ones(K.shape[0])])
+        self._b = b  # the b_j of eq. 5.24, for warm_start_at
         return np.asarray(grads, dtype=float)
+
+    def warm_start_at(self, theta: np.ndarray) -> np.ndarray:
+        """Starting points for a fit at nearby hyperparameters ``theta`` (in the order of
+        ``hyperparameter_names``), shape (2, n): alpha here, and alpha moved to first order.
+
+        At the mode alpha = grad log p(y | f^) (R&W eq. 3.17), so d alpha = -W d f^, with
+        d f^ / d theta_j = (I + K W)^-1 b_j = b_j - K R b_j (R&W eq. 5.24, Alg. 5.1 line 12),
+        whose b_j the gradient has computed (before it is, only alpha here is given).
+        """
+        if "log_marginal_likelihood_gradient" not in self.__dict__:
+            return self.alpha[None, :].copy()
+        step = np.asarray(theta, dtype=float) - self.hyperparameters
+        df = self._b @ step
+        df -= self.K @ (self._R @ df)
+        return np.stack([self.alpha, self.alpha - self.W * df])
 
 
 def _objective(alpha: np.ndarray, f: np.ndarray, m: float, lp: np.ndarray) -> float:
@@ -130,9 +139,10 @@ def infer(
         convergence then leaves the evidence accurate to about tol.
     max_iter : int
         Most Newton iterations; not converging by then warns and is recorded.
-    warm_start : ndarray, shape (n,), optional
-        alpha to start from (e.g. ``previous.warm_start``); used only if it is no worse
-        than alpha = 0.
+    warm_start : ndarray, shape (n,) or (k, n), optional
+        alpha to start from (e.g. ``previous.warm_start``), or k candidates (e.g.
+        ``previous.warm_start_at(theta)``): the one with the lowest Psi is used if it is no
+        worse than alpha = 0.
 
     Returns
     -------
@@ -161,7 +171,7 @@ def infer(
         b = W * (f - m) + d1  # R&W Alg. 3.1 line 6
         return b - sW * cho_solve(L, sW * (K @ b))  # lines 7-8: Newton step in alpha
 
-    alpha, psi, at = _newton.start(state, (n,), warm_start, "alpha")
+    alpha, psi, at = _newton.start(state, (n,), warm_start, "alpha", candidates=True)
     res = _newton.newton(state, direction, alpha, psi, at, K, tol=tol, max_iter=max_iter,
                          stacklevel=2)  # fmt: skip
     alpha, psi, (_, derivs) = res.x, res.psi, res.extra

@@ -34,12 +34,16 @@ class Convergence(NamedTuple):
         The last change in the monitored objective.
     message : str
         A human-readable account.
+    schedule : str or None
+        The schedule that ran, where an engine has several (EP: "parallel", "sequential",
+        or "parallel (...), then sequential" when its default fell back); else None.
     """
 
     converged: bool
     iterations: int
     last_change: float
     message: str
+    schedule: str | None = None
 
 
 @dataclass(frozen=True)
@@ -75,8 +79,9 @@ class OptimizationResult:
     restarts : list of Restart
         Every run, the given starting point first.
     fit_seconds : float
-        Wall-clock time of the one fit at ``theta`` that ends the search (the search
-        itself took the rest of the time); NaN when not measured.
+        Wall-clock time of the engine's fit at ``theta`` during the search (warm-started
+        from the previous evaluation; the search took the rest of the time); NaN when not
+        measured.
     """
 
     objective: str

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..kernels import Kernel
 from ..likelihoods import Likelihood
-from ..numerics import JITTER, cho_solve, cholesky, solve_lower
+from ..numerics import JITTER, cho_inverse, cholesky, solve_lower
 from .base import Convergence, Posterior
 
 if TYPE_CHECKING:
@@ -85,6 +85,63 @@ class GaussianPosterior(Posterior):
         var = self.kernel.diag(Xs) - np.einsum("ij,ij->j", v, v)  # line 6
         return mean, np.maximum(var, 0.0)
 
+    @cached_property
+    def _R(self) -> np.ndarray:
+        """R = sW B^-1 sW = (K + W^-1)^-1 (R&W eq. 3.27 ff.), from one ``dpotri`` of L."""
+        return self.sW[:, None] * cho_inverse(self.L) * self.sW[None, :]
+
+    @cached_property
+    def _diag_sigma(self) -> np.ndarray:
+        """diag Sigma from R, with no n x n solve.
+
+        sW Sigma sW = I - B^-1 (Woodbury), so W_i Sigma_ii = 1 - [B^-1]_ii = 1 - R_ii / W_i.
+        Where W_i Sigma_ii < 1e-4 (weak or absent sites) that difference would cancel:
+        those Sigma_ii come from Sigma = K - K R K (R&W eq. 3.27) instead, and if they are
+        more than half, from V for every site.
+        """
+        n = self.K.shape[0]
+        W = self.sW**2
+        if not np.any(W):  # no site carries information: Sigma = K
+            return np.diag(self.K).copy()
+        R_ii = np.diag(self._R)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ts = np.where(W > 0, 1.0 - R_ii / W, 0.0)  # W_i Sigma_ii
+        strong = (W > 0) & (ts > 1e-4)
+        weak = np.flatnonzero(~strong)
+        if weak.size > n // 2:
+            return np.diag(self.K) - np.einsum("ij,ij->j", self._V, self._V)
+        d = np.empty(n)
+        d[strong] = ts[strong] / W[strong]
+        if weak.size:
+            Kw = self.K[:, weak]
+            d[weak] = self.K[weak, weak] - np.einsum("ij,ij->j", Kw, self._R @ Kw)
+        return d
+
+    def _kernel_gradient(
+        self, u: np.ndarray | None = None, v: np.ndarray | None = None
+    ) -> tuple[list[float], np.ndarray | None]:
+        """For each free kernel hyperparameter, the derivative at fixed alpha and W
+        (R&W eq. 5.22 and 5.27), 1/2 alpha^T dK_j alpha - 1/2 tr(R dK_j), plus u^T dK_j v
+        when ``u`` and ``v`` are given (Laplace's implicit term, R&W eq. 5.24).
+
+        One product dK_j [alpha, v] and one inner product <R, dK_j> per hyperparameter
+        (R and dK_j are symmetric, so tr(R dK_j) = sum(R * dK_j)). Returns the derivatives
+        and, when ``v`` is given, the columns dK_j v, shape (n, p) (else None).
+        """
+        alpha, R = self.alpha, self._R
+        rhs = alpha[:, None] if v is None else np.column_stack([alpha, v])
+        grads, dKv = [], []
+        for dK in self.kernel.gradient(self.X):
+            P = dK @ rhs
+            g = 0.5 * float(alpha @ P[:, 0]) - 0.5 * float(np.vdot(R, dK))
+            if v is not None:
+                g += float(u @ P[:, 1])
+                dKv.append(P[:, 1])
+            grads.append(g)
+        if v is None:
+            return grads, None
+        return grads, np.array(dKv).T.reshape(alpha.size, len(dKv))
+
     def _stationary_gradient(self) -> np.ndarray:
         """The evidence gradient of an approximation whose own parameters are stationary
         (private: wrong for Laplace, whose mode moves with theta; EP, KL and VB call it).
@@ -95,11 +152,7 @@ class GaussianPosterior(Posterior):
         d log Z / d theta_j = 1/2 alpha^T dK_j alpha - 1/2 tr(R dK_j), R = sW B^-1 sW,
         and d log Z / d m = sum(alpha), in the order of ``hyperparameter_names``.
         """
-        R = self.sW[:, None] * cho_solve(self.L, np.diag(self.sW))
-        grads = [
-            0.5 * self.alpha @ dK @ self.alpha - 0.5 * np.sum(R * dK)
-            for dK in self.kernel.gradient(self.X)
-        ]
+        grads, _ = self._kernel_gradient()
         if self.mean is not None:
             grads.append(float(self.alpha.sum()))
         return np.asarray(grads, dtype=float)
