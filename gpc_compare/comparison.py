@@ -64,16 +64,19 @@ class Comparison:
         self._keep = keep  # a TemporaryDirectory, removed with this object
 
     def summary(self) -> pd.DataFrame:
-        """Each metric's mean, sd and 95% interval across splits, per data set and engine.
+        """Each metric's mean over splits and its 95% interval, per data set and engine, as
+        the report gives them.
 
         Returns
         -------
         pandas.DataFrame
-            :func:`gpc_compare.metrics.summarize` of :attr:`table`.
+            :func:`gpc_compare.report.study_summary`: the held-out scores with a
+            bias-corrected bootstrap interval over the test cases, the other metrics with a
+            t-interval across splits clipped to the metric's range; ``interval`` names which.
         """
-        from .metrics import summarize
+        from .report import study_summary
 
-        return summarize(self.table)
+        return study_summary(self.result_dir)
 
     def report(self, path: str | os.PathLike[str] | None = None) -> Path:
         """Write ``report.md`` and ``figures/`` (as ``gpc-compare report``).

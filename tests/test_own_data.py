@@ -140,6 +140,11 @@ def test_gc_compare_on_arrays_resumes_and_reports(tmp_path) -> None:
     assert row["n_splits"] == 2
     errors = first.table[first.table.metric == "error_rate"]["value"]
     assert row["mean"] == pytest.approx(errors.mean(), rel=1e-12)
+    # the held-out scores' interval is the report's: a bootstrap over test cases
+    assert row["interval"] == "bootstrap over test cases"
+    assert 0.0 <= row["low"] <= row["mean"] <= row["high"] <= 1.0
+    evidence = summary[summary.metric == "log_evidence"].iloc[0]
+    assert evidence["interval"].startswith("t")
     path = first.report(tmp_path / "copy")
     assert path == tmp_path / "copy" / "report.md" and "Study `compare`" in path.read_text()
     # other data under the same name: new jobs, never the stale ones

@@ -14,7 +14,7 @@ import sklearn.metrics
 
 import gpc_compare as gc
 from gpc_compare import metrics, study
-from gpc_compare.report import write_report
+from gpc_compare.report import study_summary, write_report
 from gpc_compare.study.problem import load_dataset, split_indices, stable_seed
 
 
@@ -105,6 +105,43 @@ def test_auc_is_nan_without_every_class_and_inputs_are_checked() -> None:
     assert d["proba_diff_mean"] == pytest.approx(2 * np.abs(P[:, 0] - P[:, 1]).mean() / 3)
     swapped = np.mean(P.argmax(1) != P[:, [1, 0, 2]].argmax(1))
     assert d["top_label_disagreement"] == pytest.approx(swapped) and swapped > 0.3
+
+
+def test_multiclass_bootstrap_rescores_like_score_multiclass() -> None:
+    """The identity resample gives score_multiclass's values; resampling keeps each class's
+    count; the intervals stay in each score's range."""
+    splits = {}
+    for split in range(3):
+        y, P = _predictions(n=90, C=3, seed=split)
+        rates = np.array([0.2, 0.3, 0.5])
+        splits[split] = {"y": y, "proba": P, "log_p": np.log(P[np.arange(y.size), y]),
+                         "entropy_bits": metrics.class_entropy_bits(rates)}  # fmt: skip
+    scores = [
+        metrics.score_multiclass(c["y"], c["proba"], c["log_p"], [0.2, 0.3, 0.5])
+        for c in splits.values()
+    ]
+    identity = {s: np.arange(90)[None, :] for s in splits}
+    reps = metrics.bootstrap_scores(splits, identity)
+    assert set(reps) == set(metrics.BOOTSTRAP_METRICS_MULTICLASS)
+    for m in metrics.BOOTSTRAP_METRICS_MULTICLASS:
+        assert reps[m][0] == pytest.approx(np.mean([s[m] for s in scores]), rel=1e-12), m
+    indices = metrics.bootstrap_indices({s: c["y"] for s, c in splits.items()}, n_boot=400)
+    for s, idx in indices.items():
+        counts = np.bincount(splits[s]["y"], minlength=3)
+        assert all((np.bincount(row, minlength=3) == counts).all()
+                   for row in splits[s]["y"][idx])  # fmt: skip
+    reps = metrics.bootstrap_scores(splits, indices)
+    for m in ("error_rate", "brier_multiclass", "ece_top_label", "auc_ovr_macro"):
+        est = float(np.mean([s[m] for s in scores]))
+        low, high = metrics.percentile_interval(reps[m], est)
+        lo_range, hi_range = metrics.METRIC_RANGES[m]
+        assert lo_range <= low < est < high <= hi_range, m
+    # a replicate's AUC is sklearn's on the resampled cases
+    y, P = splits[0]["y"][indices[0][7]], splits[0]["proba"][indices[0][7]]
+    one = metrics.bootstrap_scores({0: splits[0]}, {0: indices[0][7:8]})
+    assert one["auc_ovr_macro"][0] == pytest.approx(
+        sklearn.metrics.roc_auc_score(y, P, multi_class="ovr", average="macro"), rel=1e-12
+    )
 
 
 # --------------------------------------------------------------------------- a study
@@ -210,6 +247,19 @@ def test_softmax_study_report(softmax_study: Path) -> None:
         assert label in report
     assert "class probability, max abs diff" in report
     assert (softmax_study / "figures" / "reliability.png").stat().st_size > 10_000
+    # held-out scores: the bootstrap over test cases, paired between engines, as for two
+    # classes; the brackets never leave a score's range
+    assert "bootstrap interval over the test cases" in report
+    summary = study_summary(softmax_study)
+    scores = summary[summary.metric.isin(metrics.BOOTSTRAP_METRICS_MULTICLASS)]
+    assert set(scores.interval) == {"bootstrap over test cases"} and len(scores) == 12
+    for metric in ("error_rate", "brier_multiclass", "ece_top_label", "auc_ovr_macro"):
+        low, high = metrics.METRIC_RANGES[metric]
+        rows = scores[scores.metric == metric]
+        assert ((low <= rows["low"]) & (rows["low"] <= rows["mean"])).all(), metric
+        assert ((rows["mean"] <= rows["high"]) & (rows["high"] <= high)).all(), metric
+    # Laplace (converged) beats two Newton steps beyond its interval: called a win
+    assert "best mean log predictive: laplace" in report.lower()
     rec = next(iter(study.load_records(softmax_study).values()))
     json.dumps(rec)  # records stay JSON
 

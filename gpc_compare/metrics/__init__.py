@@ -47,6 +47,7 @@ from .calibration import expected_calibration_error, reliability_curve
 from .comparison import evidence_gap, kl_gaussian, latent_errors, mean_marginal_kl
 from .intervals import (
     BOOTSTRAP_METRICS,
+    BOOTSTRAP_METRICS_MULTICLASS,
     METRIC_RANGES,
     bootstrap_indices,
     bootstrap_scores,
@@ -78,6 +79,7 @@ from .summary import mc_standard_errors, summarize
 
 __all__ = [
     "BOOTSTRAP_METRICS",
+    "BOOTSTRAP_METRICS_MULTICLASS",
     "METRIC_RANGES",
     "SCORE_ECE_BINS",
     "auc",

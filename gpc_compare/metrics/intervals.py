@@ -13,6 +13,9 @@ A t-interval across three splits can leave a metric's range (an error rate of
   range stays in it.
   The training folds are held fixed: the interval shows the variability due to the test
   cases, not that due to the training set.
+  Multi-class predictions (``proba``, one column per class) are rescored the same way
+  with the scores of :func:`~gpc_compare.metrics.score_multiclass`
+  (:data:`BOOTSTRAP_METRICS_MULTICLASS`), resampled within each class.
 - :func:`clipped_t_interval`: mean -/+ t sd / sqrt(k) across k splits, clipped to the
   metric's range (:data:`METRIC_RANGES`), for metrics without per-case values.
 """
@@ -30,6 +33,7 @@ from .scores import SCORE_ECE_BINS, base_rate_entropy_bits
 
 __all__ = [
     "BOOTSTRAP_METRICS",
+    "BOOTSTRAP_METRICS_MULTICLASS",
     "METRIC_RANGES",
     "bootstrap_indices",
     "bootstrap_scores",
@@ -49,6 +53,9 @@ METRIC_RANGES: dict[str, tuple[float, float]] = {
     "latent_var_rmse": (0.0, math.inf),
     "marginal_kl_mean": (0.0, math.inf),
     "log_evidence": (-math.inf, 0.0),
+    "brier_multiclass": (0.0, 2.0),
+    "ece_top_label": (0.0, 1.0),
+    "auc_ovr_macro": (0.0, 1.0),
 }
 #: The held-out scores :func:`bootstrap_scores` recomputes (those of ``score``).
 BOOTSTRAP_METRICS = (
@@ -58,6 +65,15 @@ BOOTSTRAP_METRICS = (
     "brier",
     "auc",
     "ece",
+)
+#: The multi-class held-out scores it recomputes (those of ``score_multiclass``).
+BOOTSTRAP_METRICS_MULTICLASS = (
+    "mean_log_predictive",
+    "information_bits",
+    "error_rate",
+    "brier_multiclass",
+    "auc_ovr_macro",
+    "ece_top_label",
 )
 
 
@@ -102,7 +118,7 @@ def bootstrap_indices(
     Parameters
     ----------
     y_splits : mapping of split -> labels
-        Each split's test labels ({0, 1} or {-1, +1}).
+        Each split's test labels: {0, 1} or {-1, +1}, or class indices 0..C-1.
     n_boot : int
         Replicates.
     seed : int
@@ -112,15 +128,16 @@ def bootstrap_indices(
     Returns
     -------
     dict of split -> ndarray of int, shape (n_boot, n)
-        Row b holds replicate b's case indices: as many of each class as the split has.
+        Row b holds replicate b's case indices: as many of each class as the split has
+        (the classes in increasing order of their labels).
     """
     out = {}
     for split, labels in y_splits.items():
-        y = _labels01(labels)
+        y = np.asarray(labels)
         rng = np.random.default_rng([seed, int(split)])
         idx = np.empty((n_boot, y.size), dtype=np.intp)
         start = 0
-        for cls in (0, 1):
+        for cls in np.unique(y):
             members = np.flatnonzero(y == cls)
             idx[:, start : start + members.size] = rng.choice(members, (n_boot, members.size))
             start += members.size
@@ -157,6 +174,41 @@ def _replicate(y: np.ndarray, p1: np.ndarray, log_p: np.ndarray, base_rate: floa
     }
 
 
+def _replicate_multiclass(
+    y: np.ndarray, P: np.ndarray, log_p: np.ndarray, entropy_bits: float, idx: np.ndarray
+) -> dict[str, np.ndarray]:
+    """The multi-class held-out scores of each row of case indices ``idx`` (n_boot, n)."""
+    yb, Pb = y[idx], P[idx]  # (n_boot, n), (n_boot, n, C)
+    n, C = idx.shape[1], P.shape[1]
+    with np.errstate(invalid="ignore"):
+        mlp = np.mean(log_p[idx], axis=1)
+    onehot = yb[..., None] == np.arange(C)
+    brier = np.mean(np.sum((Pb - onehot) ** 2, axis=2), axis=1)
+    correct = np.argmax(Pb, axis=2) == yb  # ties to the lowest index, as np.argmax
+    confidence = Pb.max(axis=2)
+    aucs = []
+    for c in range(C):  # one-vs-rest Mann-Whitney, ties 1/2; class counts fixed by strata
+        n1 = int(np.sum(y[idx[0]] == c))
+        if n1 == 0 or n1 == n:
+            aucs = [np.full(idx.shape[0], np.nan)]
+            break
+        ranks = stats.rankdata(Pb[..., c], axis=1)
+        aucs.append((np.sum(ranks * onehot[..., c], axis=1) - n1 * (n1 + 1) / 2) / (n1 * (n - n1)))
+    bins = np.searchsorted(np.linspace(0.0, 1.0, SCORE_ECE_BINS + 1)[1:-1], confidence)
+    ece = np.zeros(idx.shape[0])
+    for b in range(SCORE_ECE_BINS):  # (1/n) sum_b |right_b - sum_{i in b} confidence_i|
+        inside = bins == b
+        ece += np.abs(np.sum(correct * inside, axis=1) - np.sum(confidence * inside, axis=1))
+    return {
+        "mean_log_predictive": mlp,
+        "information_bits": entropy_bits + mlp / np.log(2.0),
+        "error_rate": 1.0 - np.mean(correct, axis=1),
+        "brier_multiclass": brier,
+        "auc_ovr_macro": np.mean(aucs, axis=0),
+        "ece_top_label": ece / n,
+    }
+
+
 def bootstrap_scores(
     splits: Mapping[int, Mapping[str, object]], indices: Mapping[int, np.ndarray]
 ) -> dict[str, np.ndarray]:
@@ -165,8 +217,10 @@ def bootstrap_scores(
     Parameters
     ----------
     splits : mapping of split -> dict
-        One engine's test predictions per split: ``y`` (labels), ``p1``, ``log_p`` and
-        ``base_rate`` (the training fold's, as for ``information_bits``).
+        One engine's test predictions per split: binary ``y`` (labels), ``p1``, ``log_p``
+        and ``base_rate`` (the training fold's, as for ``information_bits``); or
+        multi-class ``y`` (class indices), ``proba`` (n, C), ``log_p`` and
+        ``entropy_bits`` (of the training class frequencies, as for ``information_bits``).
     indices : mapping of split -> ndarray
         :func:`bootstrap_indices` of the same splits' labels (every split of ``splits``
         must be there).
@@ -174,17 +228,27 @@ def bootstrap_scores(
     Returns
     -------
     dict of metric -> ndarray, shape (n_boot,)
-        For each metric of :data:`BOOTSTRAP_METRICS`, the mean over the splits of the
-        metric recomputed on each replicate's cases. With the identity resample each
-        split's value equals :func:`~gpc_compare.metrics.score`'s.
+        For each metric of :data:`BOOTSTRAP_METRICS` (binary) or
+        :data:`BOOTSTRAP_METRICS_MULTICLASS`, the mean over the splits of the metric
+        recomputed on each replicate's cases. With the identity resample each split's
+        value equals :func:`~gpc_compare.metrics.score`'s (or ``score_multiclass``'s).
     """
     per_split = []
+    names = BOOTSTRAP_METRICS
     for split, case in splits.items():
-        y = _labels01(case["y"])
-        p1 = np.asarray(case["p1"], dtype=float)
         log_p = np.asarray(case["log_p"], dtype=float)
-        per_split.append(_replicate(y, p1, log_p, float(case["base_rate"]), indices[split]))
-    return {m: np.mean([s[m] for s in per_split], axis=0) for m in BOOTSTRAP_METRICS}
+        if "proba" in case:
+            names = BOOTSTRAP_METRICS_MULTICLASS
+            y = np.asarray(case["y"], dtype=int)
+            P = np.asarray(case["proba"], dtype=float)
+            entropy = float(case["entropy_bits"])
+            per_split.append(_replicate_multiclass(y, P, log_p, entropy, indices[split]))
+        else:
+            y = _labels01(case["y"])
+            p1 = np.asarray(case["p1"], dtype=float)
+            base_rate = float(case["base_rate"])
+            per_split.append(_replicate(y, p1, log_p, base_rate, indices[split]))
+    return {m: np.mean([s[m] for s in per_split], axis=0) for m in names}
 
 
 def percentile_interval(

@@ -23,29 +23,31 @@ def summarize(table: pd.DataFrame) -> pd.DataFrame:
     Returns
     -------
     DataFrame
-        Columns ``dataset, engine, metric, n_splits, mean, sd, low, high, interval``;
+        Columns ``dataset, engine, metric, n_splits, mean, sd, low, high, interval`` (and
+        ``kernel`` after ``dataset`` when the table's ``kernel`` column holds more than
+        one kernel: the summary is then per data set, kernel, engine and metric);
         ``low`` and ``high`` are mean -/+ t_{0.975, k-1} sd / sqrt(k) over the k splits
         (equal to the mean for one split), clipped to the metric's range
         (:data:`~gpc_compare.metrics.intervals.METRIC_RANGES`: an error rate or an AUC
         stays in [0, 1]); ``interval`` says which: ``"t"`` or ``"t, clipped"``. Infinite
         values (a confident mistake) give an infinite mean.
     """
+    by = ["dataset", "engine", "metric"]
+    if "kernel" in table and table["kernel"].nunique(dropna=True) > 1:
+        by = ["dataset", "kernel", "engine", "metric"]
     rows = []
-    for (dataset, engine, metric), group in table.groupby(
-        ["dataset", "engine", "metric"], sort=False
-    ):
+    for keys, group in table.groupby(by, sort=False):
         v = group["value"].to_numpy(dtype=float)
         v = v[~np.isnan(v)]
         k = v.size
         if k == 0:
             continue
-        mean, low, high, clipped = clipped_t_interval(v, str(metric))
+        metric = str(keys[-1])
+        mean, low, high, clipped = clipped_t_interval(v, metric)
         sd = float(np.std(v, ddof=1)) if k > 1 and np.all(np.isfinite(v)) else 0.0
         rows.append(
             {
-                "dataset": dataset,
-                "engine": engine,
-                "metric": metric,
+                **dict(zip(by, keys, strict=True)),
                 "n_splits": k,
                 "mean": mean,
                 "sd": sd,

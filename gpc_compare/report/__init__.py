@@ -12,12 +12,14 @@ from __future__ import annotations
 import json
 import os
 import shlex
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
 from ..metrics import summarize
-from ..study import assemble, load_records, load_study
+from ..study import StudyConfig, assemble, load_records, load_study
 from .cases import case_intervals
 from .figures import (
     plot_evidence,
@@ -37,9 +39,76 @@ __all__ = [
     "METRICS",
     "REFERENCE_METRICS",
     "run_command",
+    "study_summary",
     "summarize",
     "write_report",
 ]
+
+
+@dataclass
+class _Loaded:
+    """A study's results as the report reads them (with a kernel axis, each data set
+    label is ``"DATASET / KERNEL"`` in ``table``, ``records`` and ``datasets``)."""
+
+    table: pd.DataFrame
+    jobs: pd.DataFrame
+    records: list[dict[str, Any]]
+    datasets: list[str]
+    plain_table: pd.DataFrame  # before the kernel axis split the data sets
+    plain_datasets: list[str]
+    summary: pd.DataFrame
+    paired: dict
+
+
+def _load(result_dir: Path, config: StudyConfig) -> _Loaded:
+    """The table, current finished records and the summary with its intervals."""
+    table = assemble(result_dir, config)
+    if table.empty:
+        raise ValueError(f"{result_dir}: no job has finished yet; nothing to report")
+    jobs = pd.read_csv(result_dir / "jobs.csv")
+    current = set(jobs["job_id"])
+    records = [
+        r for r in load_records(result_dir).values() if r["id"] in current and r["status"] == "ok"
+    ]
+    plain = [d.label for d in config.datasets]
+    plain_table, datasets = table, plain
+    if config.kernels:  # a kernel axis: every section and figure per data set and kernel
+        table, records, datasets = by_kernel(table, records, plain, list(config.kernels))
+    summary = summarize(table)  # t-intervals across splits, clipped to each metric's range
+    paired: dict = {}
+    if config.splits["kind"] != "none":  # held-out scores: a bootstrap over test cases
+        cases, paired = case_intervals(records, datasets, list(config.engines))
+        if not cases.empty:
+            key = ["dataset", "engine", "metric"]
+            keep = summary.set_index(key).index.difference(cases.set_index(key).index)
+            summary = pd.concat([summary.set_index(key).loc[keep].reset_index(), cases])
+            summary = summary.reset_index(drop=True)
+    if config.kernels:  # (the bootstrap's rows have the kernel in the data set label only)
+        summary["kernel"] = summary["dataset"].str.rsplit(" / ", n=1).str[1]
+    return _Loaded(table, jobs, records, datasets, plain_table, plain, summary, paired)
+
+
+def study_summary(result_dir: str | os.PathLike[str]) -> pd.DataFrame:
+    """Each metric's mean over splits and its 95% interval, as the report gives them.
+
+    The held-out scores get a bias-corrected percentile bootstrap over the test cases
+    (``interval`` = ``"bootstrap over test cases"``: :mod:`.cases`); the other metrics a
+    t-interval across splits clipped to the metric's range
+    (:func:`gpc_compare.metrics.summarize`). With a kernel axis the data set is
+    ``"DATASET / KERNEL"``.
+
+    Parameters
+    ----------
+    result_dir : path
+        ``OUTPUT/NAME`` as written by :func:`gpc_compare.study.run_study`.
+
+    Returns
+    -------
+    DataFrame
+        Columns ``dataset, engine, metric, n_splits, mean, sd, low, high, interval``.
+    """
+    result_dir = Path(result_dir)
+    return _load(result_dir, load_study(result_dir / "study.toml")).summary
 
 
 def write_report(result_dir: str | os.PathLike[str]) -> Path:
@@ -68,32 +137,13 @@ def write_report(result_dir: str | os.PathLike[str]) -> Path:
             "run `gpc-compare run studies/NAME.toml` first"
         )
     config = load_study(result_dir / "study.toml")
-    table = assemble(result_dir, config)
-    if table.empty:
-        raise ValueError(f"{result_dir}: no job has finished yet; nothing to report")
-    jobs = pd.read_csv(result_dir / "jobs.csv")
-    current = set(jobs["job_id"])
-    records = [
-        r for r in load_records(result_dir).values() if r["id"] in current and r["status"] == "ok"
-    ]
-    datasets = [d.label for d in config.datasets]
+    study = _load(result_dir, config)
+    table, jobs, records, datasets = study.table, study.jobs, study.records, study.datasets
     engines = list(config.engines)
     estimators = list(config.evidence)  # gold-standard evidence jobs, shown beside the engines
     set_styles(engines + estimators)
     held_out = config.splits["kind"] != "none"  # (kind "none": evidence only, no test set)
-    plain, by_dataset = datasets, table  # (before a kernel axis splits the data sets)
-    if config.kernels:  # a kernel axis: every section and figure per data set and kernel
-        table, records, datasets = by_kernel(table, records, datasets, list(config.kernels))
-    summary = summarize(table)  # t-intervals across splits, clipped to each metric's range
-    paired: dict = {}
-    # the held-out binary scores: a bootstrap over test cases, and paired differences (the
-    # multi-class scores keep the clipped t-interval across splits)
-    if held_out and config.likelihood != "softmax":
-        cases, paired = case_intervals(records, datasets, engines)
-        if not cases.empty:
-            key = ["dataset", "engine", "metric"]
-            keep = summary.set_index(key).index.difference(cases.set_index(key).index)
-            summary = pd.concat([summary.set_index(key).loc[keep].reset_index(), cases])
+    summary, paired = study.summary, study.paired
     figures = result_dir / "figures"
     figures.mkdir(exist_ok=True)
     made: list[tuple[str, str]] = []
@@ -131,7 +181,7 @@ def write_report(result_dir: str | os.PathLike[str]) -> Path:
         paired,
     )
     if config.kernels:  # the kernels compared, after the findings
-        section = "\n".join(kernel_section(by_dataset, plain,
+        section = "\n".join(kernel_section(study.plain_table, study.plain_datasets,
                                            list(config.kernels), engines))  # fmt: skip
         at = text.find("\n## ", text.find("## Findings") + 1)
         text = text + "\n" + section if at < 0 else text[: at + 1] + section + text[at:]

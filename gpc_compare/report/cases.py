@@ -1,6 +1,7 @@
 """Held-out scores with intervals over test cases, and paired differences between engines.
 
-The per-case predictions every job records (test labels, ``p1``, ``log p``) are resampled
+The per-case predictions every job records (test labels, ``p1`` or the class
+probabilities, ``log p``) are resampled
 by :func:`gpc_compare.metrics.bootstrap_indices` (within each split and class; the same
 cases for every engine) and rescored by :func:`gpc_compare.metrics.bootstrap_scores`.
 """
@@ -114,6 +115,12 @@ def case_intervals(
 
 
 def _cases(rec: dict[str, Any]) -> dict[str, Any]:
+    """One job's test predictions as :func:`gpc_compare.metrics.bootstrap_scores` takes them."""
     a = rec["arrays"]
+    if "proba_test" in a:  # multi-class: the training classes' entropy from the record's
+        m = rec["metrics"]  # information_bits = H + mean log p / ln 2
+        entropy = m["information_bits"] - m["mean_log_predictive"] / np.log(2.0)
+        return {"y": a["y_test"], "proba": a["proba_test"], "log_p": a["log_p_test"],
+                "entropy_bits": entropy}  # fmt: skip
     return {"y": a["y_test"], "p1": a["p1_test"], "log_p": a["log_p_test"],
             "base_rate": rec["base_rate"]}  # fmt: skip

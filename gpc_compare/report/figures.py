@@ -158,7 +158,8 @@ def plot_reliability(
         ax.legend(loc="upper left", fontsize=8)
     for ax in list(axes.flat)[len(datasets) :]:
         ax.set_visible(False)
-    fig.suptitle("Reliability diagrams (10 equal-width bins; dashed: perfect calibration)")
+    title = "Reliability diagrams (10 equal-width bins; dashed: perfect calibration)"
+    fig.suptitle(title if ncols > 1 else title.replace(" (", "\n("))  # one panel: two lines
     fig.savefig(path, dpi=110)
 
 

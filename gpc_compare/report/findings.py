@@ -180,8 +180,8 @@ def _bound_findings(table: pd.DataFrame, dataset: str, engines: Sequence[str]) -
 def bound_counts(jobs: pd.DataFrame) -> dict[tuple[str, str], int]:
     """``(name, side) -> number of jobs`` with that hyperparameter at that bound."""
     counts: dict[tuple[str, str], int] = {}
-    for cell in jobs["at_bound"].fillna(""):
-        for item in str(cell).split("; "):
+    for cell in jobs["at_bound"]:  # NaN (read back from an empty column): none at a bound
+        for item in str(cell).split("; ") if isinstance(cell, str) else ():
             if item:
                 name, _, side = item.rpartition(" ")
                 counts[(name, side)] = counts.get((name, side), 0) + 1
