@@ -199,3 +199,33 @@ def test_symbolic_form_matches_values_and_gradients(name, X):
     np.testing.assert_allclose(
         grad(kernel.theta), np.einsum("pij,ij->p", kernel.gradient(X), w), rtol=1e-8, atol=1e-9
     )
+
+
+@pytest.mark.parametrize("ell", LENGTHSCALES)
+@pytest.mark.parametrize("name", list(_kernels(1.0)))
+def test_gradient_terms_are_the_contractions_of_the_gradient(name, ell):
+    """<M, dK_j> and dK_j V, computed without forming dK_j (stationary kernels), equal the
+    contractions of the dense derivatives; inputs far from the origin (the expansion of
+    the squared differences is taken about the centred inputs)."""
+    rng = np.random.default_rng(3)
+    X = 50.0 + rng.normal(size=(40, 3))
+    kernel = _kernels(ell)[name]
+    B = rng.normal(size=(40, 40))
+    M, V = B + B.T, rng.normal(size=(40, 2))
+    dK = kernel.gradient(X)
+    traces, products = kernel.gradient_terms(X, M, V)
+    scale = np.einsum("jik,ik->j", np.abs(dK), np.abs(M))  # sum |M| |dK_j|: the rounding's
+    np.testing.assert_allclose(
+        traces, np.einsum("jik,ik->j", dK, M), rtol=0, atol=1e-12 * scale.max() + 1e-300
+    )
+    assert products.shape == (kernel.n_hyperparameters, 40, 2)
+    expected = dK @ V
+    np.testing.assert_allclose(
+        products,
+        expected,
+        rtol=0,
+        atol=1e-12 * np.abs(dK).sum(axis=2).max() * np.abs(V).max() + 1e-300,
+    )
+    alone, none = kernel.gradient_terms(X, M)
+    assert none is None
+    np.testing.assert_array_equal(alone, traces)

@@ -245,7 +245,8 @@ class EPPosterior(GaussianPosterior):
         A = np.eye(n) - self._Sigma * self.ttau[None, :]
         M = A.T @ (a[:, None] * A)
         u, v = A.T @ b, A.T @ self._state.p
-        grads = [np.sum(M * dK) + u @ dK @ v for dK in self.kernel.gradient(self.X)]
+        M += 0.5 * (np.multiply.outer(u, v) + np.multiply.outer(v, u))  # u^T dK v, dK symmetric
+        grads = list(self.kernel.gradient_terms(self.X, M)[0])
         if self.mean is not None:
             grads.append(float(b @ A.sum(axis=1)))
         return np.asarray(grads, dtype=float)

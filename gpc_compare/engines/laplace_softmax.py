@@ -227,10 +227,10 @@ class SoftmaxLaplacePosterior(MulticlassPosterior):
                 + 2.0 * np.einsum("ic,ic->i", pi, Sp)[:, None]
             )
         )
+        # explicit = <M, dK_j>, M = (sum_c a_c a_c^T - T) / 2; and the products dK_j r
+        traces, products = self.kernel.gradient_terms(self.X, 0.5 * (a @ a.T - T), r)
         grads = []
-        for dK in self.kernel.gradient(self.X):
-            explicit = 0.5 * float(np.sum(a * (dK @ a))) - 0.5 * float(np.sum(T * dK))
-            b = dK @ r
+        for explicit, b in zip(traces, products, strict=True):
             df = b - K @ fac.R_times(b)  # (I + K W)^-1 b = b - K (K + W^-1)^-1 b
             grads.append(explicit + float(np.sum(s * df)))
         return np.asarray(grads, dtype=float)

@@ -6,6 +6,8 @@ Every kernel exposes the same small interface:
 - ``kernel.diag(X)`` its diagonal k(x, x);
 - ``kernel.gradient(X)`` the derivatives dK/d theta_j, shape (p, n, n), with respect to
   the *log* of each free hyperparameter, in the order of ``hyperparameter_names``;
+- ``kernel.gradient_terms(X, M, V)`` what evidence gradients need of them, <M, dK_j> and
+  dK_j V, without forming the (p, n, n) array (the stationary kernels form no dK_j at all);
 - ``kernel.theta`` / ``kernel.bounds`` / ``kernel.with_theta(theta)``: the free
   hyperparameters in log space, their log bounds, and a copy with new values.
 

@@ -128,6 +128,42 @@ class Kernel(ABC):
     def gradient(self, X: np.ndarray) -> np.ndarray:
         """dK(X, X)/d theta_j for the free log hyperparameters, shape (p, n, n)."""
 
+    def gradient_terms(
+        self, X: np.ndarray, M: np.ndarray, V: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray | None]:
+        """The contractions of each dK/d theta_j that evidence gradients need.
+
+        An evidence gradient needs dK_j only through sum_ik M_ik [dK_j]_ik (R&W eq. 5.9:
+        1/2 alpha^T dK_j alpha - 1/2 tr(R dK_j) is <M, dK_j> with
+        M = (alpha alpha^T - R) / 2) and, for Laplace's implicit term (eq. 5.24), the
+        products dK_j V. Kernels with structure (the stationary ones) compute both
+        without forming any dK_j; this default forms one at a time from :meth:`gradient`.
+
+        Parameters
+        ----------
+        X : ndarray, shape (n, d)
+        M : ndarray, shape (n, n)
+            Symmetric.
+        V : ndarray, shape (n, k), optional
+
+        Returns
+        -------
+        traces : ndarray, shape (p,)
+            <M, dK_j> for the free hyperparameters, in ``hyperparameter_names`` order.
+        products : ndarray, shape (p, n, k), or None
+            dK_j V when ``V`` is given.
+        """
+        traces, products = [], []
+        for dK in self.gradient(X):
+            traces.append(float(np.vdot(M, dK)))
+            if V is not None:
+                products.append(dK @ V)
+        if V is None:
+            return np.asarray(traces, dtype=float), None
+        return np.asarray(traces, dtype=float), np.asarray(products).reshape(
+            len(traces), X.shape[0], V.shape[1]
+        )
+
     def symbolic(self, X: np.ndarray, theta):
         """K(X, X) as a PyTensor expression of ``theta``, the free log hyperparameters in
         ``hyperparameter_names`` order (used to sample hyperparameters with PyMC)."""
@@ -225,6 +261,14 @@ class Sum(_Combination):
 
     def gradient(self, X: np.ndarray) -> np.ndarray:
         return np.concatenate([self.k1.gradient(X), self.k2.gradient(X)])
+
+    def gradient_terms(
+        self, X: np.ndarray, M: np.ndarray, V: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray | None]:
+        t1, p1 = self.k1.gradient_terms(X, M, V)
+        t2, p2 = self.k2.gradient_terms(X, M, V)
+        products = None if V is None else np.concatenate([p1, p2])
+        return np.concatenate([t1, t2]), products
 
 
 class Product(_Combination):

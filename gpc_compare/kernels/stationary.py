@@ -92,6 +92,9 @@ class _Stationary(Kernel):
     @abstractmethod
     def _g(self, r2: np.ndarray) -> np.ndarray: ...
 
+    #: Whether g = kappa (the squared exponential), so that dK/d log ell_d = K o D_d.
+    _g_is_kappa = False
+
     def _r2(self, X: np.ndarray, X2: np.ndarray | None) -> np.ndarray:
         ell = self._lengthscale.value
         S = X / ell
@@ -129,6 +132,62 @@ class _Stationary(Kernel):
             grads.append(self.variance * self._kappa(r2))  # dK/d log sigma_f^2 = K
         return np.array(grads).reshape(len(grads), X.shape[0], X.shape[0])
 
+    def gradient_terms(
+        self, X: np.ndarray, M: np.ndarray, V: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray | None]:
+        """<M, dK_j> and dK_j V with no dK_j formed (see :meth:`Kernel.gradient_terms`).
+
+        dK/d log ell_d = A o D_d with A = sigma_f^2 g(r^2) and D_d the squared scaled
+        differences (s_id - s_jd)^2, s = x / ell (the class notes). Expanding the square,
+        for symmetric G = M o A,
+        <M, A o D_d> = 2 sum_i s_id^2 (G 1)_i - 2 s_d^T G s_d, and
+        [(A o D_d) v]_i = s_id^2 (A v)_i - 2 s_id (A (s_d o v))_i + (A (s_d^2 o v))_i,
+        so every length-scale's terms come from products of one n x n matrix with n x d
+        blocks (the technique of GPy's ARD gradients). The inputs are centred first (the
+        differences do not change) to keep the expansion's cancellation small.
+        """
+        n = X.shape[0]
+        r2 = self._r2(X, None)
+        traces, products = [], []
+        var_trace, var_product = None, None
+        A = self.variance * self._g(r2) if not self._lengthscale.fixed else None
+        if not self._variance.fixed:  # dK/d log sigma_f^2 = K
+            K = A if A is not None and self._g_is_kappa else self.variance * self._kappa(r2)
+            var_trace = float(np.vdot(M, K))
+            var_product = None if V is None else K @ V
+        if A is not None:
+            if self.ard:
+                # D_d vanishes on the diagonal: zeroing A's diagonal changes no term and
+                # removes the largest cancellation of the expansion
+                np.fill_diagonal(A, 0.0)
+                S = (X - X.mean(axis=0)) / self._lengthscale.value
+                G = M * A
+                GS = G @ S
+                traces.extend(2.0 * (S * S).T @ G.sum(axis=1) - 2.0 * np.sum(S * GS, axis=0))
+                if V is not None:
+                    k, d = V.shape[1], S.shape[1]
+                    SV = (S[:, :, None] * V[:, None, :]).reshape(n, d * k)
+                    S2V = (S[:, :, None] ** 2 * V[:, None, :]).reshape(n, d * k)
+                    AV = A @ np.column_stack([V, SV, S2V])
+                    Av = AV[:, :k]
+                    ASV = AV[:, k : k + d * k].reshape(n, d, k)
+                    AS2V = AV[:, k + d * k :].reshape(n, d, k)
+                    P = (S * S)[:, :, None] * Av[:, None, :] - 2.0 * S[:, :, None] * ASV + AS2V
+                    products.extend(np.moveaxis(P, 1, 0))
+            else:
+                dK = A * r2
+                traces.append(float(np.vdot(M, dK)))
+                if V is not None:
+                    products.append(dK @ V)
+        if var_trace is not None:
+            traces.append(var_trace)
+            if V is not None:
+                products.append(var_product)
+        traces = np.asarray(traces, dtype=float)
+        if V is None:
+            return traces, None
+        return traces, np.asarray(products).reshape(traces.size, n, V.shape[1])
+
 
 class SquaredExponential(_Stationary):
     """Squared exponential: sigma_f^2 exp(-r^2 / 2) (R&W eq. 4.9); array lengthscale = ARD.
@@ -143,6 +202,8 @@ class SquaredExponential(_Stationary):
         Bounds on the natural scale, used by hyperparameter optimisation; ``"fixed"``
         holds the value and drops it from ``theta``.
     """
+
+    _g_is_kappa = True
 
     def _kappa(self, r2, xp=np, eps: float = 0.0):
         return xp.exp(-0.5 * r2)

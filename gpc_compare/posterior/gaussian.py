@@ -124,23 +124,24 @@ class GaussianPosterior(Posterior):
         (R&W eq. 5.22 and 5.27), 1/2 alpha^T dK_j alpha - 1/2 tr(R dK_j), plus u^T dK_j v
         when ``u`` and ``v`` are given (Laplace's implicit term, R&W eq. 5.24).
 
-        One product dK_j [alpha, v] and one inner product <R, dK_j> per hyperparameter
-        (R and dK_j are symmetric, so tr(R dK_j) = sum(R * dK_j)). Returns the derivatives
-        and, when ``v`` is given, the columns dK_j v, shape (n, p) (else None).
+        All of it is <M, dK_j> with M = (alpha alpha^T - R) / 2 + (u v^T + v u^T) / 2
+        (dK_j and R are symmetric), which the kernel contracts without forming the
+        (p, n, n) derivatives (:meth:`~gpc_compare.kernels.Kernel.gradient_terms`).
+        Returns the derivatives and, when ``v`` is given, the columns dK_j v, shape (n, p)
+        (else None).
         """
-        alpha, R = self.alpha, self._R
-        rhs = alpha[:, None] if v is None else np.column_stack([alpha, v])
-        grads, dKv = [], []
-        for dK in self.kernel.gradient(self.X):
-            P = dK @ rhs
-            g = 0.5 * float(alpha @ P[:, 0]) - 0.5 * float(np.vdot(R, dK))
-            if v is not None:
-                g += float(u @ P[:, 1])
-                dKv.append(P[:, 1])
-            grads.append(g)
+        alpha = self.alpha
+        M = np.multiply.outer(0.5 * alpha, alpha)
+        M -= 0.5 * self._R
+        if v is not None:
+            uv = np.multiply.outer(0.5 * u, v)
+            M += uv
+            M += uv.T
+        traces, products = self.kernel.gradient_terms(self.X, M, None if v is None else v[:, None])
+        grads = [float(t) for t in traces]
         if v is None:
             return grads, None
-        return grads, np.array(dKv).T.reshape(alpha.size, len(dKv))
+        return grads, products[:, :, 0].T.reshape(alpha.size, traces.size)
 
     def _stationary_gradient(self) -> np.ndarray:
         """The evidence gradient of an approximation whose own parameters are stationary
