@@ -229,3 +229,7 @@ def test_gradient_terms_are_the_contractions_of_the_gradient(name, ell):
     alone, none = kernel.gradient_terms(X, M)
     assert none is None
     np.testing.assert_array_equal(alone, traces)
+    K = kernel(X)
+    given = kernel.gradient_terms(X, M, V, K=K.copy())  # the caller's K, as the engines pass it
+    np.testing.assert_allclose(given[0], traces, rtol=1e-13, atol=1e-13 * scale.max())
+    np.testing.assert_allclose(given[1], products, rtol=1e-13, atol=1e-13 * np.abs(products).max())

@@ -246,7 +246,7 @@ class EPPosterior(GaussianPosterior):
         M = A.T @ (a[:, None] * A)
         u, v = A.T @ b, A.T @ self._state.p
         M += 0.5 * (np.multiply.outer(u, v) + np.multiply.outer(v, u))  # u^T dK v, dK symmetric
-        grads = list(self.kernel.gradient_terms(self.X, M)[0])
+        grads = list(self.kernel.gradient_terms(self.X, M, K=self.K)[0])
         if self.mean is not None:
             grads.append(float(b @ A.sum(axis=1)))
         return np.asarray(grads, dtype=float)

@@ -228,7 +228,7 @@ class SoftmaxLaplacePosterior(MulticlassPosterior):
             )
         )
         # explicit = <M, dK_j>, M = (sum_c a_c a_c^T - T) / 2; and the products dK_j r
-        traces, products = self.kernel.gradient_terms(self.X, 0.5 * (a @ a.T - T), r)
+        traces, products = self.kernel.gradient_terms(self.X, 0.5 * (a @ a.T - T), r, K=K)
         grads = []
         for explicit, b in zip(traces, products, strict=True):
             df = b - K @ fac.R_times(b)  # (I + K W)^-1 b = b - K (K + W^-1)^-1 b

@@ -129,7 +129,12 @@ class Kernel(ABC):
         """dK(X, X)/d theta_j for the free log hyperparameters, shape (p, n, n)."""
 
     def gradient_terms(
-        self, X: np.ndarray, M: np.ndarray, V: np.ndarray | None = None
+        self,
+        X: np.ndarray,
+        M: np.ndarray,
+        V: np.ndarray | None = None,
+        *,
+        K: np.ndarray | None = None,
     ) -> tuple[np.ndarray, np.ndarray | None]:
         """The contractions of each dK/d theta_j that evidence gradients need.
 
@@ -145,6 +150,9 @@ class Kernel(ABC):
         M : ndarray, shape (n, n)
             Symmetric.
         V : ndarray, shape (n, k), optional
+        K : ndarray, shape (n, n), optional
+            This kernel's K(X, X) when the caller has it (a kernel may use it to save
+            work; it is not modified).
 
         Returns
         -------
@@ -263,9 +271,14 @@ class Sum(_Combination):
         return np.concatenate([self.k1.gradient(X), self.k2.gradient(X)])
 
     def gradient_terms(
-        self, X: np.ndarray, M: np.ndarray, V: np.ndarray | None = None
+        self,
+        X: np.ndarray,
+        M: np.ndarray,
+        V: np.ndarray | None = None,
+        *,
+        K: np.ndarray | None = None,
     ) -> tuple[np.ndarray, np.ndarray | None]:
-        t1, p1 = self.k1.gradient_terms(X, M, V)
+        t1, p1 = self.k1.gradient_terms(X, M, V)  # (K is the sum's: no use to the parts)
         t2, p2 = self.k2.gradient_terms(X, M, V)
         products = None if V is None else np.concatenate([p1, p2])
         return np.concatenate([t1, t2]), products

@@ -133,52 +133,61 @@ class _Stationary(Kernel):
         return np.array(grads).reshape(len(grads), X.shape[0], X.shape[0])
 
     def gradient_terms(
-        self, X: np.ndarray, M: np.ndarray, V: np.ndarray | None = None
+        self,
+        X: np.ndarray,
+        M: np.ndarray,
+        V: np.ndarray | None = None,
+        *,
+        K: np.ndarray | None = None,
     ) -> tuple[np.ndarray, np.ndarray | None]:
         """<M, dK_j> and dK_j V with no dK_j formed (see :meth:`Kernel.gradient_terms`).
 
         dK/d log ell_d = A o D_d with A = sigma_f^2 g(r^2) and D_d the squared scaled
-        differences (s_id - s_jd)^2, s = x / ell (the class notes). Expanding the square,
-        for symmetric G = M o A,
+        differences (s_id - s_jd)^2, s = x / ell (the class notes; an isotropic
+        length-scale's derivative is the sum over d). Expanding the square, for symmetric
+        G = M o A,
         <M, A o D_d> = 2 sum_i s_id^2 (G 1)_i - 2 s_d^T G s_d, and
         [(A o D_d) v]_i = s_id^2 (A v)_i - 2 s_id (A (s_d o v))_i + (A (s_d^2 o v))_i,
         so every length-scale's terms come from products of one n x n matrix with n x d
-        blocks (the technique of GPy's ARD gradients). The inputs are centred first (the
-        differences do not change) to keep the expansion's cancellation small.
+        blocks (the technique of GPy's ARD gradients). The inputs are centred first and
+        A's diagonal zeroed (D_d vanishes there), which keeps the expansion's cancellation
+        at the rounding of sum |M o dK_j| (tested). For the squared exponential A = K, so
+        with ``K`` given no distance or exponential is computed at all.
         """
         n = X.shape[0]
-        r2 = self._r2(X, None)
+        r2 = None
+        if K is None or not self._g_is_kappa:
+            r2 = self._r2(X, None)
         traces, products = [], []
         var_trace, var_product = None, None
-        A = self.variance * self._g(r2) if not self._lengthscale.fixed else None
+        A = None
+        if not self._lengthscale.fixed:
+            if r2 is None:  # the squared exponential: g = kappa, A = K
+                A = K.copy()
+            else:
+                A = self.variance * self._g(r2)
         if not self._variance.fixed:  # dK/d log sigma_f^2 = K
-            K = A if A is not None and self._g_is_kappa else self.variance * self._kappa(r2)
+            if K is None:
+                K = A if A is not None and self._g_is_kappa else self.variance * self._kappa(r2)
             var_trace = float(np.vdot(M, K))
             var_product = None if V is None else K @ V
         if A is not None:
-            if self.ard:
-                # D_d vanishes on the diagonal: zeroing A's diagonal changes no term and
-                # removes the largest cancellation of the expansion
-                np.fill_diagonal(A, 0.0)
-                S = (X - X.mean(axis=0)) / self._lengthscale.value
-                G = M * A
-                GS = G @ S
-                traces.extend(2.0 * (S * S).T @ G.sum(axis=1) - 2.0 * np.sum(S * GS, axis=0))
-                if V is not None:
-                    k, d = V.shape[1], S.shape[1]
-                    SV = (S[:, :, None] * V[:, None, :]).reshape(n, d * k)
-                    S2V = (S[:, :, None] ** 2 * V[:, None, :]).reshape(n, d * k)
-                    AV = A @ np.column_stack([V, SV, S2V])
-                    Av = AV[:, :k]
-                    ASV = AV[:, k : k + d * k].reshape(n, d, k)
-                    AS2V = AV[:, k + d * k :].reshape(n, d, k)
-                    P = (S * S)[:, :, None] * Av[:, None, :] - 2.0 * S[:, :, None] * ASV + AS2V
-                    products.extend(np.moveaxis(P, 1, 0))
-            else:
-                dK = A * r2
-                traces.append(float(np.vdot(M, dK)))
-                if V is not None:
-                    products.append(dK @ V)
+            np.fill_diagonal(A, 0.0)  # (after K's use: A may be K)
+            S = (X - X.mean(axis=0)) / self._lengthscale.value
+            G = M * A
+            GS = G @ S
+            t = 2.0 * (S * S).T @ G.sum(axis=1) - 2.0 * np.sum(S * GS, axis=0)
+            traces.extend(t if self.ard else [float(np.sum(t))])
+            if V is not None:
+                k, d = V.shape[1], S.shape[1]
+                SV = (S[:, :, None] * V[:, None, :]).reshape(n, d * k)
+                S2V = (S[:, :, None] ** 2 * V[:, None, :]).reshape(n, d * k)
+                AV = A @ np.column_stack([V, SV, S2V])
+                Av = AV[:, :k]
+                ASV = AV[:, k : k + d * k].reshape(n, d, k)
+                AS2V = AV[:, k + d * k :].reshape(n, d, k)
+                P = (S * S)[:, :, None] * Av[:, None, :] - 2.0 * S[:, :, None] * ASV + AS2V
+                products.extend(np.moveaxis(P, 1, 0) if self.ard else [P.sum(axis=1)])
         if var_trace is not None:
             traces.append(var_trace)
             if V is not None:

@@ -137,7 +137,9 @@ class GaussianPosterior(Posterior):
             uv = np.multiply.outer(0.5 * u, v)
             M += uv
             M += uv.T
-        traces, products = self.kernel.gradient_terms(self.X, M, None if v is None else v[:, None])
+        traces, products = self.kernel.gradient_terms(
+            self.X, M, None if v is None else v[:, None], K=self.K
+        )
         grads = [float(t) for t in traces]
         if v is None:
             return grads, None
