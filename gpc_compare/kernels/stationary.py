@@ -112,8 +112,13 @@ class _Stationary(Kernel):
         import pytensor.tensor as pt
 
         ell, variance = self._symbolic_params(theta)
-        S = pt.as_tensor_variable(X) / (ell if self.ard else ell[0])
-        r2 = pt.sum((S[:, None, :] - S[None, :, :]) ** 2, axis=-1)
+        # the squared differences are constants: only their weights 1 / ell_d^2 are in the
+        # graph (forming the (n, n, d) differences in it made each gradient ~3x dearer)
+        D = (X[:, None, :] - X[None, :, :]) ** 2
+        if self.ard:
+            r2 = pt.tensordot(pt.as_tensor_variable(D), ell**-2, axes=[[2], [0]])
+        else:
+            r2 = pt.as_tensor_variable(D.sum(axis=-1)) / ell[0] ** 2
         return variance[0] * self._kappa(r2, xp=pt, eps=1e-12)
 
     def gradient(self, X: np.ndarray) -> np.ndarray:

@@ -15,7 +15,9 @@ from .config import StudyConfig, load_study
 from .datafiles import copy_study
 from .executors import DaskExecutor, LocalExecutor, SerialExecutor
 from .jobs import Job, expand
+from .problem import load_dataset
 from .records import atomic_write, failed_dependency, failure_record, load_records, save_record
+from .schedule import CostModel, next_jobs
 from .table import assemble
 from .worker import run_job
 
@@ -32,24 +34,20 @@ class _Progress:
         self.start = time.perf_counter()
         self.tty = stream is not None and hasattr(stream, "isatty") and stream.isatty()
 
-    def update(self, running: int) -> None:
-        """Redraw (on a terminal), or print a line per finished job (in a log file)."""
+    def update(self, running: int, left: float | None = None) -> None:
+        """Redraw (on a terminal), or print a line per finished job (in a log file), with
+        ``left`` the estimated seconds to go (:class:`~.schedule.CostModel`)."""
         self.running = running
         if self.stream is None or (not self.tty and not self.last):
             return
         last = "; ".join(self.last)
         self.last = []
         finished = self.done + self.failed
-        todo = self.total - self.skipped
         width = 24
         filled = int(width * (self.skipped + finished) / max(self.total, 1))
         bar = "#" * filled + "-" * (width - filled)
         elapsed = time.perf_counter() - self.start
-        if finished:
-            left = elapsed / finished * (todo - finished)
-            eta = f"~{_duration(left)} left"
-        else:
-            eta = "time left unknown"
+        eta = "time left unknown" if left is None else f"~{_duration(left)} left"
         line = (
             f"[{bar}] {self.skipped + finished}/{self.total} jobs: {self.done} done"
             f"{f' + {self.skipped} earlier' if self.skipped else ''}, {self.running} running, "
@@ -158,12 +156,14 @@ def run_study(
     start = time.perf_counter()
     pending = list(todo)  # not yet submitted, in order
     running: dict[Any, Job] = {}
+    started: dict[str, float] = {}
+    active = {j.id for j in pending}  # pending or running
+    cost = CostModel(jobs, _sizes(jobs, config.seed))
 
     def ready(job: Job) -> tuple[bool, dict | None]:
         """Whether ``job`` can start, and the record of the job it depends on."""
         if job.depends_on is None:
             return True, None
-        active = {j.id for j in pending} | {j.id for j in running.values()}
         if job.depends_on in active or job.depends_on not in records:
             return False, None  # (an old failed record may be being retried right now)
         return True, records[job.depends_on]
@@ -171,30 +171,37 @@ def run_study(
     def finish(job: Job, record: dict[str, Any]) -> None:
         save_record(record, jobs_dir)
         records[job.id] = record
+        active.discard(job.id)
         if record["status"] == "ok":
             bar.done += 1
         else:
             bar.failed += 1
             failures.append(f"{job.describe()}: {record['error']}")
 
+    def time_left() -> float | None:
+        now = time.perf_counter()
+        in_flight = [(j, now - started[j.id]) for j in running.values()]
+        return cost.seconds_left(pending, in_flight, executor.capacity)
+
     interrupted = False
     try:
         bar.update(0)
         while pending or running:
             progressed = False
-            for job in list(pending):
-                if len(running) >= executor.capacity:
-                    break
+            for job in list(pending):  # a failed dependency fails its dependants at once
                 is_ready, dep = ready(job)
-                if not is_ready:
-                    continue
-                pending.remove(job)
-                progressed = True
-                if job.depends_on is not None and dep is not None and dep["status"] != "ok":
+                if is_ready and dep is not None and dep["status"] != "ok":
+                    pending.remove(job)
                     finish(job, failed_dependency(job, by_id[job.depends_on]))
-                    continue
-                running[executor.submit(run_job, job, dep)] = job
-            bar.update(len(running))
+                    progressed = True
+            chosen = next_jobs(pending, running.values(), executor.capacity,
+                               lambda j: ready(j)[0])  # fmt: skip
+            for job in chosen:
+                pending.remove(job)
+                running[executor.submit(run_job, job, ready(job)[1])] = job
+                started[job.id] = time.perf_counter()
+                progressed = True
+            bar.update(len(running), time_left())
             if not running:
                 if pending and progressed:
                     continue
@@ -208,10 +215,11 @@ def run_study(
                     record = future.result()
                 except Exception as exc:  # the worker itself died
                     record = failure_record(job, exc)
+                cost.observe(job, time.perf_counter() - started[job.id])
                 finish(job, record)
                 bar.last.append(f"{job.describe()}: {record['status']}")
             if not pending:
-                bar.update(len(running))  # (otherwise once the free workers have new jobs)
+                bar.update(len(running), time_left())  # (else once new jobs are started)
     except KeyboardInterrupt:
         interrupted = True
         raise
@@ -235,6 +243,17 @@ def run_study(
             if j.id in finished and records[j.id]["status"] != "ok"
         ],
     )
+
+
+def _sizes(jobs: list[Job], seed: int) -> dict[str, int]:
+    """Cases per data set (for the time left before a data set's first job finishes)."""
+    sizes = {}
+    for spec in {j.dataset.label: j.dataset for j in jobs}.values():
+        try:
+            sizes[spec.label] = load_dataset(spec, seed).n_samples
+        except Exception:  # noqa: BLE001 - an estimate only: the job itself reports the error
+            continue
+    return sizes
 
 
 def _relative_to_cwd(path: str) -> str:
