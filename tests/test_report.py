@@ -14,7 +14,8 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from gpc_compare import metrics
+import gpc_compare as gc
+from gpc_compare import metrics, study
 from gpc_compare.cli import build_parser, main
 from gpc_compare.hyperparameters import at_bounds
 from gpc_compare.report import run_command
@@ -231,3 +232,45 @@ def test_report_numbers_and_command(bounded) -> None:
                 mean, low, high = (float(x) for x in cell.replace("[", "").replace("]", "")
                                    .replace(",", "").split())  # fmt: skip
                 assert 0.0 <= low <= high <= 1.0 and 0.0 <= mean <= 1.0
+
+
+def test_evidence_profiles_equal_cold_fits(tmp_path) -> None:
+    """The profiles' fits, warm-started from their neighbours along the grid, give each
+    point's evidence as a cold fit does."""
+    from gpc_compare.report.profiles import evidence_profiles
+
+    text = """
+name = "prof"
+[[datasets]]
+name = "crabs"
+subsample = 80
+[splits]
+n_splits = 2
+[hyperparameters]
+n_restarts = 0
+[engines.laplace]
+[engines.ep]
+"""
+    path = tmp_path / "prof.toml"
+    path.write_text(text)
+    study.run_study(path, tmp_path / "out", workers=1)
+    config = study.load_study(tmp_path / "out" / "prof" / "study.toml")
+    records = list(study.load_records(tmp_path / "out" / "prof").values())
+    profiles = evidence_profiles(config, records, ["crabs"], ["laplace", "ep"], n_points=5)
+    assert len(profiles) == 4
+    from gpc_compare.study.problem import load_dataset, split_indices, stable_seed
+
+    data = load_dataset(config.datasets[0], config.seed)
+    for prof in profiles:
+        rec = next(r for r in records if r["engine"] == prof.engine and r["split"] == prof.split)
+        train, test = split_indices(data, config.splits, prof.split,
+                                    stable_seed("split", config.seed, "crabs"))  # fmt: skip
+        X = gc.datasets.standardize(data.X[train], data.X[test])[0]
+        theta0 = np.asarray(rec["hyperparameters"]["values"])
+        i = rec["hyperparameters"]["names"].index(prof.name)
+        for j in (0, prof.grid.size - 1):  # the ends: the longest chains of warm starts
+            theta = theta0.copy()
+            theta[i] = prof.grid[j]
+            cold = gc.fit(X, data.y[train], method=prof.engine, likelihood="probit",
+                          kernel=gc.kernels.SquaredExponential().with_theta(theta))  # fmt: skip
+            assert prof.log_evidence[j] == pytest.approx(cold.log_marginal_likelihood, abs=1e-7)

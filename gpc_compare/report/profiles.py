@@ -6,8 +6,8 @@ is a vertical stack. The report therefore refits each engine that computes an ev
 (and holds no draws: AIS is far too slow for a curve) on one split's training fold
 (the first), along each shown hyperparameter, with the others at that engine's values on
 that split (for a grid study, the grid point with its largest evidence). The fits are
-cheap (one Laplace or EP fit per point; EP with its parallel schedule, which converges to
-the same fixed point as the sequential one, three times faster) and deterministic.
+cheap (one Laplace or EP fit per point, from the value used outwards, each warm-started
+from its neighbour's state) and deterministic.
 """
 
 from __future__ import annotations
@@ -135,13 +135,11 @@ def _profile(job, rec, method: str, n_points: int, half_width: float) -> list[Pr
     X = gc_datasets.standardize(data.X[train], data.X[test if test.size else train])[0]
     y = data.y[train]
     kernel = make_kernel(job.kernel, X.shape[1])
-    p = kernel.n_hyperparameters
     names = list(rec["hyperparameters"]["names"])
     theta0 = np.asarray(rec["hyperparameters"]["values"], dtype=float)
     bounds = np.vstack([kernel.bounds, [MEAN_BOUNDS]])[: len(names)]
     options = {k: v for k, v in job.options.items() if k not in ("objective",)}
-    if "schedule" in get_engine(method).OPTIONS:  # EP: the same fixed point, found faster
-        options["schedule"] = "parallel"
+    warm = "warm_start" in get_engine(method).OPTIONS and "warm_start" not in options
     out = []
     for name in shown_hyperparameters(names):
         i = names.index(name)
@@ -149,25 +147,18 @@ def _profile(job, rec, method: str, n_points: int, half_width: float) -> list[Pr
         grid = np.unique(np.concatenate([grid, [theta0[i]]]))
         values = np.full(grid.size, np.nan)
         failures = []
-        for j, v in enumerate(grid):
+        c = int(np.flatnonzero(grid == theta0[i])[0])
+        problem = (X, y, method, kernel, job, options)
+        # from the value used outwards, each fit warm-started from its neighbour's state
+        steps = [(c, None)] + [(j, j - 1) for j in range(c + 1, grid.size)]
+        steps += [(j, j + 1) for j in range(c - 1, -1, -1)]
+        states: dict[int, Any] = {}
+        for j, neighbour in steps:
             theta = theta0.copy()
-            theta[i] = v
-            try:
-                with warnings.catch_warnings(record=True) as caught:
-                    warnings.simplefilter("always")
-                    post = fit(
-                        X,
-                        y,
-                        method=method,
-                        kernel=kernel.with_theta(theta[:p]),
-                        likelihood=job.likelihood,
-                        mean=None if job.mean is None else float(theta[p]),
-                        **options,
-                    )
-                values[j] = float(post.log_marginal_likelihood)
-                failures += [f"{name} = {v:.2f}: {w.message}" for w in caught]
-            except (ValueError, FloatingPointError, np.linalg.LinAlgError) as exc:
-                failures.append(f"{name} = {v:.2f}: {exc}")
+            theta[i] = grid[j]
+            start = states.get(neighbour) if warm and neighbour is not None else None
+            values[j], states[j], messages = _fit_at(problem, theta, start)
+            failures += [f"{name} = {grid[j]:.2f}: {m}" for m in messages]
         out.append(
             Profile(
                 dataset=job.dataset.label,
@@ -183,3 +174,28 @@ def _profile(job, rec, method: str, n_points: int, half_width: float) -> list[Pr
             )
         )
     return out
+
+
+def _fit_at(problem: tuple, theta: np.ndarray, warm_start: Any) -> tuple[float, Any, list[str]]:
+    """One profile point: the log evidence at ``theta`` (NaN where the fit fails), the
+    fit's warm start for its neighbour, and its warnings or error."""
+    X, y, method, kernel, job, options = problem
+    p = kernel.n_hyperparameters
+    extra = {} if warm_start is None else {"warm_start": warm_start}
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            post = fit(
+                X,
+                y,
+                method=method,
+                kernel=kernel.with_theta(theta[:p]),
+                likelihood=job.likelihood,
+                mean=None if job.mean is None else float(theta[p]),
+                **options,
+                **extra,
+            )
+    except (ValueError, FloatingPointError, np.linalg.LinAlgError) as exc:
+        return np.nan, None, [str(exc)]
+    state = getattr(post, "warm_start", None)
+    return float(post.log_marginal_likelihood), state, [str(w.message) for w in caught]
