@@ -71,6 +71,17 @@ def test_two_kernel_study_equals_two_one_kernel_studies(tmp_path: Path) -> None:
     # the report groups by kernel: a section per data set and kernel, and the comparison
     text = write_report(out / "both").read_text()
     assert "## Kernels compared" in text
+    # the evidence profiles are drawn per data set and kernel (they were computed under the
+    # plain data-set label and matched no panel)
+    from gpc_compare.report import _load
+    from gpc_compare.report.profiles import evidence_profiles
+
+    config = study.load_study(out / "both" / "study.toml")
+    loaded = _load(out / "both", config)
+    profiles = evidence_profiles(config, loaded.records, loaded.datasets, ["laplace"])
+    assert {p.dataset for p in profiles} == {"breast_cancer / nn",
+                                             "breast_cancer / squared_exponential"}  # fmt: skip
+    assert all(np.isfinite(p.log_evidence).all() for p in profiles)
     assert "### breast_cancer / nn" in text and "### breast_cancer / squared_exponential" in text
     assert "squared_exponential (squared_exponential), nn (neural_network) kernels" in text
     row = next(line for line in text.splitlines() if line.startswith("| breast_cancer | ep |"))

@@ -271,7 +271,9 @@ def infer(
             Kt = kernel.symbolic(X, theta[:p])
             Kt = Kt + JITTER * max(float(np.mean(np.diag(K))), 1.0) * np.eye(n)
             m_t = theta[p] if mean is not None else m
-            f = pm.Deterministic("f", m_t + pt.dot(pt.linalg.cholesky(Kt), v), dims="obs")
+            # (K(theta) is finite by construction: no finiteness scan in every gradient)
+            L_t = pt.linalg.cholesky(Kt, check_finite=False)
+            f = pm.Deterministic("f", m_t + pt.dot(L_t, v), dims="obs")
         elif parameterization == "laplace":
             G, dropped = prior_factor(K)
             a, B = laplace_whitening(laplace.infer(X, y, kernel, likelihood, mean), G)

@@ -17,6 +17,7 @@ whether they wrote it.
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -293,11 +294,12 @@ def plot_evidence(
             ax.set_title(f"{dataset} (split {split}): along {hp}", fontsize=10, pad=12)
             ax.grid(alpha=0.3)
             ax.legend(fontsize=8, loc="lower center")
-    fig.suptitle(
-        "Log evidence per training case along each hyperparameter, the others at the values\n"
-        "used (lines: refitted; markers: the study's fits; dotted: the optimiser's bounds)",
-        fontsize=11,
+    title = (
+        "Log evidence per training case along each hyperparameter, the others at the values "
+        "used (lines: refitted; markers: the study's fits; dotted: the optimiser's bounds)"
     )
+    # about 12 characters per inch at 11 points: wrapped to the figure's width
+    fig.suptitle(textwrap.fill(title, width=int(12 * 5.4 * len(shown))), fontsize=11)
     fig.savefig(path, dpi=110)
     return True
 

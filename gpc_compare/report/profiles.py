@@ -161,7 +161,7 @@ def _profile(job, rec, method: str, n_points: int, half_width: float) -> list[Pr
             failures += [f"{name} = {grid[j]:.2f}: {m}" for m in messages]
         out.append(
             Profile(
-                dataset=job.dataset.label,
+                dataset=rec["dataset"],  # (with a kernel axis, "DATASET / KERNEL")
                 engine=job.engine,
                 name=name,
                 split=job.split,
