@@ -317,37 +317,42 @@ def plot_timings(
         jobs = per_job[per_job.engine == engine]
         if "select_seconds" in jobs and (jobs["select_seconds"].fillna(0) > 0).any():
             series.append((engine, "select_seconds", True))
-    fig = _figure(2.0 + 0.55 * len(datasets) * max(1, len(series)), 4.6)
-    ax = fig.subplots()
+    # rows of data sets, each row about 14 inches of bars at most
+    per_row = max(1, min(len(datasets), int(14 // (0.55 * max(1, len(series))))))
+    rows = [list(datasets[k : k + per_row]) for k in range(0, len(datasets), per_row)]
+    fig = _figure(2.0 + 0.55 * per_row * max(1, len(series)) + 2.5, 0.6 + 3.8 * len(rows))
+    axes = fig.subplots(len(rows), 1, squeeze=False, sharey=True)[:, 0]
     width = 0.8 / max(len(series), 1)
-    x0 = np.arange(len(datasets))
-    for i, (engine, column, hatched) in enumerate(series):
-        colour, _, name = style(engine)
-        med = []
-        shift = (i - (len(series) - 1) / 2) * width
-        for j, dataset in enumerate(datasets):
-            v = per_job[(per_job.dataset == dataset) & (per_job.engine == engine)][column]
-            v = v.dropna()
-            v = v[v > 0]
-            med.append(np.median(v) if len(v) else np.nan)
-            ax.scatter(np.full(len(v), x0[j] + shift), v, color="k", s=8, zorder=3)
-        ax.bar(
-            x0 + shift,
-            med,
-            width,
-            color=colour,
-            alpha=0.45 if hatched else 0.85,
-            hatch="//" if hatched else None,
-            edgecolor=colour,
-            label=f"{name}: {'hyperparameter selection' if hatched else 'one fit'}",
-        )
-    ax.set_yscale("log")
-    ax.set_xticks(x0, datasets)
-    ax.set_ylabel("seconds per split (log scale)")
-    ax.set_title("One fit and, hatched, the hyperparameter search\n(bars: median over splits; "
-                 "dots: each split)", fontsize=10)  # fmt: skip
-    ax.grid(alpha=0.3, axis="y")
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    for ax, row in zip(axes, rows, strict=True):
+        x0 = np.arange(len(row))
+        for i, (engine, column, hatched) in enumerate(series):
+            colour, _, name = style(engine)
+            med = []
+            shift = (i - (len(series) - 1) / 2) * width
+            for j, dataset in enumerate(row):
+                v = per_job[(per_job.dataset == dataset) & (per_job.engine == engine)][column]
+                v = v.dropna()
+                v = v[v > 0]
+                med.append(np.median(v) if len(v) else np.nan)
+                ax.scatter(np.full(len(v), x0[j] + shift), v, color="k", s=8, zorder=3)
+            ax.bar(
+                x0 + shift,
+                med,
+                width,
+                color=colour,
+                alpha=0.45 if hatched else 0.85,
+                hatch="//" if hatched else None,
+                edgecolor=colour,
+                label=f"{name}: {'hyperparameter selection' if hatched else 'one fit'}",
+            )
+        ax.set_yscale("log")
+        ax.set_xticks(x0, row)
+        ax.set_xlim(-0.5, per_row - 0.5)
+        ax.set_ylabel("seconds per split (log scale)")
+        ax.grid(alpha=0.3, axis="y")
+    axes[0].set_title("One fit and, hatched, the hyperparameter search\n(bars: median over "
+                      "splits; dots: each split)", fontsize=10)  # fmt: skip
+    axes[0].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.savefig(path, dpi=110)
 
 
