@@ -149,29 +149,38 @@ def _replicate(y: np.ndarray, p1: np.ndarray, log_p: np.ndarray, base_rate: floa
     """The held-out scores of each row of case indices ``idx`` (n_boot, n)."""
     yb = y[idx].astype(float)
     pb = p1[idx]
-    n = idx.shape[1]
     with np.errstate(invalid="ignore"):
         mlp = np.mean(log_p[idx], axis=1)
-    n1 = int(np.sum(y[idx[0]]))
-    n0 = n - n1
-    if n1 and n0:  # Mann-Whitney: the probability a positive outranks a negative, ties 1/2
-        ranks = stats.rankdata(pb, axis=1)
-        auc = (np.sum(ranks * yb, axis=1) - n1 * (n1 + 1) / 2) / (n1 * n0)
-    else:
-        auc = np.full(idx.shape[0], np.nan)
-    bins = np.searchsorted(np.linspace(0.0, 1.0, SCORE_ECE_BINS + 1)[1:-1], p1)[idx]
-    ece = np.zeros(idx.shape[0])
-    for b in range(SCORE_ECE_BINS):  # (1/n) sum_b |k_b - sum_{i in b} p1_i|
-        inside = bins == b
-        ece += np.abs(np.sum(yb * inside, axis=1) - np.sum(pb * inside, axis=1))
     return {
         "mean_log_predictive": mlp,
         "information_bits": base_rate_entropy_bits(base_rate) + mlp / np.log(2.0),
         "error_rate": np.mean((pb > 0.5) != (yb == 1), axis=1),
         "brier": np.mean((pb - yb) ** 2, axis=1),
-        "auc": auc,
-        "ece": ece / n,
+        "auc": _mann_whitney(pb, yb == 1),
+        "ece": _binned_ece(yb, pb),
     }
+
+
+def _mann_whitney(scores: np.ndarray, positive: np.ndarray) -> np.ndarray:
+    """Each row's AUC: the probability that a positive case outranks a negative one (ties
+    1/2), NaN without both; rows hold as many positives as each other (stratified)."""
+    n = scores.shape[1]
+    n1 = int(np.sum(positive[0]))
+    if n1 == 0 or n1 == n:
+        return np.full(scores.shape[0], np.nan)
+    ranks = stats.rankdata(scores, axis=1)
+    return (np.sum(ranks * positive, axis=1) - n1 * (n1 + 1) / 2) / (n1 * (n - n1))
+
+
+def _binned_ece(outcome: np.ndarray, prob: np.ndarray) -> np.ndarray:
+    """Each row's expected calibration error, (1/n) sum_b |sum_{i in b} (outcome_i - prob_i)|
+    over the equal-width bins of :func:`~gpc_compare.metrics.score` (right-closed)."""
+    bins = np.searchsorted(np.linspace(0.0, 1.0, SCORE_ECE_BINS + 1)[1:-1], prob)
+    ece = np.zeros(prob.shape[0])
+    for b in range(SCORE_ECE_BINS):
+        inside = bins == b
+        ece += np.abs(np.sum(outcome * inside, axis=1) - np.sum(prob * inside, axis=1))
+    return ece / prob.shape[1]
 
 
 def _replicate_multiclass(
@@ -179,33 +188,22 @@ def _replicate_multiclass(
 ) -> dict[str, np.ndarray]:
     """The multi-class held-out scores of each row of case indices ``idx`` (n_boot, n)."""
     yb, Pb = y[idx], P[idx]  # (n_boot, n), (n_boot, n, C)
-    n, C = idx.shape[1], P.shape[1]
+    C = P.shape[1]
     with np.errstate(invalid="ignore"):
         mlp = np.mean(log_p[idx], axis=1)
     onehot = yb[..., None] == np.arange(C)
     brier = np.mean(np.sum((Pb - onehot) ** 2, axis=2), axis=1)
     correct = np.argmax(Pb, axis=2) == yb  # ties to the lowest index, as np.argmax
     confidence = Pb.max(axis=2)
-    aucs = []
-    for c in range(C):  # one-vs-rest Mann-Whitney, ties 1/2; class counts fixed by strata
-        n1 = int(np.sum(y[idx[0]] == c))
-        if n1 == 0 or n1 == n:
-            aucs = [np.full(idx.shape[0], np.nan)]
-            break
-        ranks = stats.rankdata(Pb[..., c], axis=1)
-        aucs.append((np.sum(ranks * onehot[..., c], axis=1) - n1 * (n1 + 1) / 2) / (n1 * (n - n1)))
-    bins = np.searchsorted(np.linspace(0.0, 1.0, SCORE_ECE_BINS + 1)[1:-1], confidence)
-    ece = np.zeros(idx.shape[0])
-    for b in range(SCORE_ECE_BINS):  # (1/n) sum_b |right_b - sum_{i in b} confidence_i|
-        inside = bins == b
-        ece += np.abs(np.sum(correct * inside, axis=1) - np.sum(confidence * inside, axis=1))
+    # one-vs-rest AUC of each class (NaN, as the macro mean, when a class is absent)
+    auc = np.mean([_mann_whitney(Pb[..., c], onehot[..., c]) for c in range(C)], axis=0)
     return {
         "mean_log_predictive": mlp,
         "information_bits": entropy_bits + mlp / np.log(2.0),
         "error_rate": 1.0 - np.mean(correct, axis=1),
         "brier_multiclass": brier,
-        "auc_ovr_macro": np.mean(aucs, axis=0),
-        "ece_top_label": ece / n,
+        "auc_ovr_macro": auc,
+        "ece_top_label": _binned_ece(correct, confidence),
     }
 
 

@@ -139,6 +139,7 @@ class CostModel:
         for job in self.jobs:
             self._first.setdefault(job.engine, job)
         self._running: dict[str, float] = {}  # engine -> longest time a running job has run
+        self._fitted: tuple[dict[str, float], dict[str, float]] | None = None  # (a, b)
 
     @staticmethod
     def _key(job: Job) -> tuple[str, str]:
@@ -148,6 +149,7 @@ class CostModel:
     def observe(self, job: Job, seconds: float) -> None:
         """Record that ``job`` took ``seconds``."""
         self._seconds[self._key(job)].append(float(seconds))
+        self._fitted = None
 
     def estimate(self, job: Job) -> float | None:
         """Estimated seconds of ``job``; None before any job has finished.
@@ -163,7 +165,9 @@ class CostModel:
             return _mean(self._seconds[(engine, data)])
         if not self._seconds:
             return None
-        a, b = self._fit()
+        if self._fitted is None:  # (once per finished job, not once per estimate)
+            self._fitted = self._fit()
+        a, b = dict(self._fitted[0]), dict(self._fitted[1])
         if engine not in a:  # the prior cost, on the scale of the engines seen
             offset = _mean([a[e] - math.log(prior_cost(self._first[e])) for e in a])
             a[engine] = offset + math.log(prior_cost(job))
