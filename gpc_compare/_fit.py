@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validation import check_class_labels, check_count, check_X, check_Xy
+from ._validation import check_class_labels, check_count, check_random_seed, check_X, check_Xy
 from .engines import engines_with, get_engine
 from .hyperparameters import maximize
 from .kernels import Kernel, SquaredExponential
@@ -94,12 +94,8 @@ def fit(
     else:
         X, y = check_Xy(X, y, regression=lik.regression)
     engine = get_engine(method)
-    unknown = sorted(set(options) - set(engine.OPTIONS))
-    if unknown:
-        raise ValueError(
-            f"unknown option(s) {unknown} for method {method!r}; "
-            f"it accepts {sorted(engine.OPTIONS)}"
-        )
+    engine.check_options(options)  # (each engine's own check: unknown names, bad values)
+    random_seed = check_random_seed(random_seed)
     kernel = SquaredExponential() if kernel is None else kernel
     if not isinstance(kernel, Kernel):
         raise ValueError(f"kernel must be a gpc_compare Kernel, got {type(kernel).__name__}")

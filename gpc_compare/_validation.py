@@ -2,24 +2,53 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Collection, Mapping
+from typing import Any
+
 import numpy as np
 
 __all__ = [
+    "OptionCheck",
+    "OptionError",
+    "any_value",
     "check_X",
     "check_Xy",
+    "check_choice",
     "check_class_labels",
     "check_count",
+    "check_flag",
+    "check_fraction",
     "check_kernel_matrix",
     "check_labels",
+    "check_option_values",
     "check_positive",
+    "check_random_seed",
     "check_targets",
+    "choice",
+    "count",
+    "optional",
 ]
+
+
+class OptionError(ValueError):
+    """A bad option value; ``option`` names it (for a message that names the field)."""
+
+    def __init__(self, option: str, message: str) -> None:
+        super().__init__(message)
+        self.option = option
+
+
+#: A check of one option: ``check(value, name)`` returns the value (normalised) or raises a
+#: ValueError whose message starts with ``name``.
+OptionCheck = Callable[[Any, str], Any]
 
 
 def check_X(X: object, *, name: str = "X", n_features: int | None = None) -> np.ndarray:
     """A finite, non-empty 2-D float array, or a ValueError saying what is wrong."""
     if X is None:
         raise ValueError(f"{name} is None; expected a 2-D array of shape (n_samples, n_features)")
+    if np.iscomplexobj(X):  # (numpy would drop the imaginary part with a ComplexWarning)
+        raise ValueError(f"{name} must be real: it has complex values")
     try:
         arr = np.asarray(X, dtype=float)
     except (TypeError, ValueError) as exc:
@@ -111,7 +140,7 @@ def check_targets(y: object, *, name: str = "y") -> np.ndarray:
         )
     if arr.size == 0:
         raise ValueError(f"{name} is empty")
-    if arr.dtype == bool or arr.dtype.kind not in "iuf":
+    if arr.dtype == bool or arr.dtype.kind not in "iuf":  # (complex is "c": refused)
         raise ValueError(
             f"{name} must hold real numbers (regression targets for the Gaussian likelihood), "
             f"got dtype {arr.dtype}"
@@ -221,3 +250,105 @@ def check_kernel_matrix(kernel, X: np.ndarray) -> np.ndarray:
             "hyperparameters are too extreme (standardise X, or bound the variance)"
         )
     return K
+
+
+def check_choice(value: object, name: str, choices: Collection[Any]) -> Any:
+    """``value`` if it is one of ``choices``, or a ValueError naming the option."""
+    if isinstance(value, bool) or not any(value == c and type(value) is type(c) for c in choices):
+        raise ValueError(f"{name} must be one of {list(choices)}, got {value!r}")
+    return value
+
+
+def check_fraction(value: object, name: str, *, closed: bool = True) -> float:
+    """A number in (0, 1] (or (0, 1) with ``closed=False``), or a ValueError naming it."""
+    interval = "(0, 1]" if closed else "(0, 1)"
+    if isinstance(value, bool):
+        raise ValueError(f"{name} must be in {interval}, got {value!r}")
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be in {interval}, got {value!r}") from None
+    if not (0.0 < v < 1.0 or (closed and v == 1.0)):
+        raise ValueError(f"{name} must be in {interval}, got {value!r}")
+    return v
+
+
+def check_flag(value: object, name: str) -> bool:
+    """``True`` or ``False`` (numpy's too), or a ValueError naming the option."""
+    if not isinstance(value, bool | np.bool_):
+        raise ValueError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
+def check_random_seed(value: object, name: str = "random_seed") -> Any:
+    """A seed numpy accepts (None, an integer >= 0, a sequence of them, a SeedSequence or a
+    Generator), or a ValueError naming the argument (not numpy's TypeError)."""
+    if value is None or isinstance(value, np.random.Generator | np.random.SeedSequence):
+        return value
+    if isinstance(value, bool | float | str | bytes):
+        raise ValueError(
+            f"{name} must be None, an integer >= 0 or a numpy Generator, got {value!r}"
+        )
+    try:
+        np.random.default_rng(value)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(
+            f"{name} must be None, an integer >= 0 or a numpy Generator, got {value!r} ({exc})"
+        ) from None
+    return value
+
+
+def any_value(value: object, name: str) -> Any:
+    """No check here (e.g. ``warm_start``, whose shape the engine checks against n)."""
+    return value
+
+
+def count(minimum: int) -> OptionCheck:
+    """The check of a whole-number option >= ``minimum``."""
+    return lambda value, name: check_count(value, name, minimum)
+
+
+def choice(*choices: Any) -> OptionCheck:
+    """The check of an option that takes one of ``choices``."""
+    return lambda value, name: check_choice(value, name, choices)
+
+
+def optional(check: OptionCheck) -> OptionCheck:
+    """``check``, with None allowed (the option's "choose for me")."""
+    return lambda value, name: None if value is None else check(value, name)
+
+
+def check_option_values(
+    options: Mapping[str, Any], checks: Mapping[str, OptionCheck], owner: str
+) -> dict[str, Any]:
+    """``options`` checked one by one (unknown names refused), as a new dict.
+
+    Parameters
+    ----------
+    options : mapping
+        Option name -> value, as a user gave them.
+    checks : mapping
+        Option name -> :data:`OptionCheck`: every option ``owner`` accepts.
+    owner : str
+        Who takes the options, for messages (``"method 'ep'"``).
+
+    Returns
+    -------
+    dict
+        The checked (normalised) values of the options given.
+
+    Raises
+    ------
+    ValueError
+        Naming the first unknown or bad option.
+    """
+    unknown = sorted(set(options) - set(checks))
+    if unknown:
+        raise ValueError(f"unknown option(s) {unknown} for {owner}; it accepts {sorted(checks)}")
+    checked = {}
+    for name, value in options.items():
+        try:
+            checked[name] = checks[name](value, name)
+        except ValueError as exc:
+            raise OptionError(name, str(exc)) from None
+    return checked

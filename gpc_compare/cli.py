@@ -12,9 +12,10 @@ A study's work lives in :mod:`gpc_compare.study` and its report in
 
 Exit codes: 0 on success; 2 for a usage error (argparse's own message) or an invalid
 value, such as a malformed study file (``gpc-compare: error: <message>`` on stderr,
-naming the field); 1 when jobs of a study failed (they are recorded, the rest ran) or
-the output cannot be written; 130 when interrupted (finished jobs are kept: rerun the
-same command to resume).
+naming the field, or another run writing to the same output); 1 when jobs of a study
+failed (they are recorded, the rest ran) or the output cannot be written; 130 when
+interrupted by Ctrl-C and 143 by SIGTERM (``timeout``, batch schedulers): finished jobs
+are kept, rerun the same command to resume.
 """
 
 from __future__ import annotations
@@ -62,7 +63,9 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="STUDY",
         help=(
             "study files, run in order: a TOML study (e.g. studies/quick.toml) or a figure "
-            "study script (studies/NAME.py, whose run(output) writes DIR/NAME); "
+            "study script (studies/NAME.py, whose run(output) writes DIR/NAME: a .py study "
+            "is Python that runs with your permissions, so run only scripts you trust); "
+            "every TOML file is checked before any script runs; "
             "`gpc-compare run studies/*` regenerates every result"
         ),
     )
@@ -91,6 +94,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="keep earlier failures instead of rerunning them",
     )
     run.add_argument("--no-report", dest="report", action="store_false", help="skip the report")
+    run.add_argument(
+        "--wait",
+        action="store_true",
+        help="if another run is writing to the same output, wait for it (default: exit 2)",
+    )
     run.set_defaults(func=_run_command)
 
     report = sub.add_parser(
@@ -138,8 +146,16 @@ def main(argv: Sequence[str | os.PathLike[str]] | None = None) -> int:
         printed to stderr), 1 when the output cannot be written. Usage errors exit with
         code 2 through argparse (``SystemExit``).
     """
+    import signal
+    import threading
+
+    from .study import raise_terminated
+
     parser = build_parser()
     args = parser.parse_args(None if argv is None else [os.fspath(a) for a in argv])
+    previous = None
+    if threading.current_thread() is threading.main_thread():  # SIGTERM as Ctrl-C
+        previous = signal.signal(signal.SIGTERM, raise_terminated)
     try:
         return int(args.func(args))
     except ValueError as exc:
@@ -148,6 +164,9 @@ def main(argv: Sequence[str | os.PathLike[str]] | None = None) -> int:
     except OSError as exc:
         print(f"{PROG}: error: cannot write the output: {exc}", file=sys.stderr)
         return 1
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 def _positive_int(text: str) -> int:
@@ -161,23 +180,23 @@ def _positive_int(text: str) -> int:
 
 
 def _run_command(args: argparse.Namespace) -> int:
-    from .study import load_study, load_study_script
+    from .study import check_study_script, load_study, load_study_script
 
-    # check every file before running any, so a typo in the last does not waste an hour
-    plans = []
+    # check every file before running any, so a typo in the last does not waste an hour:
+    # TOML studies are read; scripts are parsed, not run (a .py study is Python, run with
+    # your permissions, and only once every file has passed)
     for path in args.studies:
         if str(path).endswith(".py"):
-            plans.append(("script", path, load_study_script(path)))
-        else:
-            plans.append(("toml", path, load_study(path)))
+            check_study_script(path)
+    configs = {p: load_study(p) for p in args.studies if not str(p).endswith(".py")}
     codes = []
-    for kind, path, study in plans:
-        if kind == "script":
-            codes.append(_run_script(path, study, args))
+    for path in args.studies:
+        if path in configs:
+            codes.append(_run_toml(path, configs[path], args))
         else:
-            codes.append(_run_toml(path, study, args))
-        if codes[-1] == 130:
-            return 130
+            codes.append(_run_script(path, load_study_script(path), args))
+        if codes[-1] in (130, 143):
+            return codes[-1]
     return max(codes)
 
 
@@ -188,9 +207,9 @@ def _run_script(path: str, module, args: argparse.Namespace) -> int:
     start = time.perf_counter()
     try:
         module.run(target)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         print(f"\n{PROG}: interrupted", file=sys.stderr)
-        return 130
+        return _interrupted_code(exc)
     print(f"  done in {time.perf_counter() - start:.1f} s; see {target / 'README.md'}")
     return 0
 
@@ -218,20 +237,23 @@ def _run_toml(path: str, config, args: argparse.Namespace) -> int:
             scheduler=args.scheduler,
             retry_failed=args.retry_failed,
             progress=sys.stderr,
+            wait=args.wait,
         )
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         print(
             f"\n{PROG}: interrupted; finished jobs are saved under {args.output}/{config.name}: "
             "rerun the same command to resume",
             file=sys.stderr,
         )
-        return 130
+        return _interrupted_code(exc)
     print(
         f"  jobs: {summary.total} ({summary.skipped} done earlier, {summary.done} run now, "
         f"{summary.failed} failed) in {summary.seconds:.1f} s",
         file=out,
     )
     print(f"  wrote {summary.result_dir / 'results.csv'} ({len(summary.table)} rows)", file=out)
+    for note in summary.set_aside:
+        print(f"  damaged record {note}", file=out)
     for failure in summary.failures:
         print(f"  FAILED {failure}", file=out)
     for failure in summary.failed_earlier:
@@ -250,6 +272,13 @@ def _run_toml(path: str, config, args: argparse.Namespace) -> int:
         )
         return 1
     return 0
+
+
+def _interrupted_code(exc: KeyboardInterrupt) -> int:
+    """130 for Ctrl-C, 143 for SIGTERM (128 + the signal's number, as a shell reports)."""
+    from .study import Terminated
+
+    return 143 if isinstance(exc, Terminated) else 130
 
 
 def _add_compare(sub) -> None:
@@ -284,7 +313,7 @@ def _add_compare(sub) -> None:
     cmp.add_argument("--workers", type=_positive_int, default=None)
     cmp.add_argument("--scheduler", default=None, metavar="ADDRESS")
     cmp.add_argument("--no-report", dest="report", action="store_false", help="skip the report")
-    cmp.set_defaults(func=_compare_command, retry_failed=True)
+    cmp.set_defaults(func=_compare_command, retry_failed=True, wait=False)
 
 
 def _compare_command(args: argparse.Namespace) -> int:
@@ -325,9 +354,16 @@ def _prepare(prepare_file_study, args: argparse.Namespace, features):
 
 def _report_command(args: argparse.Namespace) -> int:
     from .report import write_report
+    from .study import read_records
 
     path = write_report(args.results)
     print(f"wrote {path} and {path.parent / 'figures'}/")
+    damaged = read_records(args.results)[1]
+    for bad in damaged:
+        print(f"{PROG}: could not read {bad}", file=sys.stderr)
+    if damaged:
+        print(f"{PROG}: {len(damaged)} job record(s) left out of the report (listed at its "
+              "end): rerun the study to recompute them", file=sys.stderr)  # fmt: skip
     return 0
 
 

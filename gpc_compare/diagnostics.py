@@ -33,6 +33,12 @@ class Diagnostics:
         R-hat <= ``rhat_max``, bulk ESS >= ``ess_min`` and no divergences.
     message : str
         What failed, or that all passed.
+    sampler : str
+        The NUTS implementation that drew the samples ("nutpie" or "pymc"; empty when not
+        recorded).
+    fallback : str
+        Why the requested sampler was replaced (nutpie failed to start and PyMC's sampler
+        ran instead), or empty.
     """
 
     r_hat_max: float
@@ -41,6 +47,8 @@ class Diagnostics:
     divergences: int
     passed: bool
     message: str
+    sampler: str = ""
+    fallback: str = ""
 
 
 def check_complete(idata, draws: int, chains: int) -> None:

@@ -8,6 +8,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._fit import fit as _fit
+from ._validation import check_random_seed
 from .engines import capabilities
 from .kernels import Kernel, SquaredExponential
 from .likelihoods import Likelihood, get_likelihood
@@ -98,6 +99,7 @@ class GPClassifier(ClassifierMixin, BaseEstimator):
                 f"({self.classes_.tolist()[:10]})"
                 + ("; for more than two use likelihood='softmax'" if self.classes_.size > 2 else "")
             )
+        check_random_seed(self.random_state, "random_state")
         if self.optimizer not in ("fmin_l_bfgs_b", None):
             raise ValueError(f"optimizer must be 'fmin_l_bfgs_b' or None, got {self.optimizer!r}")
         t = y if softmax else np.where(y == self.classes_[1], 1.0, -1.0)

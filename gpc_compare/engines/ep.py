@@ -26,6 +26,7 @@ hyperparameters, computed through the EP fixed point by the implicit function th
 from __future__ import annotations
 
 import warnings
+from collections.abc import Mapping
 from functools import cached_property
 from typing import Any, NamedTuple
 
@@ -34,7 +35,17 @@ import scipy.linalg
 from scipy.linalg import blas
 from threadpoolctl import threadpool_limits
 
-from .._validation import check_count, check_kernel_matrix, check_positive
+from .._validation import (
+    any_value,
+    check_fraction,
+    check_kernel_matrix,
+    check_option_values,
+    check_positive,
+    check_random_seed,
+    choice,
+    count,
+    optional,
+)
 from ..kernels import Kernel
 from ..likelihoods import Likelihood, Probit
 from ..numerics import cho_solve, chol_B, inverse_from_triangular_inverse, probit_ratio, solve_lower
@@ -42,7 +53,7 @@ from ..posterior import Convergence, GaussianPosterior
 from ._ep_jacobian import _probit_site_jacobian
 from ._sites import anderson, marginal_variances_and_inverse
 
-__all__ = ["EPPosterior", "infer"]
+__all__ = ["EPPosterior", "check_options", "infer"]
 
 #: How this engine is named in messages.
 LABEL = "EP"
@@ -282,6 +293,27 @@ class EPPosterior(GaussianPosterior):
         return lam[:n], lam[n:]
 
 
+def check_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    """``options`` of :func:`infer` checked before any fit (a ValueError naming the first
+    unknown or bad one): what ``gc.fit`` and a study's ``[engines.ep]`` table are
+    checked with. ``warm_start`` is checked by :func:`infer`, which knows n."""
+    checks = {
+        "schedule": choice(*_SCHEDULES),
+        "damping": optional(check_fraction),
+        "tol": check_positive,
+        "site_tol": check_positive,
+        "min_sweeps": count(1),
+        "max_sweeps": count(1),
+        "warm_start": any_value,
+        "random_seed": check_random_seed,
+    }
+    checked = check_option_values(options, checks, "method 'ep'")
+    low, high = (checked.get(k, OPTIONS[k]) for k in ("min_sweeps", "max_sweeps"))
+    if low > high:
+        raise ValueError(f"min_sweeps ({low}) exceeds max_sweeps ({high})")
+    return checked
+
+
 def infer(
     X: np.ndarray,
     y: np.ndarray,
@@ -335,23 +367,15 @@ def infer(
         Seeds the sequential schedule's random order; None uses seed 0, so repeated fits
         agree exactly rather than to within the tolerances.
     """
-    if schedule not in _SCHEDULES:
-        raise ValueError(f"schedule must be one of {_SCHEDULES}, got {schedule!r}")
-    tol, site_tol = check_positive(tol, "tol"), check_positive(site_tol, "site_tol")
-    min_sweeps = check_count(min_sweeps, "min_sweeps")
-    max_sweeps = check_count(max_sweeps, "max_sweeps")
-    if min_sweeps > max_sweeps:
-        raise ValueError(f"min_sweeps ({min_sweeps}) exceeds max_sweeps ({max_sweeps})")
-    if damping is not None:
-        try:
-            damping = float(damping)
-        except (TypeError, ValueError):
-            raise ValueError(f"damping must be in (0, 1], got {damping!r}") from None
+    checked = check_options(
+        {"schedule": schedule, "damping": damping, "tol": tol, "site_tol": site_tol,
+         "min_sweeps": min_sweeps, "max_sweeps": max_sweeps, "random_seed": random_seed}
+    )  # fmt: skip
+    tol, site_tol, damping = checked["tol"], checked["site_tol"], checked["damping"]
+    min_sweeps, max_sweeps = checked["min_sweeps"], checked["max_sweeps"]
     adaptive = damping is None and schedule in ("parallel", "auto")
     if damping is None:
         damping = 1.0
-    if not 0.0 < damping <= 1.0:
-        raise ValueError(f"damping must be in (0, 1], got {damping}")
     n = X.shape[0]
     m = 0.0 if mean is None else float(mean)
     K = check_kernel_matrix(kernel, X)

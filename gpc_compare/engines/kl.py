@@ -35,22 +35,36 @@ precisions and linear coefficients, ``sW = W^1/2``, ``alpha = K^-1 (mu - m)``.
 from __future__ import annotations
 
 import warnings
-from typing import NamedTuple
+from collections.abc import Mapping
+from typing import Any, NamedTuple
 
 import numpy as np
 
-from .._validation import check_count, check_kernel_matrix, check_positive
+from .._validation import (
+    any_value,
+    check_kernel_matrix,
+    check_option_values,
+    check_positive,
+    count,
+)
 from ..kernels import Kernel
 from ..likelihoods import Likelihood
 from ..posterior import Convergence
 from ._sites import GaussianSites, SitePosterior, anderson, gaussian_sites
 
-__all__ = ["KLPosterior", "infer"]
+__all__ = ["KLPosterior", "check_options", "infer"]
 
 #: How this engine is named in messages.
 LABEL = "KL"
 #: Options ``gc.fit(method="kl", ...)`` accepts, with their defaults.
 OPTIONS = {"tol": 1e-10, "site_tol": 1e-6, "max_iter": 1000, "warm_start": None}
+#: How each option is checked (:func:`check_options`).
+OPTION_CHECKS = {
+    "tol": check_positive,
+    "site_tol": check_positive,
+    "max_iter": count(1),
+    "warm_start": any_value,
+}
 #: What this engine can do (see :data:`gpc_compare.engines.CAPABILITY_NAMES`).
 CAPABILITIES = frozenset({"evidence", "evidence_gradient", "bound"})
 #: The likelihoods it takes (by name).
@@ -110,6 +124,13 @@ class KLPosterior(SitePosterior):
         return self.W.copy(), self.b.copy()
 
 
+def check_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    """``options`` of :func:`infer` checked before any fit (a ValueError naming the first
+    unknown or bad one): what ``gc.fit`` and a study's ``[engines.kl]`` table are
+    checked with. ``warm_start`` is checked by :func:`infer`, which knows n."""
+    return check_option_values(options, OPTION_CHECKS, "method 'kl'")
+
+
 def infer(
     X: np.ndarray,
     y: np.ndarray,
@@ -146,8 +167,8 @@ def infer(
     -------
     KLPosterior
     """
-    tol, site_tol = check_positive(tol, "tol"), check_positive(site_tol, "site_tol")
-    max_iter = check_count(max_iter, "max_iter")
+    checked = check_options({"tol": tol, "site_tol": site_tol, "max_iter": max_iter})
+    tol, site_tol, max_iter = checked["tol"], checked["site_tol"], checked["max_iter"]
     n = X.shape[0]
     m = 0.0 if mean is None else float(mean)
     K = check_kernel_matrix(kernel, X)

@@ -21,11 +21,19 @@ the plus sign used below.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 
-from .._validation import check_count, check_kernel_matrix, check_positive
+from .._validation import (
+    any_value,
+    check_kernel_matrix,
+    check_option_values,
+    check_positive,
+    count,
+)
 from ..kernels import Kernel
 from ..likelihoods import Likelihood, Softmax
 from ..numerics import cho_solve, chol_B
@@ -33,12 +41,14 @@ from ..posterior import Convergence, GaussianPosterior
 from . import _newton
 from .laplace_softmax import SoftmaxLaplacePosterior, infer_softmax
 
-__all__ = ["LaplacePosterior", "SoftmaxLaplacePosterior", "infer"]
+__all__ = ["LaplacePosterior", "SoftmaxLaplacePosterior", "check_options", "infer"]
 
 #: How this engine is named in messages.
 LABEL = "Laplace"
 #: Options ``gc.fit(method="laplace", ...)`` accepts, with their defaults.
 OPTIONS = {"tol": 1e-10, "max_iter": 100, "warm_start": None}
+#: How each option is checked (:func:`check_options`).
+OPTION_CHECKS = {"tol": check_positive, "max_iter": count(1), "warm_start": any_value}
 #: What this engine can do (see :data:`gpc_compare.engines.CAPABILITY_NAMES`).
 CAPABILITIES = frozenset({"evidence", "evidence_gradient", "multiclass"})
 #: The likelihoods it takes (by name).
@@ -108,6 +118,13 @@ def _objective(alpha: np.ndarray, f: np.ndarray, m: float, lp: np.ndarray) -> fl
     return 0.5 * float(alpha @ (f - m)) - float(lp.sum())
 
 
+def check_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    """``options`` of :func:`infer` checked before any fit (a ValueError naming the first
+    unknown or bad one): what ``gc.fit`` and a study's ``[engines.laplace]`` table are
+    checked with. ``warm_start`` is checked by :func:`infer`, which knows n."""
+    return check_option_values(options, OPTION_CHECKS, "method 'laplace'")
+
+
 def infer(
     X: np.ndarray,
     y: np.ndarray,
@@ -154,7 +171,8 @@ def infer(
         )
     n = X.shape[0]
     m = 0.0 if mean is None else float(mean)
-    tol, max_iter = check_positive(tol, "tol"), check_count(max_iter, "max_iter")
+    checked = check_options({"tol": tol, "max_iter": max_iter})
+    tol, max_iter = checked["tol"], checked["max_iter"]
     K = check_kernel_matrix(kernel, X)
     lik = likelihood
 

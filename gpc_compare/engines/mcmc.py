@@ -4,11 +4,12 @@ At fixed hyperparameters the model is written non-centred, f = m + L v with v ~ 
 and L = chol(K) computed once outside the graph, or by default (``parameterization``) in
 the eigenbasis of K above the jitter level, whitened by the Laplace approximation
 (:mod:`._whitening`): fewer dimensions, cheaper gradients and shorter NUTS trajectories;
-the likelihood is log Phi(y f) through PyMC's stable log normal CDF (probit), a
-Bernoulli with ``logit_p = f`` (logistic), or a Normal with mean f and the noise
-variance (Gaussian: GP regression, sampled for checking against its closed form). NUTS
-runs on nutpie's compiled backend when nutpie is installed, otherwise on PyMC's own
-sampler (``nuts_sampler`` chooses).
+the likelihood is log Phi(y f) through PyMC's stable log normal CDF (probit),
+-softplus(-y f) (logistic), or a Normal with mean f and the noise variance (Gaussian: GP
+regression, sampled for checking against its closed form). NUTS runs on nutpie's
+compiled backend when nutpie is installed, otherwise on PyMC's own sampler
+(``nuts_sampler`` chooses); where nutpie cannot start, PyMC's sampler runs instead and
+the diagnostics say so (``fallback``).
 
 The draws are returned as a :class:`~gpc_compare.posterior.SamplePosterior`, which
 predicts by conditioning every draw on the GP; their convergence is judged by
@@ -26,12 +27,24 @@ full Bayes and the AIS evidence are binary only.
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import xarray as xr
 
-from .._validation import check_kernel_matrix
+from .._validation import (
+    check_flag,
+    check_fraction,
+    check_kernel_matrix,
+    check_option_values,
+    check_random_seed,
+    choice,
+    count,
+    optional,
+)
 from ..diagnostics import Diagnostics, check_complete, diagnose
 from ..evidence import ais
 from ..kernels import Kernel
@@ -42,7 +55,7 @@ from . import ep, laplace
 from ._whitening import laplace_whitening, prior_factor, softmax_laplace_whitening
 from .laplace_softmax import check_codes, infer_softmax
 
-__all__ = ["Diagnostics", "SamplePosterior", "SoftmaxSamplePosterior", "infer"]
+__all__ = ["Diagnostics", "SamplePosterior", "SoftmaxSamplePosterior", "check_options", "infer"]
 #: How this engine is named in messages.
 LABEL = "MCMC"
 #: Options ``gc.fit(method="mcmc", ...)`` accepts, with their defaults (PyMC's names).
@@ -103,18 +116,32 @@ def _sample(
     """Run NUTS on ``model``: the complete InferenceData (with ``observed_data`` and, for
     the whitened parameterisation, the prior variance ``dropped``) and its diagnostics,
     warning (at ``stacklevel`` above the caller) when they do not pass."""
-    with model, warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        idata = pm.sample(
-            draws=int(draws),
-            tune=int(tune),
-            chains=int(chains),
-            random_seed=random_seed,
-            target_accept=target_accept,
-            nuts_sampler=nuts_sampler,
-            progressbar=progressbar,
-            compute_convergence_checks=False,
-        )
+
+    def sample(sampler: str):
+        with model, warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return pm.sample(
+                draws=int(draws), tune=int(tune), chains=int(chains), random_seed=random_seed,
+                target_accept=target_accept, nuts_sampler=sampler, progressbar=progressbar,
+                compute_convergence_checks=False,
+            )  # fmt: skip
+
+    fallback = ""
+    try:
+        idata = sample(nuts_sampler)
+    except RuntimeError as exc:  # nutpie's failures (e.g. "All initialization points failed")
+        if nuts_sampler != "nutpie":
+            raise
+        reason = " ".join(str(exc).split("Stack backtrace")[0].split())  # (not Rust's frames)
+        fallback = f"nutpie failed ({reason}); sampled with PyMC's NUTS instead"
+        warnings.warn(fallback, RuntimeWarning, stacklevel=stacklevel + 1)
+        try:
+            idata = sample("pymc")
+        except Exception as again:  # noqa: BLE001 - both failed: say so, plainly
+            raise RuntimeError(
+                f"MCMC could not start: nutpie failed ({reason}), and so did PyMC's "
+                f"sampler ({type(again).__name__}: {' '.join(str(again).split())[:300]})"
+            ) from None
     if dropped is not None:
         idata.attrs["dropped_prior_variance"] = dropped
     if "observed_data" not in idata.groups():
@@ -124,11 +151,78 @@ def _sample(
         )
     check_complete(idata, draws, chains)
     diagnostics = diagnose(idata, rhat_max, ess_min, var_names)
+    diagnostics = dataclasses.replace(
+        diagnostics, sampler="pymc" if fallback else nuts_sampler, fallback=fallback
+    )
     if not diagnostics.passed:
         warnings.warn(
             f"MCMC diagnostics {diagnostics.message}", RuntimeWarning, stacklevel=stacklevel + 1
         )
     return idata, diagnostics
+
+
+def _check_priors(value: Any, name: str) -> dict[str, tuple[float, float]]:
+    """``{hyperparameter: (mu, sigma)}`` with finite mu and sigma > 0 (the names are
+    checked against the kernel's by :func:`infer`)."""
+    if not isinstance(value, Mapping):
+        raise ValueError(f"{name} must map hyperparameter names to (mu, sigma), got {value!r}")
+    out = {}
+    for key, pair in value.items():
+        try:
+            mu, sd = (float(v) for v in pair)
+        except (TypeError, ValueError):
+            raise ValueError(f"{name} must give a pair (mu, sigma) for {key!r}") from None
+        if not (np.isfinite(mu) and np.isfinite(sd) and sd > 0):
+            raise ValueError(f"{name} must give a finite mu and sigma > 0 for {key!r}")
+        out[str(key)] = (mu, sd)
+    return out
+
+
+def _at_least(minimum: float, why: str):
+    """The check of a threshold >= ``minimum`` (infinity allowed: no threshold)."""
+
+    def check(value: Any, name: str) -> float:
+        if isinstance(value, bool) or not isinstance(value, int | float | np.number):
+            raise ValueError(f"{name} must be a number >= {minimum} ({why}), got {value!r}")
+        if not float(value) >= minimum:  # (NaN fails)
+            raise ValueError(f"{name} must be a number >= {minimum} ({why}), got {value!r}")
+        return float(value)
+
+    return check
+
+
+#: How each option is checked (:func:`check_options`).
+OPTION_CHECKS = {
+    "draws": count(1),
+    "tune": count(0),
+    "chains": count(1),
+    "random_seed": check_random_seed,
+    "target_accept": optional(lambda v, name: check_fraction(v, name, closed=False)),
+    "nuts_sampler": optional(choice("nutpie", "pymc")),
+    "parameterization": choice("laplace", "prior"),
+    "full_bayes": check_flag,
+    "priors": optional(_check_priors),
+    "evidence": check_flag,
+    "ais_start": choice("ep", "prior"),
+    "ais_temperatures": optional(count(1)),
+    "ais_runs": count(2),
+    "rhat_max": _at_least(1.0, "R-hat is 1 at convergence"),
+    "ess_min": _at_least(0.0, "an effective sample size"),
+    "progressbar": check_flag,
+}
+
+
+def check_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    """``options`` of :func:`infer` checked before any sampling (a ValueError naming the
+    first unknown or bad one): what ``gc.fit`` and a study's ``[engines.mcmc]`` table are
+    checked with. ``priors``' names are checked by :func:`infer`, which knows the kernel."""
+    checked = check_option_values(options, OPTION_CHECKS, "method 'mcmc'")
+    if checked.get("full_bayes") and checked.get("evidence"):
+        raise ValueError(
+            "evidence=True estimates p(y | X, theta) at fixed hyperparameters; "
+            "it does not combine with full_bayes=True"
+        )
+    return checked
 
 
 def infer(
@@ -209,12 +303,14 @@ def infer(
             "the MCMC engine supports the probit, logistic, softmax and Gaussian likelihoods, "
             f"not {likelihood!r}"
         )
+    checked = check_options(
+        {"draws": draws, "tune": tune, "chains": chains, "random_seed": random_seed,
+         "target_accept": target_accept, "nuts_sampler": nuts_sampler,
+         "parameterization": parameterization, "full_bayes": full_bayes, "evidence": evidence,
+         "ais_start": ais_start, "rhat_max": rhat_max, "ess_min": ess_min}
+    )  # fmt: skip
+    draws, tune, chains = checked["draws"], checked["tune"], checked["chains"]
     sampler = nuts_sampler or _default_sampler()
-    if sampler not in ("nutpie", "pymc"):
-        raise ValueError(f"nuts_sampler must be 'nutpie' or 'pymc', got {nuts_sampler!r}")
-    for name, value in (("draws", draws), ("tune", tune), ("chains", chains)):
-        if int(value) != value or value < (1 if name != "tune" else 0):
-            raise ValueError(f"{name} must be a positive integer, got {value!r}")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)
         import pymc as pm
@@ -223,8 +319,6 @@ def infer(
 
     if target_accept is None:
         target_accept = 0.95 if full_bayes else 0.8
-    if parameterization not in ("laplace", "prior"):
-        raise ValueError(f"parameterization must be 'laplace' or 'prior', got {parameterization!r}")
     if isinstance(likelihood, Softmax):
         if full_bayes or evidence:
             raise ValueError(
@@ -248,13 +342,6 @@ def infer(
             rhat_max=rhat_max,
             ess_min=ess_min,
             progressbar=progressbar,
-        )
-    if ais_start not in ("ep", "prior"):
-        raise ValueError(f"ais_start must be 'ep' or 'prior', got {ais_start!r}")
-    if full_bayes and evidence:
-        raise ValueError(
-            "evidence=True estimates p(y | X, theta) at fixed hyperparameters; "
-            "it does not combine with full_bayes=True"
         )
     n = X.shape[0]
     m = 0.0 if mean is None else float(mean)
@@ -290,8 +377,9 @@ def infer(
             pm.Potential("log_likelihood", normal_lcdf(0.0, 1.0, y * f).sum())
         elif isinstance(likelihood, Gaussian):
             pm.Normal("y", mu=f, sigma=np.sqrt(likelihood.variance), observed=y, dims="obs")
-        else:
-            pm.Bernoulli("y", logit_p=f, observed=(y > 0).astype(int), dims="obs")
+        else:  # log sigma(y f) = -log(1 + exp(-y f)) (R&W eq. 3.4): softplus's gradient is
+            # finite for any f, where PyMC's Bernoulli(logit_p)'s is NaN at |f| ~ 1e4
+            pm.Potential("log_likelihood", -pt.softplus(-y * f).sum())
     idata, diagnostics = _sample(
         pm, model, y, draws=draws, tune=tune, chains=chains, random_seed=random_seed,
         target_accept=target_accept, nuts_sampler=sampler, progressbar=progressbar,

@@ -35,22 +35,37 @@ method for it.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
-from .._validation import check_count, check_kernel_matrix, check_positive
+from .._validation import (
+    any_value,
+    check_kernel_matrix,
+    check_option_values,
+    check_positive,
+    count,
+)
 from ..kernels import Kernel
 from ..likelihoods import Likelihood, Logistic
 from ..numerics import log_sigmoid
 from ..posterior import Convergence
 from ._sites import GaussianSites, SitePosterior, anderson, gaussian_sites, site_mean_cg
 
-__all__ = ["VBPosterior", "infer", "jaakkola_lambda"]
+__all__ = ["VBPosterior", "check_options", "infer", "jaakkola_lambda"]
 
 #: How this engine is named in messages.
 LABEL = "VB"
 #: Options ``gc.fit(method="vb", ...)`` accepts, with their defaults.
 OPTIONS = {"tol": 1e-10, "xi_tol": 1e-6, "max_iter": 1000, "warm_start": None}
+#: How each option is checked (:func:`check_options`).
+OPTION_CHECKS = {
+    "tol": check_positive,
+    "xi_tol": check_positive,
+    "max_iter": count(1),
+    "warm_start": any_value,
+}
 #: What this engine can do (see :data:`gpc_compare.engines.CAPABILITY_NAMES`).
 CAPABILITIES = frozenset({"evidence", "evidence_gradient", "bound"})
 #: The likelihoods it takes (by name).
@@ -133,6 +148,13 @@ class VBPosterior(SitePosterior):
         return self.xi.copy()
 
 
+def check_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    """``options`` of :func:`infer` checked before any fit (a ValueError naming the first
+    unknown or bad one): what ``gc.fit`` and a study's ``[engines.vb]`` table are
+    checked with. ``warm_start`` is checked by :func:`infer`, which knows n."""
+    return check_option_values(options, OPTION_CHECKS, "method 'vb'")
+
+
 def infer(
     X: np.ndarray,
     y: np.ndarray,
@@ -177,8 +199,8 @@ def infer(
             "Jaakkola-Jordan quadratic bound exists for log sigma(z), and the probit has "
             "no such bound; use method='kl' (the Gaussian variational bound) for it"
         )
-    tol, xi_tol = check_positive(tol, "tol"), check_positive(xi_tol, "xi_tol")
-    max_iter = check_count(max_iter, "max_iter")
+    checked = check_options({"tol": tol, "xi_tol": xi_tol, "max_iter": max_iter})
+    tol, xi_tol, max_iter = checked["tol"], checked["xi_tol"], checked["max_iter"]
     n = X.shape[0]
     m = 0.0 if mean is None else float(mean)
     K = check_kernel_matrix(kernel, X)

@@ -19,7 +19,7 @@ from typing import Any
 import pandas as pd
 
 from ..metrics import summarize
-from ..study import StudyConfig, assemble, load_records, load_study
+from ..study import StudyConfig, assemble, load_study, read_records
 from .cases import case_intervals
 from .figures import (
     plot_evidence,
@@ -58,6 +58,7 @@ class _Loaded:
     plain_datasets: list[str]
     summary: pd.DataFrame
     paired: dict
+    unreadable: list[str]  # damaged job records, by file name and reason
 
 
 def _load(result_dir: Path, config: StudyConfig) -> _Loaded:
@@ -67,9 +68,8 @@ def _load(result_dir: Path, config: StudyConfig) -> _Loaded:
         raise ValueError(f"{result_dir}: no job has finished yet; nothing to report")
     jobs = pd.read_csv(result_dir / "jobs.csv")
     current = set(jobs["job_id"])
-    records = [
-        r for r in load_records(result_dir).values() if r["id"] in current and r["status"] == "ok"
-    ]
+    usable, damaged = read_records(result_dir)
+    records = [r for r in usable.values() if r["id"] in current and r["status"] == "ok"]
     plain = [d.label for d in config.datasets]
     plain_table, datasets = table, plain
     if config.kernels:  # a kernel axis: every section and figure per data set and kernel
@@ -85,7 +85,8 @@ def _load(result_dir: Path, config: StudyConfig) -> _Loaded:
             summary = summary.reset_index(drop=True)
     if config.kernels:  # (the bootstrap's rows have the kernel in the data set label only)
         summary["kernel"] = summary["dataset"].str.rsplit(" / ", n=1).str[1]
-    return _Loaded(table, jobs, records, datasets, plain_table, plain, summary, paired)
+    unreadable = [str(d) for d in damaged]
+    return _Loaded(table, jobs, records, datasets, plain_table, plain, summary, paired, unreadable)
 
 
 def study_summary(result_dir: str | os.PathLike[str]) -> pd.DataFrame:
@@ -123,7 +124,8 @@ def write_report(result_dir: str | os.PathLike[str]) -> Path:
     Returns
     -------
     Path
-        The path of ``report.md``.
+        The path of ``report.md``. Job records that cannot be read (damaged) are listed
+        at its end, and the rest are reported.
 
     Raises
     ------
@@ -185,6 +187,12 @@ def write_report(result_dir: str | os.PathLike[str]) -> Path:
                                            list(config.kernels), engines))  # fmt: skip
         at = text.find("\n## ", text.find("## Findings") + 1)
         text = text + "\n" + section if at < 0 else text[: at + 1] + section + text[at:]
+    if study.unreadable:  # said, not hidden: their jobs show as "not run" in the table
+        text += (
+            "\n## Records that could not be read\n\n"
+            + "".join(f"- `{line}`\n" for line in study.unreadable)
+            + f"\nRerun `{run_command(result_dir, config.name)}` to recompute their jobs.\n"
+        )
     path = result_dir / "report.md"
     path.write_text(text)
     return path

@@ -251,6 +251,10 @@ def report_markdown(
             ],
             rows,
         ) + [""]
+        for r in diag:  # where nutpie could not start and PyMC's sampler ran instead
+            if r["diagnostics"].get("fallback"):
+                lines.append(f"- {r['dataset']} split {r['split']}: {r['diagnostics']['fallback']}")
+        lines += [""] if lines[-1] != "" else []
 
     lines += _timings(table, datasets, engines + estimators)
 

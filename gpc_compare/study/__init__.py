@@ -43,15 +43,18 @@ hyperparameters as the reference on that split.
 The modules, in the order they import one another: ``problem`` (a job's data, split
 and kernel), ``kernels_config`` (a study's kernel or kernel axis), ``config`` (study
 files), ``jobs`` (expansion), ``records`` (job records on disk), ``worker`` (one job),
-``executors`` (where jobs run), ``table`` (the tidy table), ``runner``
-(:func:`run_study`), ``scripts`` (figure-study scripts and the study list).
+``executors`` (where jobs run), ``lock`` (one run per output directory), ``table`` (the
+tidy table), ``runner`` (:func:`run_study`), ``scripts`` (figure-study scripts and the
+study list).
 """
 
 from .config import DatasetSpec, StudyConfig, StudyError, load_study
+from .executors import Terminated, raise_terminated
 from .jobs import Job, expand
-from .records import load_records
+from .lock import OutputBusy
+from .records import load_records, read_records
 from .runner import RunSummary, run_study
-from .scripts import list_studies, load_study_script
+from .scripts import check_study_script, list_studies, load_study_script
 from .table import TABLE_COLUMNS, TIMING_COLUMNS, assemble
 from .worker import run_job
 
@@ -60,15 +63,20 @@ __all__ = [
     "TIMING_COLUMNS",
     "DatasetSpec",
     "Job",
+    "OutputBusy",
     "RunSummary",
     "StudyConfig",
     "StudyError",
+    "Terminated",
     "assemble",
+    "check_study_script",
     "expand",
     "list_studies",
     "load_records",
     "load_study",
     "load_study_script",
+    "raise_terminated",
+    "read_records",
     "run_job",
     "run_study",
 ]

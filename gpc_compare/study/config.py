@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from .. import datasets as gc_datasets
+from .._validation import OptionError
 from ..engines import ENGINES, capabilities, engines_with, get_engine
 from .datafiles import FILE_HINT, check_label, data_dir, file_dataset
 from .kernels_config import parse_kernels
@@ -152,11 +153,18 @@ def load_study(path: str | os.PathLike[str]) -> StudyConfig:
         syntax error, an unknown field, data set, engine, option or kernel, a bad value.
     """
     p = str(path)
+    what = "a study file is a TOML text file (e.g. studies/quick.toml) or a .py study script"
+    if Path(path).is_dir():
+        raise StudyError(f"{p}: is a directory, not a study file: {what}")
     try:
         with open(path, "rb") as fh:
-            raw = tomllib.load(fh)
+            raw = tomllib.loads(fh.read().decode("utf-8"))
     except FileNotFoundError:
         raise StudyError(f"{p}: no such study file") from None
+    except UnicodeDecodeError:
+        raise StudyError(f"{p}: not a text file (not UTF-8): {what}") from None
+    except OSError as exc:
+        raise StudyError(f"{p}: cannot be read ({exc.strerror or exc}): {what}") from None
     except tomllib.TOMLDecodeError as exc:
         raise StudyError(f"{p}: not valid TOML: {exc}") from None
     top = {
@@ -182,8 +190,8 @@ def load_study(path: str | os.PathLike[str]) -> StudyConfig:
     if likelihood not in LIKELIHOODS:
         raise _fail(p, "likelihood", f"must be one of {LIKELIHOODS}, got {likelihood!r}")
     mean = raw.get("mean")
-    if mean is not None and (isinstance(mean, bool) or not isinstance(mean, int | float)):
-        raise _fail(p, "mean", f"must be a number, got {mean!r}")
+    if mean is not None and not _is_number(mean):
+        raise _fail(p, "mean", f"must be a finite number, got {mean!r}")
 
     splits = _parse_splits(raw.get("splits", {}), p)
     datasets, dims = _parse_datasets(raw.get("datasets"), splits, seed, p, likelihood, raw)
@@ -330,16 +338,24 @@ def _parse_engines(value: Any, p: str) -> tuple[dict[str, dict[str, Any]], dict[
                 f"unknown engine {method!r}; known: {sorted(ENGINES)} (a table named "
                 "otherwise needs method = ENGINE)",
             )
-        defaults = get_engine(method).OPTIONS
-        _check_keys(options, set(defaults) | {"objective", "hyperparameters"}, p, where)
+        if "warm_start" in options:
+            raise _fail(
+                p, f"{where}.warm_start", "is a starting point for one fit (n values from an "
+                "earlier posterior): it has no meaning across a study's folds"
+            )  # fmt: skip
         if options.get("hyperparameters", "source") != "source":
             raise _fail(
                 p, f"{where}.hyperparameters", "the only per-engine setting is 'source' (run at "
                 "the values the source engine selects)"
             )  # fmt: skip
-        for key, value in options.items():
-            if key != "hyperparameters":
-                _check_option_type(value, defaults.get(key), p, f"{where}.{key}")
+        own = {k: v for k, v in options.items() if k not in ("objective", "hyperparameters")}
+        try:  # the engine's own check, as gc.fit's: refused here, not in every job
+            get_engine(method).check_options(own)
+        except OptionError as exc:  # (its message starts with the option's name)
+            message = str(exc).removeprefix(f"{exc.option} ")
+            raise _fail(p, f"{where}.{exc.option}", message) from None
+        except ValueError as exc:
+            raise _fail(p, where, str(exc)) from None
         if "objective" in options:
             if options["objective"] not in OBJECTIVES:
                 raise _fail(p, f"{where}.objective", f"must be one of {OBJECTIVES}")
@@ -351,20 +367,6 @@ def _parse_engines(value: Any, p: str) -> tuple[dict[str, dict[str, Any]], dict[
         engines[label] = options
         methods[label] = method
     return engines, methods
-
-
-def _check_option_type(value: Any, default: Any, p: str, where: str) -> None:
-    """An option must have its default's type (a number for a float; any for None)."""
-    if default is None:
-        return
-    if isinstance(default, bool):
-        ok = isinstance(value, bool)
-    elif isinstance(default, int | float):
-        ok = isinstance(value, int | float) and not isinstance(value, bool)
-    else:
-        ok = isinstance(value, type(default))
-    if not ok:
-        raise _fail(p, where, f"must be like the default {default!r}, got {value!r}")
 
 
 def runs_at_source(policy: str, method: str, at_source: bool = False) -> bool:
@@ -479,7 +481,8 @@ def _parse_grid(
 
 
 def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
+    """A finite number (TOML has inf and nan)."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and np.isfinite(value)
 
 
 def _parse_evidence(

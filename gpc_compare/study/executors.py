@@ -6,11 +6,23 @@ Each executor has ``capacity`` (jobs in flight), ``submit(fn, *args)`` returning
 
 from __future__ import annotations
 
+import os
 import sys
+import time
 from collections.abc import Callable
 from multiprocessing import context as _mp
 
-__all__ = ["DaskExecutor", "LocalExecutor", "SerialExecutor"]
+__all__ = ["DaskExecutor", "LocalExecutor", "SerialExecutor", "Terminated", "raise_terminated"]
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (what ``timeout`` and batch schedulers send), handled like Ctrl-C: the run
+    stops, its workers are stopped, finished jobs are kept."""
+
+
+def raise_terminated(signum, frame) -> None:
+    """A SIGTERM handler: raise :class:`Terminated` in the main thread."""
+    raise Terminated
 
 
 class Deferred:
@@ -22,7 +34,7 @@ class Deferred:
     def result(self):
         out = self.fn(*self.args)
         if self.executor.interrupted:  # a sampler caught the Ctrl-C and returned early
-            raise KeyboardInterrupt
+            raise self.executor.interrupted
         return out
 
 
@@ -30,8 +42,9 @@ class SerialExecutor:
     """Runs the jobs one at a time in this process (``workers=1``).
 
     PyMC and nutpie catch ``KeyboardInterrupt`` and return the draws so far, so a Ctrl-C
-    during sampling would end that job early and start the next: a SIGINT handler
-    records it, and the job's result is discarded in favour of stopping.
+    (or a SIGTERM, :class:`Terminated`) during sampling would end that job early and start
+    the next: a handler records it, and the job's result is discarded in favour of
+    stopping.
     """
 
     capacity = 1
@@ -40,14 +53,17 @@ class SerialExecutor:
         import signal
         import threading
 
-        self.interrupted = False
-        self._previous = None
+        self.interrupted: type[KeyboardInterrupt] | None = None
+        self._previous: dict[int, object] = {}
         if threading.current_thread() is threading.main_thread():
-            self._previous = signal.signal(signal.SIGINT, self._on_sigint)
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                self._previous[sig] = signal.signal(sig, self._on_signal)
 
-    def _on_sigint(self, signum, frame) -> None:
-        self.interrupted = True
-        raise KeyboardInterrupt
+    def _on_signal(self, signum, frame) -> None:
+        import signal
+
+        self.interrupted = Terminated if signum == signal.SIGTERM else KeyboardInterrupt
+        raise self.interrupted
 
     def submit(self, fn: Callable, *args) -> Deferred:
         return Deferred(fn, args, self)
@@ -59,9 +75,9 @@ class SerialExecutor:
     def close(self, cancel: bool = False) -> None:
         import signal
 
-        if self._previous is not None:
-            signal.signal(signal.SIGINT, self._previous)
-            self._previous = None
+        for sig, previous in self._previous.items():
+            signal.signal(sig, previous)
+        self._previous = {}
 
 
 class LocalExecutor:
@@ -78,7 +94,8 @@ class LocalExecutor:
         self._make = lambda: ProcessPoolExecutor(
             max_workers=workers,
             mp_context=_without_main(),
-            initializer=_ignore_sigint,  # Ctrl-C is the parent's to handle
+            initializer=_start_worker,  # Ctrl-C is the parent's; the parent's death ends it
+            initargs=(os.getpid(),),
         )
         self.capacity = workers
         self.pool = self._make()
@@ -142,10 +159,41 @@ if hasattr(_mp, "ForkServerContext"):  # (POSIX)
         Process = _MainlessProcess
 
 
-def _ignore_sigint() -> None:
+def _start_worker(parent: int) -> None:
+    """A worker ignores Ctrl-C (the parent stops the run) and exits when the parent is
+    gone, however it went (SIGKILL included): a watchdog thread checks every
+    :data:`WATCH_SECONDS`. (A worker is the forkserver's child, not the parent's, so a
+    parent-death signal would watch the wrong process.)"""
     import signal
+    import threading
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    def watch() -> None:
+        while _alive(parent):
+            time.sleep(WATCH_SECONDS)
+        os._exit(1)  # (the job in flight is lost: its parent can no longer record it)
+
+    threading.Thread(target=watch, name="gpc-compare-watchdog", daemon=True).start()
+
+
+#: How often a worker checks that the run that started it is alive.
+WATCH_SECONDS = 1.0
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` exists and is not a zombie (dead, not yet reaped)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # (someone else's process has taken the pid)
+        return False
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
+            return fh.read().rpartition(")")[2].split()[0] != "Z"
+    except (OSError, IndexError):  # (no /proc: macOS)
+        return True
 
 
 class DaskExecutor:

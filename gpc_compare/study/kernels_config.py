@@ -12,6 +12,7 @@ Errors are ValueErrors whose message starts with the field (``kernels.se.name: .
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -31,7 +32,8 @@ _KEYS = {"name", "lengthscale", "variance", "ard", *_BOUND_KEYS}
 
 
 def _number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
+    """A finite number (TOML has inf and nan)."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def parse_kernel(value: Any, where: str = "kernel") -> dict[str, Any]:
@@ -80,10 +82,12 @@ def parse_kernel(value: Any, where: str = "kernel") -> dict[str, Any]:
         raise ValueError(f"{where}.ard: the neural-network kernel has one length-scale (covNNone)")
     ell = kernel["lengthscale"]
     if ell != "sqrt_d" and not (_number(ell) and ell > 0):
-        raise ValueError(f"{where}.lengthscale: must be a positive number or 'sqrt_d', got {ell!r}")
+        raise ValueError(
+            f"{where}.lengthscale: must be a positive finite number or 'sqrt_d', got {ell!r}"
+        )
     var = kernel["variance"]
     if not (_number(var) and var > 0):
-        raise ValueError(f"{where}.variance: must be a positive number, got {var!r}")
+        raise ValueError(f"{where}.variance: must be a positive finite number, got {var!r}")
     return kernel
 
 

@@ -15,8 +15,18 @@ from .config import StudyConfig, load_study
 from .datafiles import copy_study
 from .executors import DaskExecutor, LocalExecutor, SerialExecutor
 from .jobs import Job, expand
+from .lock import output_lock
 from .problem import load_dataset
-from .records import atomic_write, failed_dependency, failure_record, load_records, save_record
+from .records import (
+    atomic_write,
+    failed_dependency,
+    failure_record,
+    inside,
+    read_records,
+    remove_temporaries,
+    save_record,
+    set_aside,
+)
 from .schedule import CostModel, next_jobs
 from .table import assemble
 from .worker import run_job
@@ -83,6 +93,8 @@ class RunSummary:
     seconds: float
     failures: list[str] = field(default_factory=list)
     failed_earlier: list[str] = field(default_factory=list)
+    #: Damaged records set aside (renamed ``*.damaged``) and their jobs recomputed.
+    set_aside: list[str] = field(default_factory=list)
 
 
 def run_study(
@@ -93,6 +105,7 @@ def run_study(
     scheduler: str | None = None,
     retry_failed: bool = True,
     progress: TextIO | None = None,
+    wait: bool = False,
 ) -> RunSummary:
     """Run a study's jobs, resuming from any results already on disk.
 
@@ -113,16 +126,34 @@ def run_study(
         Rerun jobs whose earlier attempt failed (finished jobs are always skipped).
     progress : text stream, optional
         Where the progress line goes (none when omitted).
+    wait : bool
+        When another run is writing to ``output/NAME``: wait for it to finish, instead of
+        raising :class:`~gpc_compare.study.lock.OutputBusy`.
 
     Returns
     -------
     RunSummary
+
+    Notes
+    -----
+    One run at a time writes to a study's output (a lock). A record that cannot be used
+    (damaged, truncated, of the wrong shape: :func:`~gpc_compare.study.records.check_record`)
+    is set aside as ``ID.json.damaged`` and its job recomputed; temporaries a stopped run
+    left behind are removed.
     """
     config = study if isinstance(study, StudyConfig) else load_study(study)
+    result_dir = inside(output, config.name)  # (the name is checked at load; again here)
+    (result_dir / "jobs").mkdir(parents=True, exist_ok=True)
+    with output_lock(result_dir, wait=wait, stream=progress):
+        return _run_locked(config, output, result_dir, workers, scheduler, retry_failed,
+                           progress)  # fmt: skip
+
+
+def _run_locked(config, output, result_dir, workers, scheduler, retry_failed, progress):
+    """:func:`run_study` under the output's lock."""
     jobs = expand(config)
-    result_dir = Path(output) / config.name
     jobs_dir = result_dir / "jobs"
-    jobs_dir.mkdir(parents=True, exist_ok=True)
+    remove_temporaries(result_dir)
     if config.path and Path(config.path).exists():
         target = result_dir / "study.toml"
         if Path(config.path).resolve() != target.resolve():
@@ -135,7 +166,13 @@ def run_study(
             }
             atomic_write(result_dir / "run.json", json.dumps(run_info, indent=1).encode())
 
-    records = load_records(result_dir)
+    records, damaged = read_records(result_dir)
+    set_aside_notes = []
+    for bad in damaged:
+        target = set_aside(bad)
+        set_aside_notes.append(f"{bad} (set aside as {target.name}; its job is recomputed)")
+        if progress is not None:
+            print(f"damaged record {set_aside_notes[-1]}", file=progress, flush=True)
     finished = {
         j.id
         for j in jobs
@@ -242,6 +279,7 @@ def run_study(
             for j in jobs
             if j.id in finished and records[j.id]["status"] != "ok"
         ],
+        set_aside=set_aside_notes,
     )
 
 

@@ -10,7 +10,35 @@ from typing import Any
 from .config import StudyError, load_study
 from .jobs import expand
 
-__all__ = ["list_studies", "load_study_script"]
+__all__ = ["check_study_script", "list_studies", "load_study_script"]
+
+
+def check_study_script(path: str | os.PathLike[str]) -> None:
+    """Check a study script without running it: a readable Python file that parses and
+    defines ``run`` at its top level (a :class:`StudyError` otherwise).
+
+    ``gpc-compare run`` checks every file so before it runs any: a script is Python that
+    runs with your permissions, and it runs only once every TOML study has been read.
+    """
+    import ast
+
+    p = Path(path)
+    if not p.is_file():
+        raise StudyError(f"{p}: no such study script")
+    try:
+        tree = ast.parse(p.read_bytes(), filename=str(p))
+    except (SyntaxError, ValueError) as exc:
+        raise StudyError(f"{p}: not a Python study script: {exc}") from None
+    defined = set()
+    for node in tree.body:  # def run(...), run = ..., from ... import run
+        if isinstance(node, ast.FunctionDef):
+            defined.add(node.name)
+        elif isinstance(node, ast.Assign):
+            defined |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            defined |= {alias.asname or alias.name for alias in node.names}
+    if "run" not in defined:
+        raise StudyError(f"{p}: a study script must define run(output), which writes results")
 
 
 def load_study_script(path: str | os.PathLike[str]):
@@ -35,8 +63,7 @@ def load_study_script(path: str | os.PathLike[str]):
     import importlib.util
 
     p = Path(path)
-    if not p.is_file():
-        raise StudyError(f"{p}: no such study script")
+    check_study_script(p)
     spec = importlib.util.spec_from_file_location(f"gpc_compare_study_{p.stem}", p)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # (dataclasses and pickling look the module up there)
