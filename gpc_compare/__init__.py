@@ -8,7 +8,7 @@
 See :mod:`gpc_compare.posterior` for the ``Posterior`` contract every engine honours.
 """
 
-from . import datasets, engines, kernels, likelihoods, metrics, numerics
+from . import annealing, datasets, engines, evidence, kernels, likelihoods, metrics, numerics
 from ._fit import fit
 from .comparison import Comparison, compare
 from .estimator import GPClassifier
@@ -23,9 +23,11 @@ __all__ = [
     "GaussianPosterior",
     "OptimizationResult",
     "Posterior",
+    "annealing",
     "datasets",
     "compare",
     "engines",
+    "evidence",
     "fit",
     "kernels",
     "likelihoods",

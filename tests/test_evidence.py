@@ -1,8 +1,10 @@
-"""The AIS evidence (gpc_compare.evidence) against closed forms and brute-force integration."""
+"""The evidence estimators (AIS, SMC: gpc_compare.evidence) against closed forms, exact GP
+regression and brute-force integration."""
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from scipy import stats
 
 import gpc_compare as gc
@@ -70,3 +72,138 @@ def test_ais_is_one_function_with_two_starts() -> None:
     )  # fmt: skip
     assert pair == (sites.log_evidence, sites.standard_error)  # K defaults to L L^T
     assert ais(L, 0.3, y, Probit(), runs=2, random_seed=0).temperatures == 2000
+
+
+# ----------------------------------------------------------------- SMC and gc.evidence.estimate
+def _gaussian_problem(n: int, log_variance: float, noise: float, seed: int = 0):
+    """Inputs, targets drawn from GP regression, and the exact log evidence (R&W eq. 2.30)
+    under the prior the estimators use (K with the jitter of its Cholesky factor)."""
+    from gpc_compare.numerics import JITTER, cholesky
+
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 2))
+    kernel = gc.kernels.SquaredExponential(1.0, float(np.exp(log_variance)))
+    L = cholesky(kernel(X), jitter=JITTER, what="K")
+    y = L @ rng.normal(size=n) + np.sqrt(noise) * rng.normal(size=n)
+    exact = stats.multivariate_normal(np.zeros(n), L @ L.T + noise * np.eye(n)).logpdf(y)
+    return X, y, kernel, gc.likelihoods.Gaussian(noise), float(exact)
+
+
+@pytest.mark.parametrize(("log_variance", "noise"), [(0.0, 1.0), (4.0, 0.01), (8.0, 0.01)])
+def test_smc_from_the_prior_recovers_the_exact_gaussian_evidence(log_variance, noise) -> None:
+    """The stress test: the path from the prior to a posterior hundreds of times narrower
+    (sigma_f^2 = e^8, s^2 = 0.01) is long, and the adaptive schedule finds it."""
+    X, y, kernel, lik, exact = _gaussian_problem(40, log_variance, noise)
+    # a quarter of the default population (64 particles x 8 runs) for the suite's time:
+    # its standard error is about twice the default's (<= 0.1, studies/gold_standard.py)
+    r = gc.evidence.estimate(X, y, kernel=kernel, likelihood=lik, start="prior", random_seed=3,
+                             particles=64, runs=8)  # fmt: skip
+    assert r.method == "smc" and r.start == "prior" and not r.health["capped"]
+    assert 0 < r.standard_error <= 0.25
+    assert abs(r.log_evidence - exact) <= 3 * r.standard_error, (r.log_evidence, exact)
+    assert r.health["steps"] > (5 if log_variance > 0 else 0)  # (a longer path when harder)
+
+
+def test_from_eps_exact_start_the_gaussian_evidence_is_exact() -> None:
+    """With the Gaussian likelihood EP's sites are exact, every weight is equal: one step,
+    standard error 0, both estimators on the exact value."""
+    X, y, kernel, lik, exact = _gaussian_problem(60, 8.0, 0.01)
+    for method in ("smc", "ais"):
+        r = gc.evidence.estimate(X, y, kernel=kernel, likelihood=lik, method=method)
+        # 1e-5 relative: log Z_0 = -1/2 log|B| + 1/2 b^T Sigma b (the start's normaliser)
+        # cancels terms of order 1e7 here (sigma_f^2 = e^8, s^2 = 0.01): 4.6e-4 nats of
+        # rounding, against standard errors of 0.1 where it is used
+        assert abs(r.log_evidence - exact) < 1e-5 * abs(exact) and r.standard_error < 1e-6
+        assert abs(r.start_log_evidence - exact) < 1e-5 * abs(exact)
+
+
+def test_smc_matches_brute_force_on_two_points_at_a_large_signal_variance() -> None:
+    """Classification: two points at sigma_f^2 = 25, against dblquad, from either start."""
+    from scipy import integrate
+
+    from gpc_compare.numerics import JITTER, cholesky
+
+    X = np.array([[0.0], [0.4]])
+    y = np.array([1, 0])
+    k = gc.kernels.SquaredExponential(lengthscale=0.5, variance=25.0)
+    L = cholesky(k(X), jitter=JITTER, what="K")
+    prior = stats.multivariate_normal(np.full(2, 0.3), L @ L.T)
+
+    def integrand(b, a):
+        return prior.pdf([a, b]) * stats.norm.cdf(a) * stats.norm.cdf(-b)
+
+    log_z = np.log(integrate.dblquad(integrand, -40, 40, -40, 40, epsabs=1e-12)[0])
+    for start in ("ep", "prior"):
+        r = gc.evidence.estimate(X, y, kernel=k, mean=0.3, start=start, random_seed=0)
+        assert 0 < r.standard_error < 0.05
+        assert abs(r.log_evidence - log_z) < 3 * r.standard_error, (start, r, log_z)
+
+
+def test_the_smc_record_of_its_health() -> None:
+    data = gc.datasets.load("crabs")
+    X = gc.datasets.standardize(data.X, data.X)[0][:80]
+    y = data.y[:80]
+    k = gc.kernels.SquaredExponential(1.0, float(np.exp(6.0)))
+    r = gc.evidence.estimate(X, y, kernel=k, random_seed=0, particles=32, runs=4)
+    h = r.health
+    assert (h["particles"], h["runs"], h["moves"], h["sweeps"]) == (32, 4, 2, 2)
+    assert h["steps"] >= 2 and 0 < h["ess_min"] <= 1 and 0 <= h["stuck"] < 0.05
+    assert len(h["run_log_evidence"]) == 4 and not h["capped"]
+    spread = np.std(h["run_log_evidence"], ddof=1) / 2  # (the se of a mean of 4)
+    assert r.standard_error == pytest.approx(spread, rel=0.5)  # delta method ~ log-space sd
+    again = gc.evidence.estimate(X, y, kernel=k, random_seed=0, particles=32, runs=4)
+    assert again.log_evidence == r.log_evidence  # reproducible
+    assert r.record()["health"]["steps"] == h["steps"]
+
+
+def test_the_next_temperature_keeps_the_conditional_ess() -> None:
+    from gpc_compare.annealing.smc import _next_beta
+
+    rng = np.random.default_rng(0)
+    log_r = 50.0 * rng.normal(size=200)
+    log_W = np.log(rng.dirichlet(np.ones(200)))
+    beta = _next_beta(log_W, log_r, 0.2, 0.9)
+    inc = (beta - 0.2) * log_r
+    w = np.exp(log_W)
+    u = np.exp(inc - inc.max())
+    assert 0.2 < beta < 1.0 and (w @ u) ** 2 / (w @ u**2) == pytest.approx(0.9, abs=1e-6)
+    assert _next_beta(log_W, 1e-6 * log_r, 0.2, 0.9) == 1.0  # an easy step goes all the way
+
+
+def test_the_coordinate_sweep_leaves_its_target_invariant() -> None:
+    """Target N(mu, Q^-1) x N(y; g, s^2 I) (Gaussian likelihood, beta = 1): start from
+    exact draws of the posterior; after sweeps the draws still have its moments."""
+    from gpc_compare.annealing.paths import coordinate_sweep
+
+    rng = np.random.default_rng(1)
+    n, k = 4, 40_000
+    A = rng.normal(size=(n, n))
+    C = A @ A.T + n * np.eye(n)  # the Gaussian part's covariance
+    mu = rng.normal(size=n)
+    Q = np.linalg.inv(C)
+    s2, y = 0.5, rng.normal(size=n)
+    post_cov = np.linalg.inv(Q + np.eye(n) / s2)
+    post_mean = post_cov @ (Q @ mu + y / s2)
+    g = post_mean[:, None] + np.linalg.cholesky(post_cov) @ rng.normal(size=(n, k))
+    for _ in range(3):
+        g = coordinate_sweep(g, 1.0, mu, Q, y, 0.0, gc.likelihoods.Gaussian(s2), rng)
+    se = np.sqrt(np.diag(post_cov) / k)
+    assert np.all(np.abs(g.mean(axis=1) - post_mean) < 4 * se)
+    assert np.allclose(np.cov(g), post_cov, atol=0.03 * np.abs(post_cov).max())
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"method": "nested"}, "method must be one of"),
+        ({"start": "laplace"}, "start must be 'ep' or 'prior'"),
+        ({"particles_per_run": 3}, r"unknown option\(s\) \['particles_per_run'\]"),
+        ({"method": "ais", "particles": 3}, r"unknown option\(s\) \['particles'\]"),
+        ({"likelihood": "softmax"}, "binary likelihoods or the Gaussian"),
+        ({"random_seed": "x"}, "random_seed must be None, an integer"),
+    ],
+)
+def test_estimate_refuses_bad_arguments(kwargs, message) -> None:
+    X = np.array([[0.0], [1.0], [2.0]])
+    with pytest.raises(ValueError, match=message):
+        gc.evidence.estimate(X, np.array([0, 1, 1]), **kwargs)

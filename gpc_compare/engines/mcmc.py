@@ -14,7 +14,7 @@ the diagnostics say so (``fallback``).
 The draws are returned as a :class:`~gpc_compare.posterior.SamplePosterior`, which
 predicts by conditioning every draw on the GP; their convergence is judged by
 :func:`gpc_compare.diagnostics.diagnose`. The gold-standard log marginal likelihood
-(``evidence=True``) is annealed importance sampling, :func:`gpc_compare.evidence.ais`
+(``evidence=True``) is annealed importance sampling, :func:`gpc_compare.annealing.ais`
 (Neal 2001; Kuss and Rasmussen 2005), from EP's approximation or from the prior.
 
 With the softmax likelihood (C classes) the model has C latent GPs sharing the kernel,
@@ -45,8 +45,8 @@ from .._validation import (
     count,
     optional,
 )
+from ..annealing import ais
 from ..diagnostics import Diagnostics, check_complete, diagnose
-from ..evidence import ais
 from ..kernels import Kernel
 from ..likelihoods import Gaussian, Likelihood, Logistic, Probit, Softmax
 from ..numerics import JITTER, cholesky
@@ -284,7 +284,7 @@ def infer(
     ais_start : {"ep", "prior"}
         Where the annealing starts: at EP's approximation of the posterior at the same
         hyperparameters (default), or at the prior (Kuss & Rasmussen 2005); see
-        :func:`gpc_compare.evidence.ais`. Both are unbiased in p(y) and
+        :func:`gpc_compare.annealing.ais`. Both are unbiased in p(y) and
         biased low in log p(y) when the path is too short; from the prior it is long: on
         200 ionosphere cases at sigma_f^2 = e^4, 2000 temperatures from the prior gave
         -90.1 and 8000 gave -85.0, against -82.48 +- 0.12 from EP with 1000 (EP's own

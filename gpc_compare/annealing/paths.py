@@ -1,0 +1,289 @@
+"""Paths from a tractable start to the GP posterior, and the elliptical slice move.
+
+A path is pi_beta(g) ∝ pi_0(g) r(g)^beta, beta from 0 to 1, over g = f - m, the latent
+values about the constant prior mean m; the annealed estimators (:mod:`.ais`, :mod:`.smc`)
+weight by r(g)^(beta_t - beta_(t-1)) and move with MCMC steps that leave pi_beta invariant:
+
+- :class:`PriorPath`: pi_0 = N(0, K), r(g) = p(y | m + g) (Kuss and Rasmussen 2005);
+- :class:`GaussianPath`: pi_0 ∝ N(g; 0, K) t(g), a Gaussian approximation given by site
+  terms t (EP's), r(g) = p(y | m + g) / t(g); its moves are elliptical slice steps about
+  the tempered Gaussian, the generalised elliptical slice sampling of Nishihara, Murray
+  and Adams (2014) with the tempered approximation as the reference.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import scipy.linalg
+
+from ..likelihoods import Likelihood
+from ..numerics import cho_solve, chol_B
+
+__all__ = ["GaussianPath", "PriorPath", "coordinate_sweep", "elliptical_slice"]
+
+
+class PriorPath:
+    """pi_0 = N(0, K) = N(0, L L^T), Z_0 = 1: the prior, sampled as L z."""
+
+    log_z0 = 0.0
+
+    def __init__(
+        self,
+        L: np.ndarray,
+        rng: np.random.Generator,
+        reference: GaussianPath | None = None,
+    ) -> None:
+        self.L, self.rng, self.reference = L, rng, reference
+
+    def schedule(self, T: int) -> np.ndarray:
+        return (np.arange(T + 1) / T) ** 4  # Kuss and Rasmussen (2005)
+
+    def draw(self, runs: int) -> np.ndarray:
+        return self.L @ self.rng.standard_normal((self.L.shape[0], runs))
+
+    def log_ratio(self, g: np.ndarray, ll: np.ndarray) -> np.ndarray:
+        """log of pi_1 / pi_0 up to a constant: log p(y | m + g)."""
+        return ll
+
+    def move(self, g, ll, beta, loglik):
+        """One elliptical slice step invariant for N(0, K) p(y | m + g)^beta."""
+        return elliptical_slice(g, ll, beta, self.draw(g.shape[1]), loglik, self.rng)
+
+    def reference_move(self, g, ll, beta, loglik):
+        """One elliptical slice step for pi_beta = [N(0, K) t^beta] (p / t)^beta, about
+        the tempered approximation (given ``reference`` sites; else :meth:`move`)."""
+        if self.reference is None:
+            return self.move(g, ll, beta, loglik)
+        ref = self.reference
+        if ref._at is None or ref._at[0] != 1.0 - beta:
+            ref._at = (1.0 - beta, ref._gaussian(1.0 - beta))  # N(0, K) t^beta
+        mu, sample, _ = ref._at[1]
+        return _reference_step(g, ll, beta, loglik, mu, sample, ref.log_t, self.rng)
+
+    def gaussian(self, beta: float) -> tuple[np.ndarray, np.ndarray]:
+        """The Gaussian part of pi_beta as (mean, precision): (0, K^-1)."""
+        if not hasattr(self, "_Q"):
+            self._Q = _precision(self.L)
+        return np.zeros(self.L.shape[0]), self._Q
+
+
+class GaussianPath:
+    """pi_0 ∝ N(g; 0, K) t(g): the approximation given by site terms.
+
+    With t(g) = exp(-1/2 g^T Lambda g + b^T g) (Lambda = diag(ttau), b = tnu - ttau m,
+    g = f - m), pi_0 has the closed-form normaliser Z_0 = |B|^(-1/2) exp(1/2 b^T Sigma b)
+    (B = I + Lambda^1/2 K Lambda^1/2, Sigma = (K^-1 + Lambda)^-1, R&W eq. 3.65's terms),
+    and the weights multiply pi_beta_t / pi_beta_(t-1) = [p(y | g) / t(g)]^(beta_t -
+    beta_(t-1)). Each transition is an elliptical slice step for the Gaussian part
+    N(mu_beta, Sigma_beta) ∝ N(0, K) t(g)^(1 - beta) (one Cholesky of B_beta per
+    temperature; samples by Matheron's rule) and the likelihood p(y | m + g)^beta.
+    """
+
+    def __init__(self, K, L, m, ttau, tnu, rng: np.random.Generator) -> None:
+        self.K, self.L, self.ttau, self.rng = K, L, ttau, rng
+        self.b = tnu - ttau * m
+        self._at: tuple[float, tuple] | None = None  # the last beta's Gaussian (SMC moves often)
+        mu, self._sample0, logdet_B = self._gaussian(0.0)
+        self.mu0 = mu
+        self.log_z0 = -0.5 * logdet_B + 0.5 * float(self.b @ mu)  # mu = Sigma b at beta = 0
+
+    def schedule(self, T: int) -> np.ndarray:
+        return np.arange(T + 1) / T
+
+    def _gaussian(self, beta: float):
+        """Mean and a sampler of N(mu, Sigma) ∝ N(0, K) t(g)^(1 - beta), and log|B|."""
+        K, L, rng = self.K, self.L, self.rng
+        n = K.shape[0]
+        s = (1.0 - beta) * self.ttau
+        sW = np.sqrt(s)
+        LB = chol_B(K, sW)
+
+        def sigma_times(v):  # Sigma v = K v - K S^1/2 B^-1 S^1/2 K v
+            Kv = K @ v
+            return Kv - K @ (sW[:, None] * cho_solve(LB, sW[:, None] * Kv))
+
+        mu = sigma_times(((1.0 - beta) * self.b)[:, None])[:, 0]
+
+        def sample(k: int) -> np.ndarray:  # Matheron: f0 - K S^1/2 B^-1 (S^1/2 f0 + z)
+            f0 = L @ rng.standard_normal((n, k))
+            z = rng.standard_normal((n, k))
+            return f0 - K @ (sW[:, None] * cho_solve(LB, sW[:, None] * f0 + z))
+
+        return mu, sample, 2.0 * np.sum(np.log(np.diag(LB)))
+
+    def draw(self, runs: int) -> np.ndarray:
+        return self.mu0[:, None] + self._sample0(runs)
+
+    def log_t(self, g: np.ndarray) -> np.ndarray:
+        """log t(g) = -1/2 g^T Lambda g + b^T g, per column."""
+        return -0.5 * np.einsum("i,ij,ij->j", self.ttau, g, g) + self.b @ g
+
+    def log_ratio(self, g: np.ndarray, ll: np.ndarray) -> np.ndarray:
+        """log of pi_1 / pi_0 up to a constant: log p(y | m + g) - log t(g)."""
+        return ll - self.log_t(g)
+
+    def reference_move(self, g, ll, beta, loglik):
+        """One elliptical slice step for pi_beta = q (p / t)^beta about EP's Gaussian q
+        itself: the generalised elliptical slice sampling of Nishihara, Murray and Adams
+        (2014) with q as the reference, whose proposals are close to the posterior when
+        beta is (where the tempered Gaussian of :meth:`move` is the prior)."""
+        return _reference_step(g, ll, beta, loglik, self.mu0, self._sample0, self.log_t,
+                               self.rng)  # fmt: skip
+
+    def gaussian(self, beta: float) -> tuple[np.ndarray, np.ndarray]:
+        """The Gaussian part of pi_beta, N(0, K) t(g)^(1 - beta), as (mean, precision):
+        (mu_beta, K^-1 + (1 - beta) Lambda)."""
+        if not hasattr(self, "_K_inv"):
+            self._K_inv = _precision(self.L)
+        if self._at is None or self._at[0] != beta:
+            self._at = (beta, self._gaussian(beta))
+        Q = self._K_inv.copy()
+        Q[np.diag_indices_from(Q)] += (1.0 - beta) * self.ttau
+        return self._at[1][0], Q
+
+    def move(self, g, ll, beta, loglik):
+        """One elliptical slice step about mu_beta, invariant for pi_beta."""
+        if self._at is None or self._at[0] != beta:
+            self._at = (beta, self._gaussian(beta))
+        mu, sample, _ = self._at[1]
+        h, ll = elliptical_slice(g - mu[:, None], ll, beta, sample(g.shape[1]),
+                                 lambda h, mu=mu: loglik(mu[:, None] + h), self.rng)  # fmt: skip
+        return mu[:, None] + h, ll
+
+
+def elliptical_slice(
+    g: np.ndarray,
+    ll: np.ndarray,
+    beta: float,
+    nu: np.ndarray,
+    loglik: Callable[[np.ndarray], np.ndarray],
+    rng: np.random.Generator,
+    max_shrinks: int = 200,
+) -> tuple[np.ndarray, np.ndarray]:
+    """One elliptical slice sampling step per column, invariant for N(0, C) p(y | g)^beta.
+
+    Murray, Adams and MacKay (2010), vectorised over the columns (independent chains).
+
+    Parameters
+    ----------
+    g : ndarray, shape (n, runs)
+        The current states.
+    ll : ndarray, shape (runs,)
+        log p(y | g) at them.
+    beta : float
+        The likelihood's power.
+    nu : ndarray, shape (n, runs)
+        A draw from N(0, C) per column (the ellipse's other axis).
+    loglik : callable
+        Maps states (n, k) to log p(y | .) (k,).
+    rng : Generator
+    max_shrinks : int
+        Bracket shrinkages at most; a column that never accepts keeps its state.
+
+    Returns
+    -------
+    g, ll : ndarray
+        The new states and their log likelihoods.
+    """
+    runs = g.shape[1]
+    log_u = beta * ll + np.log(rng.random(runs))
+    theta = rng.uniform(0.0, 2.0 * np.pi, runs)
+    lo, hi = theta - 2.0 * np.pi, theta.copy()
+    new_g, new_ll = g.copy(), ll.copy()
+    active = np.ones(runs, dtype=bool)
+    for _ in range(max_shrinks):
+        idx = np.flatnonzero(active)
+        if idx.size == 0:
+            break
+        c, s = np.cos(theta[idx]), np.sin(theta[idx])
+        prop = g[:, idx] * c + nu[:, idx] * s
+        prop_ll = loglik(prop)
+        ok = beta * prop_ll > log_u[idx]
+        acc = idx[ok]
+        new_g[:, acc], new_ll[acc] = prop[:, ok], prop_ll[ok]
+        active[acc] = False
+        rej = idx[~ok]
+        neg = theta[rej] < 0
+        lo[rej] = np.where(neg, theta[rej], lo[rej])
+        hi[rej] = np.where(neg, hi[rej], theta[rej])
+        theta[rej] = rng.uniform(lo[rej], hi[rej])
+    return new_g, new_ll  # a column that never accepted keeps its state (theta -> 0)
+
+
+def _reference_step(g, ll, beta, loglik, mu, sample, log_t, rng):
+    """An elliptical slice step for N(mu, S) x (p / t)^beta, S sampled by ``sample``."""
+
+    def log_factor(h: np.ndarray) -> np.ndarray:
+        x = mu[:, None] + h
+        return loglik(x) - log_t(x)
+
+    h, _ = elliptical_slice(g - mu[:, None], ll - log_t(g), beta, sample(g.shape[1]),
+                            log_factor, rng)  # fmt: skip
+    g = mu[:, None] + h
+    return g, loglik(g)
+
+
+def _precision(L: np.ndarray) -> np.ndarray:
+    """K^-1 = L^-T L^-1 from the lower Cholesky factor of K."""
+    L_inv = scipy.linalg.solve_triangular(L, np.eye(L.shape[0]), lower=True)
+    return L_inv.T @ L_inv
+
+
+def coordinate_sweep(
+    g: np.ndarray,
+    beta: float,
+    mu: np.ndarray,
+    Q: np.ndarray,
+    y: np.ndarray,
+    m: float,
+    likelihood: Likelihood,
+    rng: np.random.Generator,
+    max_shrinks: int = 100,
+) -> np.ndarray:
+    """One sweep, in random order, of univariate elliptical slice steps, invariant for
+    N(g; mu, Q^-1) prod_i p(y_i | m + g_i)^beta; vectorised over the columns.
+
+    Coordinate i given the others is N(c_i, 1 / Q_ii) p(y_i | m + g_i)^beta with
+    c_i = g_i - (Q (g - mu))_i / Q_ii (the Gaussian's conditional, from its precision):
+    a one-dimensional elliptical slice step (Murray, Adams and MacKay 2010) moves it, and
+    Q (g - mu) is updated by one column of Q. Where the kernel is short-range and the
+    posterior of each f_i nearly independent and one-sided (large sigma_f on nearly
+    separable data), whole-vector elliptical moves must satisfy every constraint at once
+    and barely move; these moves do not care how many there are.
+
+    Returns
+    -------
+    ndarray
+        The new states (n, k).
+    """
+    h = g - mu[:, None]
+    Qh = Q @ h
+    k = g.shape[1]
+    for i in rng.permutation(g.shape[0]):
+        q = Q[i, i]
+        x = Qh[i] / q  # the offset from the conditional mean c_i
+        base = m + mu[i] + h[i] - x
+        nu = rng.standard_normal(k) / np.sqrt(q)
+        log_u = beta * likelihood.log_prob(y[i], base + x) + np.log(rng.random(k))
+        theta = rng.uniform(0.0, 2.0 * np.pi, k)
+        lo, hi = theta - 2.0 * np.pi, theta.copy()
+        new = x.copy()
+        active = np.arange(k)
+        for _ in range(max_shrinks):
+            prop = x[active] * np.cos(theta[active]) + nu[active] * np.sin(theta[active])
+            ok = beta * likelihood.log_prob(y[i], base[active] + prop) > log_u[active]
+            new[active[ok]] = prop[ok]
+            rej = active[~ok]
+            neg = theta[rej] < 0
+            lo[rej] = np.where(neg, theta[rej], lo[rej])
+            hi[rej] = np.where(neg, hi[rej], theta[rej])
+            theta[rej] = rng.uniform(lo[rej], hi[rej])
+            active = rej
+            if active.size == 0:
+                break
+        d = new - x
+        h[i] += d
+        Qh += np.outer(Q[:, i], d)
+    return mu[:, None] + h
