@@ -23,7 +23,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from ..likelihoods import Likelihood
-from .paths import GaussianPath, PriorPath
+from .paths import make_path
 
 __all__ = ["AISResult", "ais", "ais_log_evidence", "ais_log_evidence_from_sites"]
 
@@ -98,17 +98,7 @@ def ais(
     AISResult
     """
     rng = np.random.default_rng(random_seed)
-    yy = y[:, None]
-
-    def loglik(g: np.ndarray) -> np.ndarray:
-        return likelihood.log_prob(yy, m + g).sum(axis=0)
-
-    if sites is None:
-        start, path = "prior", PriorPath(L, rng)
-    else:
-        ttau, tnu = sites
-        K = L @ L.T if K is None else K
-        start, path = "sites", GaussianPath(K, L, m, ttau, tnu, rng)
+    start, path, loglik = make_path(L, m, y, likelihood, K, sites, rng)
     T = DEFAULT_TEMPERATURES[start] if temperatures is None else int(temperatures)
     g = path.draw(runs)
     ll = loglik(g)

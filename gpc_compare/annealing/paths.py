@@ -21,7 +21,7 @@ import scipy.linalg
 from ..likelihoods import Likelihood
 from ..numerics import cho_solve, chol_B
 
-__all__ = ["GaussianPath", "PriorPath", "coordinate_sweep", "elliptical_slice"]
+__all__ = ["GaussianPath", "PriorPath", "coordinate_sweep", "elliptical_slice", "make_path"]
 
 
 class PriorPath:
@@ -210,6 +210,25 @@ def elliptical_slice(
         hi[rej] = np.where(neg, hi[rej], theta[rej])
         theta[rej] = rng.uniform(lo[rej], hi[rej])
     return new_g, new_ll  # a column that never accepted keeps its state (theta -> 0)
+
+
+def make_path(L, m, y, likelihood, K=None, sites=None, rng=None, reference=None):
+    """The path an estimator anneals along, and log p(y | m + g) per column.
+
+    Returns ``(start, path, loglik)``: ``"prior"`` and a :class:`PriorPath` (its moves
+    proposing about N(0, K) t^beta when ``reference`` sites are given) without ``sites``,
+    else ``"sites"`` and a :class:`GaussianPath` from them. ``K`` defaults to L L^T.
+    """
+    yy = y[:, None]
+
+    def loglik(g: np.ndarray) -> np.ndarray:
+        return likelihood.log_prob(yy, m + g).sum(axis=0)
+
+    K = L @ L.T if K is None else K
+    if sites is None:
+        ref = None if reference is None else GaussianPath(K, L, m, *reference, rng)
+        return "prior", PriorPath(L, rng, ref), loglik
+    return "sites", GaussianPath(K, L, m, sites[0], sites[1], rng), loglik
 
 
 def _reference_step(g, ll, beta, loglik, mu, sample, log_t, rng):

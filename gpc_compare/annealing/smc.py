@@ -26,7 +26,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from ..likelihoods import Likelihood
-from .paths import GaussianPath, PriorPath, coordinate_sweep
+from .paths import coordinate_sweep, make_path
 
 __all__ = ["SMCResult", "smc"]
 
@@ -137,17 +137,7 @@ def smc(
     SMCResult
     """
     rng = np.random.default_rng(random_seed)
-    yy = y[:, None]
-
-    def loglik(g: np.ndarray) -> np.ndarray:
-        return likelihood.log_prob(yy, m + g).sum(axis=0)
-
-    K = L @ L.T if K is None else K
-    if sites is None:
-        ref = None if reference is None else GaussianPath(K, L, m, *reference, rng)
-        start, path = "prior", PriorPath(L, rng, ref)
-    else:
-        start, path = "sites", GaussianPath(K, L, m, sites[0], sites[1], rng)
+    start, path, loglik = make_path(L, m, y, likelihood, K, sites, rng, reference)
     problem = (y, m, likelihood, sweeps)
     pilot = _Population(path, loglik, 1, particles, rng, problem)
     betas, capped = [0.0], False
