@@ -169,7 +169,19 @@ def test_a_rerun_resumes_and_workers_give_the_serial_results(small, tmp_path) ->
         (("num = 2}", "num = 0}"), r"grid\.log_variance\.num: must be an integer >= 1"),
         (("num = 2}", "num = 2, step = 1}"), r"grid\.log_variance: unknown field"),
         (('kind = "none"', 'kind = "none"\nn_splits = 2'), r"splits: kind = 'none'"),
-        (("[evidence.ais]\n", "[evidence.smc]\n"), r"evidence\.smc: unknown evidence estimator"),
+        (("[evidence.ais]\n", "[evidence.nested]\n"), r"evidence\.nested: unknown evidence"),
+        (
+            ("[evidence.ais]\n", "[evidence.smc]\nruns = 1\n[evidence.ais]\n"),
+            r"evidence\.smc\.runs: must be an integer >= 2",
+        ),
+        (
+            ("[evidence.ais]\n", "[evidence.smc]\ncess = 1.5\n[evidence.ais]\n"),
+            r"evidence\.smc\.cess: must be in \(0, 1\.0\)",
+        ),
+        (
+            ("[evidence.ais]\n", "[evidence.smc]\ntemperatures = 9\n[evidence.ais]\n"),
+            r"evidence\.smc: unknown field",
+        ),
         (("runs = 8", "runs = 8\ndraws = 3"), r"evidence\.ais: unknown field"),
         (("runs = 8", "runs = 1"), r"evidence\.ais\.runs: must be an integer >= 2"),
         (("se_max = 0.5", 'se_max = 0.5\nstart = "laplace"'), r"evidence\.ais\.start"),
@@ -224,6 +236,29 @@ def test_evidence_labels_rechecks_and_mean_axes_are_checked(tmp_path: Path, edit
     path.write_text(SMALL.replace(*edit))
     with pytest.raises(ValueError, match=message):
         load_study(path)
+
+
+def test_an_smc_evidence_job_beside_ais(tmp_path: Path) -> None:
+    """``[evidence.smc]`` runs gc.evidence.estimate as a job of its own: its estimate, se
+    and health are in the table beside AIS's, and the two agree at every grid point."""
+    path = tmp_path / "smc.toml"
+    path.write_text(SMALL.replace("[evidence.ais]\n", "[evidence.smc]\nparticles = 32\n"
+                                  "runs = 4\nse_max = 0.5\n\n[evidence.ais]\n"))  # fmt: skip
+    summary = run_study(load_study(path), tmp_path, workers=1)
+    assert summary.failed == 0
+    t = summary.table
+    ev = t[t.metric == "log_evidence"].pivot_table(index="hyperparameters", columns="engine",
+                                                  values="value")  # fmt: skip
+    se = t[t.metric == "log_evidence_se"].pivot_table(index="hyperparameters", columns="engine",
+                                                     values="value")  # fmt: skip
+    assert len(ev) == 4 and ev["smc"].notna().all()
+    z = (ev["smc"] - ev["ais"]) / np.hypot(se["smc"], se["ais"])
+    assert (z.abs() < 3).all(), pd.concat([ev, se], axis=1)
+    steps = t[(t.engine == "smc") & (t.metric == "evidence_temperatures")].value
+    assert (steps >= 1).all() and (t[(t.engine == "smc") & (t.metric == "evidence_healthy")]
+                                   .value == 1).all()  # fmt: skip
+    records = [r for r in load_records(tmp_path / "grid_small").values() if r["engine"] == "smc"]
+    assert {r["evidence"]["health"]["particles"] for r in records} == {32}
 
 
 def test_evidence_beside_an_mcmc_reference_and_from_the_prior(tmp_path: Path) -> None:

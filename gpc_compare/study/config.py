@@ -33,7 +33,7 @@ LIKELIHOODS = (*BINARY_LIKELIHOODS, "softmax")
 OBJECTIVES = ("evidence", "loo", "loo_fixed_sites")
 SPLIT_KINDS = ("kfold", "holdout", "none")
 #: Gold-standard evidence estimators a study may run beside its engines (``[evidence.NAME]``).
-EVIDENCE_METHODS = ("ais",)
+EVIDENCE_METHODS = ("ais", "smc")
 #: Their options and defaults: AIS from EP's approximation or the prior (R&W-style probit or
 #: logistic likelihood), and a longer anneal where the first is unhealthy (``recheck``).
 EVIDENCE_OPTIONS: dict[str, Any] = {
@@ -44,6 +44,9 @@ EVIDENCE_OPTIONS: dict[str, Any] = {
     "recheck": None,
 }
 RECHECK_OPTIONS: dict[str, Any] = {"temperatures": 5000, "z": 5.0, "nats": 0.3}
+#: SMC with an adaptive schedule (``gc.evidence.estimate``): its options and defaults.
+SMC_OPTIONS: dict[str, Any] = {"start": "ep", "particles": 128, "runs": 16, "moves": 2,
+                               "sweeps": 2, "cess": 0.9, "se_max": 0.1}  # fmt: skip
 #: The default hyperparameter source, in order of preference: EP (closest to the reference
 #: in every comparison so far), else Laplace.
 DEFAULT_SOURCES = ("ep", "laplace")
@@ -141,6 +144,9 @@ def load_study(path: str | os.PathLike[str]) -> StudyConfig:
             # approximations_grid.toml): start = "ep" | "prior", temperatures, runs, se_max
             [evidence.ais]          temperatures = 500  runs = 16
             [evidence.ais.recheck]  temperatures = 5000  z = 5.0  nats = 0.3
+            # or SMC with an adaptive schedule (gc.evidence.estimate): start, particles,
+            # runs, moves, sweeps, cess, se_max
+            [evidence.smc]          particles = 128  runs = 16
 
     Returns
     -------
@@ -508,6 +514,9 @@ def _parse_evidence(
                 p, where, f"unknown evidence estimator {method!r}; known: {EVIDENCE_METHODS} "
                 "(a table named otherwise needs method = ESTIMATOR)"
             )  # fmt: skip
+        if method == "smc":
+            out[label] = _parse_smc(options, p, where)
+            continue
         _check_keys(options, EVIDENCE_OPTIONS, p, where)
         merged = {**EVIDENCE_OPTIONS, **options, "method": method}
         if merged["start"] not in ("ep", "prior"):
@@ -538,6 +547,20 @@ def _parse_evidence(
             merged["recheck"] = recheck
         out[label] = merged
     return out
+
+
+def _parse_smc(options: dict[str, Any], p: str, where: str) -> dict[str, Any]:
+    """``[evidence.NAME] method = "smc"``: :data:`SMC_OPTIONS`, checked."""
+    _check_keys(options, SMC_OPTIONS, p, where)
+    merged = {**SMC_OPTIONS, **options, "method": "smc", "recheck": None}
+    if merged["start"] not in ("ep", "prior"):
+        raise _fail(p, f"{where}.start", f"must be 'ep' or 'prior', got {merged['start']!r}")
+    for key, low in (("particles", 2), ("runs", 2), ("moves", 0), ("sweeps", 0)):
+        merged[key] = _int(merged[key], p, f"{where}.{key}", low)
+    for key, high in (("cess", 1.0), ("se_max", np.inf)):
+        if not _is_number(merged[key]) or not 0 < merged[key] < high:
+            raise _fail(p, f"{where}.{key}", f"must be in (0, {high}), got {merged[key]!r}")
+    return merged
 
 
 def _parse_splits(value: Any, p: str) -> dict[str, Any]:
