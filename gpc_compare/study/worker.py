@@ -239,18 +239,7 @@ def _run_evidence(job: Job, shared: Mapping[str, Any] | None) -> dict[str, Any]:
         seconds = time.perf_counter() - t0
     final = runs[-1]
     return {
-        "n_train": int(y.size),
-        "n_test": 0,
-        "d": int(X.shape[1]),
-        "base_rate": float(np.mean(y == 1)),
-        "metrics": {},
-        "hyperparameters": {
-            "names": kernel.hyperparameter_names + ([] if mean is None else ["mean"]),
-            "values": _floats(np.concatenate([kernel.theta, [] if mean is None else [mean]])),
-            "from": origin,
-        },
-        "timings": {"fit_seconds": seconds, "select_seconds": 0.0, "predict_seconds": 0.0},
-        "warnings": sorted({f"{w.category.__name__}: {w.message}" for w in caught}),
+        **_evidence_job(X, y, kernel, mean, origin, seconds, caught),
         "convergence": {
             "converged": bool(final["se"] <= opts["se_max"]),
             "iterations": int(final["temperatures"]),
@@ -282,18 +271,7 @@ def _run_smc(job: Job, X, y, kernel, mean, origin) -> dict[str, Any]:
         )  # fmt: skip
     steps = int(r.health["steps"])
     return {
-        "n_train": int(y.size),
-        "n_test": 0,
-        "d": int(X.shape[1]),
-        "base_rate": float(np.mean(y == 1)),
-        "metrics": {},
-        "hyperparameters": {
-            "names": kernel.hyperparameter_names + ([] if mean is None else ["mean"]),
-            "values": _floats(np.concatenate([kernel.theta, [] if mean is None else [mean]])),
-            "from": origin,
-        },
-        "timings": {"fit_seconds": r.seconds, "select_seconds": 0.0, "predict_seconds": 0.0},
-        "warnings": sorted({f"{w.category.__name__}: {w.message}" for w in caught}),
+        **_evidence_job(X, y, kernel, mean, origin, r.seconds, caught),
         "convergence": {
             "converged": bool(r.standard_error <= o["se_max"] and not r.health["capped"]),
             "iterations": steps,
@@ -315,6 +293,25 @@ def _run_smc(job: Job, X, y, kernel, mean, origin) -> dict[str, Any]:
             "recheck": None,
             "health": r.health,
         },
+    }
+
+
+def _evidence_job(X, y, kernel, mean, origin, seconds, caught) -> dict[str, Any]:
+    """What every evidence job's record holds: the problem's size, no held-out scores, the
+    hyperparameters used and where they came from, the time and the warnings."""
+    return {
+        "n_train": int(y.size),
+        "n_test": 0,
+        "d": int(X.shape[1]),
+        "base_rate": float(np.mean(y == 1)),
+        "metrics": {},
+        "hyperparameters": {
+            "names": kernel.hyperparameter_names + ([] if mean is None else ["mean"]),
+            "values": _floats(np.concatenate([kernel.theta, [] if mean is None else [mean]])),
+            "from": origin,
+        },
+        "timings": {"fit_seconds": seconds, "select_seconds": 0.0, "predict_seconds": 0.0},
+        "warnings": sorted({f"{w.category.__name__}: {w.message}" for w in caught}),
     }
 
 
