@@ -26,6 +26,7 @@ __all__ = [
     "check_targets",
     "choice",
     "count",
+    "option_checker",
     "optional",
 ]
 
@@ -352,3 +353,28 @@ def check_option_values(
         except ValueError as exc:
             raise OptionError(name, str(exc)) from None
     return checked
+
+
+def option_checker(
+    checks: Mapping[str, OptionCheck],
+    owner: str,
+    defaults: Mapping[str, Any] | None = None,
+    together: Callable[[dict[str, Any]], None] | None = None,
+) -> Callable[[Mapping[str, Any]], dict[str, Any]]:
+    """The ``check_options(options)`` of an engine or an estimator.
+
+    It checks each option given against ``checks`` (:func:`check_option_values`), then,
+    with the ``defaults`` filled in, the options ``together`` (a callable raising a
+    ValueError, e.g. for ``min_sweeps > max_sweeps``), and returns the checked values of
+    the options given. ``gc.fit``, ``gc.evidence.estimate`` and the study loader call it
+    before any fit, so a bad value is refused at once, naming the option.
+    """
+
+    def check_options(options: Mapping[str, Any]) -> dict[str, Any]:
+        checked = check_option_values(options, checks, owner)
+        if together is not None:
+            together({**(defaults or {}), **checked})
+        return checked
+
+    check_options.__doc__ = f"The options of {owner} checked (see ``option_checker``)."
+    return check_options

@@ -17,13 +17,22 @@ are re-exported here as they always were (``gc.evidence.ais``).
 
 from __future__ import annotations
 
+import inspect
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
 
-from ._validation import check_random_seed, check_Xy
+from ._validation import (
+    OptionCheck,
+    check_fraction,
+    check_random_seed,
+    check_Xy,
+    count,
+    option_checker,
+    optional,
+)
 from .annealing import (
     AISResult,
     SMCResult,
@@ -51,11 +60,28 @@ __all__ = [
 ]
 
 METHODS = ("auto", "smc", "ais")
-#: Each method's options (passed on to :func:`~gpc_compare.annealing.smc` or
-#: :func:`~gpc_compare.annealing.ais`), with their defaults.
+#: How each method's options are checked (:data:`check_options`); they are passed on to
+#: :func:`~gpc_compare.annealing.smc` or :func:`~gpc_compare.annealing.ais`.
+OPTION_CHECKS: dict[str, dict[str, OptionCheck]] = {
+    "smc": {
+        "particles": count(2),
+        "runs": count(2),
+        "moves": count(0),
+        "sweeps": count(0),
+        "cess": lambda v, name: check_fraction(v, name, closed=False),
+        "max_steps": count(1),
+    },
+    "ais": {"temperatures": optional(count(1)), "runs": count(2)},
+}
+#: Their defaults: those of the functions that take them (one place for each).
 OPTIONS: dict[str, dict[str, Any]] = {
-    "smc": {"particles": 128, "runs": 16, "moves": 2, "sweeps": 2, "cess": 0.9, "max_steps": 5000},
-    "ais": {"temperatures": None, "runs": 32},
+    method: {k: inspect.signature(fn).parameters[k].default for k in OPTION_CHECKS[method]}
+    for method, fn in (("smc", smc), ("ais", ais))
+}
+#: ``check_options[method](options)``: each method's options checked, as
+#: :func:`estimate` and a study's ``[evidence.NAME]`` are.
+check_options = {
+    method: option_checker(checks, f"method {method!r}") for method, checks in OPTION_CHECKS.items()
 }
 
 
@@ -152,12 +178,7 @@ def estimate(
     method = "smc" if method == "auto" else method
     if start not in ("ep", "prior"):
         raise ValueError(f"start must be 'ep' or 'prior', got {start!r}")
-    unknown = sorted(set(options) - set(OPTIONS[method]))
-    if unknown:
-        raise ValueError(
-            f"unknown option(s) {unknown} for method {method!r}; it accepts "
-            f"{sorted(OPTIONS[method])}"
-        )
+    options = check_options[method](options)
     rng = np.random.default_rng(check_random_seed(random_seed))
     m = 0.0 if mean is None else float(mean)
     t0 = time.perf_counter()

@@ -186,7 +186,7 @@ def test_the_coordinate_sweep_leaves_its_target_invariant() -> None:
     post_mean = post_cov @ (Q @ mu + y / s2)
     g = post_mean[:, None] + np.linalg.cholesky(post_cov) @ rng.normal(size=(n, k))
     for _ in range(3):
-        g = coordinate_sweep(g, 1.0, mu, Q, y, 0.0, gc.likelihoods.Gaussian(s2), rng)
+        g = coordinate_sweep(g, 1.0, Q, Q @ mu, y, 0.0, gc.likelihoods.Gaussian(s2), rng)
     se = np.sqrt(np.diag(post_cov) / k)
     assert np.all(np.abs(g.mean(axis=1) - post_mean) < 4 * se)
     assert np.allclose(np.cov(g), post_cov, atol=0.03 * np.abs(post_cov).max())
@@ -199,6 +199,9 @@ def test_the_coordinate_sweep_leaves_its_target_invariant() -> None:
         ({"start": "laplace"}, "start must be 'ep' or 'prior'"),
         ({"particles_per_run": 3}, r"unknown option\(s\) \['particles_per_run'\]"),
         ({"method": "ais", "particles": 3}, r"unknown option\(s\) \['particles'\]"),
+        ({"cess": 1.5}, r"cess must be in \(0, 1\)"),  # (it would never reach beta = 1)
+        ({"particles": 1}, "particles must be a whole number >= 2"),
+        ({"method": "ais", "temperatures": 0}, "temperatures must be a whole number >= 1"),
         ({"likelihood": "softmax"}, "binary likelihoods or the Gaussian"),
         ({"random_seed": "x"}, "random_seed must be None, an integer"),
     ],

@@ -463,3 +463,13 @@ def test_when_nutpie_cannot_start_pymc_samples_and_the_diagnostics_say_so(
     assert "Stack backtrace" not in diag.fallback and "<unknown>" not in diag.fallback
     assert post.record()["diagnostics"]["fallback"] == diag.fallback
     assert post.idata.posterior["f"].shape[:2] == (2, 100)
+
+
+def test_every_engine_checks_every_option_it_declares() -> None:
+    """``OPTION_CHECKS`` and ``OPTIONS`` name the same options (an option without a check
+    would be refused as unknown), and every default passes its own check."""
+    from gpc_compare.engines import ENGINES
+
+    for name, engine in ENGINES.items():
+        assert set(engine.OPTION_CHECKS) == set(engine.OPTIONS), name
+        assert engine.check_options(dict(engine.OPTIONS)) == dict(engine.OPTIONS), name

@@ -14,6 +14,7 @@ weight by r(g)^(beta_t - beta_(t-1)) and move with MCMC steps that leave pi_beta
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import cached_property
 
 import numpy as np
 import scipy.linalg
@@ -56,17 +57,18 @@ class PriorPath:
         the tempered approximation (given ``reference`` sites; else :meth:`move`)."""
         if self.reference is None:
             return self.move(g, ll, beta, loglik)
-        ref = self.reference
-        if ref._at is None or ref._at[0] != 1.0 - beta:
-            ref._at = (1.0 - beta, ref._gaussian(1.0 - beta))  # N(0, K) t^beta
-        mu, sample, _ = ref._at[1]
-        return _reference_step(g, ll, beta, loglik, mu, sample, ref.log_t, self.rng)
+        mu, sample, _ = self.reference.tempered(1.0 - beta)  # N(0, K) t^beta
+        return _reference_step(g, ll, beta, loglik, mu, sample, self.reference.log_t,
+                               self.rng)  # fmt: skip
 
-    def gaussian(self, beta: float) -> tuple[np.ndarray, np.ndarray]:
-        """The Gaussian part of pi_beta as (mean, precision): (0, K^-1)."""
-        if not hasattr(self, "_Q"):
-            self._Q = _precision(self.L)
-        return np.zeros(self.L.shape[0]), self._Q
+    @cached_property
+    def K_inv(self) -> np.ndarray:
+        return _precision(self.L)
+
+    def natural(self, beta: float) -> tuple[np.ndarray, np.ndarray]:
+        """The Gaussian part of pi_beta, N(0, K), as (precision, precision x mean):
+        (K^-1, 0)."""
+        return self.K_inv, np.zeros(self.L.shape[0])
 
 
 class GaussianPath:
@@ -84,7 +86,7 @@ class GaussianPath:
     def __init__(self, K, L, m, ttau, tnu, rng: np.random.Generator) -> None:
         self.K, self.L, self.ttau, self.rng = K, L, ttau, rng
         self.b = tnu - ttau * m
-        self._at: tuple[float, tuple] | None = None  # the last beta's Gaussian (SMC moves often)
+        self._at: tuple[float, tuple] | None = None  # (see tempered)
         mu, self._sample0, logdet_B = self._gaussian(0.0)
         self.mu0 = mu
         self.log_z0 = -0.5 * logdet_B + 0.5 * float(self.b @ mu)  # mu = Sigma b at beta = 0
@@ -113,6 +115,13 @@ class GaussianPath:
 
         return mu, sample, 2.0 * np.sum(np.log(np.diag(LB)))
 
+    def tempered(self, beta: float):
+        """:meth:`_gaussian` at ``beta``, kept for the next call (SMC moves several times at
+        one temperature)."""
+        if self._at is None or self._at[0] != beta:
+            self._at = (beta, self._gaussian(beta))
+        return self._at[1]
+
     def draw(self, runs: int) -> np.ndarray:
         return self.mu0[:, None] + self._sample0(runs)
 
@@ -132,22 +141,20 @@ class GaussianPath:
         return _reference_step(g, ll, beta, loglik, self.mu0, self._sample0, self.log_t,
                                self.rng)  # fmt: skip
 
-    def gaussian(self, beta: float) -> tuple[np.ndarray, np.ndarray]:
-        """The Gaussian part of pi_beta, N(0, K) t(g)^(1 - beta), as (mean, precision):
-        (mu_beta, K^-1 + (1 - beta) Lambda)."""
-        if not hasattr(self, "_K_inv"):
-            self._K_inv = _precision(self.L)
-        if self._at is None or self._at[0] != beta:
-            self._at = (beta, self._gaussian(beta))
-        Q = self._K_inv.copy()
+    @cached_property
+    def K_inv(self) -> np.ndarray:
+        return _precision(self.L)
+
+    def natural(self, beta: float) -> tuple[np.ndarray, np.ndarray]:
+        """The Gaussian part of pi_beta, N(0, K) t(g)^(1 - beta), in natural parameters:
+        precision Q = K^-1 + (1 - beta) Lambda and Q mu_beta = (1 - beta) b (no solve)."""
+        Q = self.K_inv.copy()
         Q[np.diag_indices_from(Q)] += (1.0 - beta) * self.ttau
-        return self._at[1][0], Q
+        return Q, (1.0 - beta) * self.b
 
     def move(self, g, ll, beta, loglik):
         """One elliptical slice step about mu_beta, invariant for pi_beta."""
-        if self._at is None or self._at[0] != beta:
-            self._at = (beta, self._gaussian(beta))
-        mu, sample, _ = self._at[1]
+        mu, sample, _ = self.tempered(beta)
         h, ll = elliptical_slice(g - mu[:, None], ll, beta, sample(g.shape[1]),
                                  lambda h, mu=mu: loglik(mu[:, None] + h), self.rng)  # fmt: skip
         return mu[:, None] + h, ll
@@ -253,8 +260,8 @@ def _precision(L: np.ndarray) -> np.ndarray:
 def coordinate_sweep(
     g: np.ndarray,
     beta: float,
-    mu: np.ndarray,
     Q: np.ndarray,
+    r: np.ndarray,
     y: np.ndarray,
     m: float,
     likelihood: Likelihood,
@@ -262,12 +269,13 @@ def coordinate_sweep(
     max_shrinks: int = 100,
 ) -> np.ndarray:
     """One sweep, in random order, of univariate elliptical slice steps, invariant for
-    N(g; mu, Q^-1) prod_i p(y_i | m + g_i)^beta; vectorised over the columns.
+    N(g; mu, Q^-1) prod_i p(y_i | m + g_i)^beta, the Gaussian given by its precision Q and
+    r = Q mu; vectorised over the columns.
 
     Coordinate i given the others is N(c_i, 1 / Q_ii) p(y_i | m + g_i)^beta with
-    c_i = g_i - (Q (g - mu))_i / Q_ii (the Gaussian's conditional, from its precision):
+    c_i = g_i - (Q g - r)_i / Q_ii (the Gaussian's conditional, from its precision):
     a one-dimensional elliptical slice step (Murray, Adams and MacKay 2010) moves it, and
-    Q (g - mu) is updated by one column of Q. Where the kernel is short-range and the
+    Q g - r is updated by one column of Q. Where the kernel is short-range and the
     posterior of each f_i nearly independent and one-sided (large sigma_f on nearly
     separable data), whole-vector elliptical moves must satisfy every constraint at once
     and barely move; these moves do not care how many there are.
@@ -277,13 +285,13 @@ def coordinate_sweep(
     ndarray
         The new states (n, k).
     """
-    h = g - mu[:, None]
-    Qh = Q @ h
+    g = g.copy()
+    Qh = Q @ g - r[:, None]
     k = g.shape[1]
     for i in rng.permutation(g.shape[0]):
         q = Q[i, i]
         x = Qh[i] / q  # the offset from the conditional mean c_i
-        base = m + mu[i] + h[i] - x
+        base = m + g[i] - x
         nu = rng.standard_normal(k) / np.sqrt(q)
         log_u = beta * likelihood.log_prob(y[i], base + x) + np.log(rng.random(k))
         theta = rng.uniform(0.0, 2.0 * np.pi, k)
@@ -303,6 +311,6 @@ def coordinate_sweep(
             if active.size == 0:
                 break
         d = new - x
-        h[i] += d
+        g[i] += d
         Qh += np.outer(Q[:, i], d)
-    return mu[:, None] + h
+    return g

@@ -220,9 +220,9 @@ class _Population:
             self.moved += g.shape[1]
             self.g, self.ll = g, ll
         if self.sweeps:
-            mu, Q = self.path.gaussian(beta)
+            Q, r = self.path.natural(beta)
             for _ in range(self.sweeps):
-                self.g = coordinate_sweep(self.g, beta, mu, Q, *self.problem, self.rng)
+                self.g = coordinate_sweep(self.g, beta, Q, r, *self.problem, self.rng)
             self.ll = self.loglik(self.g)
         self.log_r = self.path.log_ratio(self.g, self.ll).reshape(self.runs, self.N)
 

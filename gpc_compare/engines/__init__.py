@@ -2,11 +2,12 @@
 
 Every engine module provides ``infer(X, y, kernel, likelihood, mean, **options)``
 returning a :class:`~gpc_compare.posterior.Posterior`, ``OPTIONS``, the options it
-accepts with their defaults, ``check_options(options)``, which checks their values before
-any fit (``gc.fit`` and the study loader both call it), ``CAPABILITIES``, what it can do (names in
-:data:`CAPABILITY_NAMES`), ``LIKELIHOODS``, the likelihoods it takes, and ``LABEL``, its
-name in messages. Callers ask :func:`capabilities` (``"evidence_gradient" in
-capabilities("ep")``), never the engine's name. :func:`get_engine` looks one up by name.
+accepts with their defaults, ``OPTION_CHECKS`` and ``check_options(options)``, which
+checks their values before any fit (``gc.fit`` and the study loader both call it),
+``CAPABILITIES``, what it can do (names in :data:`CAPABILITY_NAMES`), ``LIKELIHOODS``,
+the likelihoods it takes, and ``LABEL``, its name in messages. Callers ask
+:func:`capabilities` (``"evidence_gradient" in capabilities("ep")``), never the engine's
+name. :func:`get_engine` looks one up by name.
 """
 
 from __future__ import annotations

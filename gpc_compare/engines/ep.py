@@ -26,31 +26,28 @@ hyperparameters, computed through the EP fixed point by the implicit function th
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping
 from functools import cached_property
 from typing import Any, NamedTuple
 
 import numpy as np
 import scipy.linalg
-from scipy.linalg import blas
-from threadpoolctl import threadpool_limits
 
 from .._validation import (
     any_value,
     check_fraction,
     check_kernel_matrix,
-    check_option_values,
     check_positive,
     check_random_seed,
     choice,
     count,
+    option_checker,
     optional,
 )
 from ..kernels import Kernel
 from ..likelihoods import Likelihood, Probit
 from ..numerics import cho_solve, chol_B, inverse_from_triangular_inverse, probit_ratio, solve_lower
 from ..posterior import Convergence, GaussianPosterior
-from ._ep_jacobian import _probit_site_jacobian
+from ._ep_sites import probit_site_jacobian, sequential_sweep, site_update
 from ._sites import anderson, marginal_variances_and_inverse
 
 __all__ = ["EPPosterior", "check_options", "infer"]
@@ -74,6 +71,28 @@ CAPABILITIES = frozenset({"evidence", "evidence_gradient", "loo"})
 LIKELIHOODS = frozenset({"probit", "logistic", "gaussian"})
 
 _SCHEDULES = ("auto", "sequential", "parallel")
+#: How each option is checked (:data:`check_options`).
+OPTION_CHECKS = {
+    "schedule": choice(*_SCHEDULES),
+    "damping": optional(check_fraction),
+    "tol": check_positive,
+    "site_tol": check_positive,
+    "min_sweeps": count(1),
+    "max_sweeps": count(1),
+    "warm_start": any_value,
+    "random_seed": check_random_seed,
+}
+
+
+def _sweeps_in_order(options: dict[str, Any]) -> None:
+    if options["min_sweeps"] > options["max_sweeps"]:
+        raise ValueError(f"min_sweeps ({options['min_sweeps']}) exceeds max_sweeps "
+                         f"({options['max_sweeps']})")  # fmt: skip
+
+
+#: The options checked before any fit, as ``gc.fit`` and a study's ``[engines.ep]`` are
+#: (``warm_start``'s shape is :func:`infer`'s: it knows n).
+check_options = option_checker(OPTION_CHECKS, "method 'ep'", OPTIONS, _sweeps_in_order)
 #: "auto": parallel sweeps at most, before falling back to sequential ...
 AUTO_PARALLEL_SWEEPS = 60
 #: ... or once adaptive damping has been halved below this (persistent oscillation).
@@ -144,15 +163,6 @@ class _SiteState:
     def alpha(self, K):
         """alpha = (K + T~^-1)^-1 (mu~ - m) = p - sW B^-1 sW K p (R&W Alg. 3.6 line 5)."""
         return self.p - self.sW * cho_solve(self.L, self.sW * (K @ self.p))
-
-
-def _site_update(lik, y, tau_cav, nu_cav, moments=None):
-    """New site parameters from the cavities by moment matching (R&W eq. 3.59); the
-    tilted mean and variance are computed unless given."""
-    if moments is None:
-        moments = lik.tilted_moments(y, nu_cav / tau_cav, 1.0 / tau_cav)[1:]
-    mhat, vhat = moments
-    return 1.0 / vhat - tau_cav, mhat / vhat - nu_cav
 
 
 class EPPosterior(GaussianPosterior):
@@ -269,7 +279,7 @@ class EPPosterior(GaussianPosterior):
         Sigma = self._Sigma
         dS = np.diag(Sigma)
         mu = self._state.mu
-        D_tt_tau, D_tt_nu, D_tn_tau, D_tn_nu = _probit_site_jacobian(
+        D_tt_tau, D_tt_nu, D_tn_tau, D_tn_nu = probit_site_jacobian(
             self.y, self.tau_cav, self.nu_cav
         )
         # C_s: d(tau_-, nu_-) / d(ttau, tnu), from dSigma_ii/dttau_j = -Sigma_ij^2,
@@ -291,27 +301,6 @@ class EPPosterior(GaussianPosterior):
         )
         lam = scipy.linalg.solve((np.eye(2 * n) - CD).T, np.concatenate([g_tau, g_nu]))
         return lam[:n], lam[n:]
-
-
-def check_options(options: Mapping[str, Any]) -> dict[str, Any]:
-    """``options`` of :func:`infer` checked before any fit (a ValueError naming the first
-    unknown or bad one): what ``gc.fit`` and a study's ``[engines.ep]`` table are
-    checked with. ``warm_start`` is checked by :func:`infer`, which knows n."""
-    checks = {
-        "schedule": choice(*_SCHEDULES),
-        "damping": optional(check_fraction),
-        "tol": check_positive,
-        "site_tol": check_positive,
-        "min_sweeps": count(1),
-        "max_sweeps": count(1),
-        "warm_start": any_value,
-        "random_seed": check_random_seed,
-    }
-    checked = check_option_values(options, checks, "method 'ep'")
-    low, high = (checked.get(k, OPTIONS[k]) for k in ("min_sweeps", "max_sweeps"))
-    if low > high:
-        raise ValueError(f"min_sweeps ({low}) exceeds max_sweeps ({high})")
-    return checked
 
 
 def infer(
@@ -496,12 +485,10 @@ class _Run:
         while sweeps < max_sweeps:
             sweeps += 1
             if schedule == "sequential":
-                new_ttau, new_tnu = _sequential_sweep(
-                    K, y, lik, state, ttau, tnu, damping, self.rng
-                )
+                new_ttau, new_tnu = sequential_sweep(K, y, lik, state, ttau, tnu, damping, self.rng)
             else:
                 # the state's tilted moments are those of these cavities: no recomputation
-                up_ttau, up_tnu = _site_update(
+                up_ttau, up_tnu = site_update(
                     lik, y, state.tau_cav, state.nu_cav, (state.tilted_mean, state.tilted_var)
                 )
                 up_ttau = np.maximum(up_ttau, 0.0)  # tau~ kept non-negative
@@ -564,39 +551,3 @@ class _Run:
         if not (np.isfinite(state.log_marginal_likelihood) and np.all(state.tau_cav > 0)):
             return None
         return state
-
-
-def _sequential_sweep(K, y, lik, state, ttau, tnu, damping, rng):
-    """One sweep of R&W Alg. 3.5 lines 4-9 in random order, with rank-one updates.
-
-    Sigma is kept as its lower triangle (Fortran order) and updated in place by BLAS
-    ``dsyr`` on one thread: level-2 BLAS gains nothing from threads at these sizes and
-    loses badly on a loaded machine.
-    """
-    n = K.shape[0]
-    Sigma = np.asfortranarray(K - state.V.T @ state.V)
-    mu = state.mu.copy()
-    ttau, tnu = ttau.copy(), tnu.copy()
-    with threadpool_limits(1, user_api="blas"):
-        for i in rng.permutation(n):
-            Sii = Sigma[i, i]
-            tau_cav = 1.0 / Sii - ttau[i]
-            if tau_cav <= 0:  # cannot form the cavity: leave the site as it is
-                continue
-            nu_cav = mu[i] / Sii - tnu[i]
-            new_tt, new_tn = _site_update(
-                lik, y[i : i + 1], np.array([tau_cav]), np.array([nu_cav])
-            )
-            new_tt = max(float(new_tt[0]), 0.0)  # tau~ kept non-negative
-            new_tt = (1 - damping) * ttau[i] + damping * new_tt
-            new_tn = (1 - damping) * tnu[i] + damping * float(new_tn[0])
-            d_tau, d_nu = new_tt - ttau[i], new_tn - tnu[i]
-            ttau[i], tnu[i] = new_tt, new_tn
-            # Sigma <- Sigma - d_tau / (1 + d_tau Sigma_ii) s s^T (R&W Alg. 3.5 line 8), and
-            # mu <- mu + s (d_nu - d_tau mu_i) / (1 + d_tau Sigma_ii) (the same update of
-            # mu = Sigma (K^-1 m + nu~), derived from Sherman-Morrison)
-            si = np.concatenate((Sigma[i, :i], Sigma[i:, i]))  # column i from the lower half
-            denom = 1.0 + d_tau * Sii
-            mu += si * ((d_nu - d_tau * mu[i]) / denom)
-            blas.dsyr(-d_tau / denom, si, a=Sigma, lower=1, overwrite_a=1)
-    return ttau, tnu

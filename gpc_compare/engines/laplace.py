@@ -21,18 +21,16 @@ the plus sign used below.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from functools import cached_property
-from typing import Any
 
 import numpy as np
 
 from .._validation import (
     any_value,
     check_kernel_matrix,
-    check_option_values,
     check_positive,
     count,
+    option_checker,
 )
 from ..kernels import Kernel
 from ..likelihoods import Likelihood, Softmax
@@ -118,11 +116,9 @@ def _objective(alpha: np.ndarray, f: np.ndarray, m: float, lp: np.ndarray) -> fl
     return 0.5 * float(alpha @ (f - m)) - float(lp.sum())
 
 
-def check_options(options: Mapping[str, Any]) -> dict[str, Any]:
-    """``options`` of :func:`infer` checked before any fit (a ValueError naming the first
-    unknown or bad one): what ``gc.fit`` and a study's ``[engines.laplace]`` table are
-    checked with. ``warm_start`` is checked by :func:`infer`, which knows n."""
-    return check_option_values(options, OPTION_CHECKS, "method 'laplace'")
+#: The options checked before any fit, as ``gc.fit`` and a study's ``[engines.laplace]``
+#: are (``warm_start``'s shape is :func:`infer`'s: it knows n).
+check_options = option_checker(OPTION_CHECKS, "method 'laplace'")
 
 
 def infer(

@@ -39,10 +39,10 @@ from .._validation import (
     check_flag,
     check_fraction,
     check_kernel_matrix,
-    check_option_values,
     check_random_seed,
     choice,
     count,
+    option_checker,
     optional,
 )
 from ..annealing import ais
@@ -212,17 +212,17 @@ OPTION_CHECKS = {
 }
 
 
-def check_options(options: Mapping[str, Any]) -> dict[str, Any]:
-    """``options`` of :func:`infer` checked before any sampling (a ValueError naming the
-    first unknown or bad one): what ``gc.fit`` and a study's ``[engines.mcmc]`` table are
-    checked with. ``priors``' names are checked by :func:`infer`, which knows the kernel."""
-    checked = check_option_values(options, OPTION_CHECKS, "method 'mcmc'")
-    if checked.get("full_bayes") and checked.get("evidence"):
+def _fixed_for_evidence(options: dict[str, Any]) -> None:
+    if options["full_bayes"] and options["evidence"]:
         raise ValueError(
             "evidence=True estimates p(y | X, theta) at fixed hyperparameters; "
             "it does not combine with full_bayes=True"
         )
-    return checked
+
+
+#: The options checked before any sampling, as ``gc.fit`` and a study's ``[engines.mcmc]``
+#: are (``priors``' names are :func:`infer`'s: it knows the kernel).
+check_options = option_checker(OPTION_CHECKS, "method 'mcmc'", OPTIONS, _fixed_for_evidence)
 
 
 def infer(
@@ -306,8 +306,10 @@ def infer(
     checked = check_options(
         {"draws": draws, "tune": tune, "chains": chains, "random_seed": random_seed,
          "target_accept": target_accept, "nuts_sampler": nuts_sampler,
-         "parameterization": parameterization, "full_bayes": full_bayes, "evidence": evidence,
-         "ais_start": ais_start, "rhat_max": rhat_max, "ess_min": ess_min}
+         "parameterization": parameterization, "full_bayes": full_bayes, "priors": priors,
+         "evidence": evidence, "ais_start": ais_start, "ais_temperatures": ais_temperatures,
+         "ais_runs": ais_runs, "rhat_max": rhat_max, "ess_min": ess_min,
+         "progressbar": progressbar}
     )  # fmt: skip
     draws, tune, chains = checked["draws"], checked["tune"], checked["chains"]
     sampler = nuts_sampler or _default_sampler()

@@ -35,17 +35,15 @@ method for it.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping
-from typing import Any
 
 import numpy as np
 
 from .._validation import (
     any_value,
     check_kernel_matrix,
-    check_option_values,
     check_positive,
     count,
+    option_checker,
 )
 from ..kernels import Kernel
 from ..likelihoods import Likelihood, Logistic
@@ -148,11 +146,9 @@ class VBPosterior(SitePosterior):
         return self.xi.copy()
 
 
-def check_options(options: Mapping[str, Any]) -> dict[str, Any]:
-    """``options`` of :func:`infer` checked before any fit (a ValueError naming the first
-    unknown or bad one): what ``gc.fit`` and a study's ``[engines.vb]`` table are
-    checked with. ``warm_start`` is checked by :func:`infer`, which knows n."""
-    return check_option_values(options, OPTION_CHECKS, "method 'vb'")
+#: The options checked before any fit, as ``gc.fit`` and a study's ``[engines.vb]``
+#: are (``warm_start``'s shape is :func:`infer`'s: it knows n).
+check_options = option_checker(OPTION_CHECKS, "method 'vb'")
 
 
 def infer(

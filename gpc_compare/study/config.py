@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from .. import datasets as gc_datasets
+from .. import evidence
 from .._validation import OptionError
 from ..engines import ENGINES, capabilities, engines_with, get_engine
 from .datafiles import FILE_HINT, check_label, data_dir, file_dataset
@@ -45,8 +46,11 @@ EVIDENCE_OPTIONS: dict[str, Any] = {
 }
 RECHECK_OPTIONS: dict[str, Any] = {"temperatures": 5000, "z": 5.0, "nats": 0.3}
 #: SMC with an adaptive schedule (``gc.evidence.estimate``): its options and defaults.
-SMC_OPTIONS: dict[str, Any] = {"start": "ep", "particles": 128, "runs": 16, "moves": 2,
-                               "sweeps": 2, "cess": 0.9, "se_max": 0.1}  # fmt: skip
+SMC_OPTIONS: dict[str, Any] = {
+    "start": "ep",
+    **{k: v for k, v in evidence.OPTIONS["smc"].items() if k != "max_steps"},
+    "se_max": 0.1,
+}
 #: The default hyperparameter source, in order of preference: EP (closest to the reference
 #: in every comparison so far), else Laplace.
 DEFAULT_SOURCES = ("ep", "laplace")
@@ -555,11 +559,13 @@ def _parse_smc(options: dict[str, Any], p: str, where: str) -> dict[str, Any]:
     merged = {**SMC_OPTIONS, **options, "method": "smc", "recheck": None}
     if merged["start"] not in ("ep", "prior"):
         raise _fail(p, f"{where}.start", f"must be 'ep' or 'prior', got {merged['start']!r}")
-    for key, low in (("particles", 2), ("runs", 2), ("moves", 0), ("sweeps", 0)):
-        merged[key] = _int(merged[key], p, f"{where}.{key}", low)
-    for key, high in (("cess", 1.0), ("se_max", np.inf)):
-        if not _is_number(merged[key]) or not 0 < merged[key] < high:
-            raise _fail(p, f"{where}.{key}", f"must be in (0, {high}), got {merged[key]!r}")
+    if not _is_number(merged["se_max"]) or not merged["se_max"] > 0:
+        raise _fail(p, f"{where}.se_max", f"must be a positive number, got {merged['se_max']}")
+    own = {k: v for k, v in options.items() if k in evidence.OPTIONS["smc"]}
+    try:  # the estimator's own check, as gc.evidence.estimate's
+        evidence.check_options["smc"](own)
+    except OptionError as exc:
+        raise _fail(p, f"{where}.{exc.option}", str(exc).removeprefix(f"{exc.option} ")) from None
     return merged
 
 

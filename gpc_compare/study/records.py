@@ -50,7 +50,7 @@ def save_record(record: dict[str, Any], jobs_dir: Path) -> None:
 
 
 #: What every record holds (a failed job's too), with the types JSON gives them.
-_FIELDS: dict[str, type | tuple[type, ...]] = {
+_FIELDS: dict[str, type] = {
     "id": str,
     "status": str,
     "study": str,
@@ -60,7 +60,7 @@ _FIELDS: dict[str, type | tuple[type, ...]] = {
     "likelihood": str,
 }
 #: ... and what a finished job's record holds besides.
-_OK_FIELDS: dict[str, type | tuple[type, ...]] = {
+_OK_FIELDS: dict[str, type] = {
     "metrics": dict,
     "hyperparameters": dict,
     "timings": dict,
