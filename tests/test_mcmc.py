@@ -168,3 +168,47 @@ def test_full_bayes_learns_the_hyperparameters():
         gc.fit(X, y, method="mcmc", full_bayes=True, evidence=True)
     with pytest.raises(ValueError, match="unknown hyperparameter 'log_ell'"):
         gc.fit(X, y, method="mcmc", full_bayes=True, priors={"log_ell": (0, 1)})
+
+
+def test_the_evidence_is_gc_evidence_estimates(easy):
+    """``evidence=True`` runs gc.evidence.estimate's estimator (SMC by default) on the same
+    problem with the same seed: the same number, not merely a close one."""
+    X, y, k, post = easy
+    est = post.evidence_estimate
+    assert (est.method, est.start) == ("smc", "ep") and est.health["steps"] >= 1
+    same = gc.evidence.estimate(X, y, kernel=k, random_seed=FAST["random_seed"])
+    assert post.log_marginal_likelihood == same.log_evidence
+    assert post.log_marginal_likelihood_se == same.standard_error > 0
+    assert post.record()["reference_evidence"]["health"] == same.health
+
+
+def test_the_evidence_by_ais_with_its_options():
+    X, y = toy_data(n=20, d=2, seed=2)
+    k = SquaredExponential(1.0, 2.0)
+    opts = {"temperatures": 40, "runs": 4}
+    post = gc.fit(X, y, method="mcmc", kernel=k, evidence="ais", evidence_start="prior",
+                  evidence_options=opts, **FAST)  # fmt: skip
+    same = gc.evidence.estimate(X, y, kernel=k, method="ais", start="prior",
+                                random_seed=FAST["random_seed"], **opts)  # fmt: skip
+    assert post.evidence_estimate.method == "ais" and post.evidence_estimate.start == "prior"
+    assert post.log_marginal_likelihood == same.log_evidence
+    assert post.evidence_estimate.health == {"temperatures": 40, "runs": 4}
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"evidence": "mcmc"}, r"evidence must be True, False or one of \['auto', 'smc', 'ais'\]"),
+        ({"evidence": 1}, "evidence must be True or False"),
+        ({"evidence": True, "evidence_start": "laplace"}, "evidence_start must be one of"),
+        ({"evidence": True, "evidence_options": {"temperatures": 9}},
+         r"evidence_options: unknown option\(s\) \['temperatures'\] for method 'smc'"),
+        ({"evidence": "ais", "evidence_options": {"runs": 1}},
+         "evidence_options: runs must be"),
+        ({"evidence": True, "evidence_options": 3}, "evidence_options must be a dict"),
+    ],
+)  # fmt: skip
+def test_evidence_options_are_checked_before_sampling(options, message):
+    X, y = toy_data(n=10, d=2, seed=0)
+    with pytest.raises(ValueError, match=message):
+        gc.fit(X, y, method="mcmc", **options)

@@ -80,7 +80,11 @@ _FAST_MCMC = {
 _OPTIONS = {
     "laplace": {},
     "ep": {},
-    "mcmc": {**_FAST_MCMC, "evidence": True, "ais_runs": 4, "ais_temperatures": 20},
+    "mcmc": {
+        **_FAST_MCMC,
+        "evidence": "ais",
+        "evidence_options": {"runs": 4, "temperatures": 20},
+    },
 }
 
 
@@ -124,11 +128,11 @@ def test_every_engine_records_what_it_can(any_post):
     json.dumps(record)  # JSON-ready
     expected = {"convergence", "log_evidence", "log_evidence_se"}
     expected |= {"loo_log_predictive"} if "loo" in caps else set()
-    expected |= {"diagnostics"} if "draws" in caps else set()
+    expected |= {"diagnostics", "reference_evidence"} if "draws" in caps else set()
     assert set(record) == expected
     assert set(record["convergence"]) == {"converged", "iterations"}
     assert record["log_evidence"] == pytest.approx(post.log_marginal_likelihood)
-    if "draws" in caps:  # AIS: an estimate with its standard error
+    if "draws" in caps:  # an estimate with its standard error
         assert record["log_evidence_se"] == post.log_marginal_likelihood_se > 0
         assert record["diagnostics"]["divergences"] >= 0
     else:
@@ -137,7 +141,7 @@ def test_every_engine_records_what_it_can(any_post):
         import copy
 
         without = copy.copy(post)
-        without._evidence = None
+        without.evidence_estimate = None
         assert without.record()["log_evidence"] is None
         assert without.record()["log_evidence_se"] is None
 

@@ -276,7 +276,7 @@ def test_evidence_beside_an_mcmc_reference_and_from_the_prior(tmp_path: Path) ->
         .replace(
             "[evidence.ais]\n",
             "[engines.mcmc]\ndraws = 200\ntune = 200\nchains = 2\n"
-            "evidence = true\nais_runs = 4\nais_temperatures = 50\n\n[evidence.ais]\n"
+            'evidence = "ais"\nevidence_options = {runs = 4, temperatures = 50}\n\n[evidence.ais]\n'
             'start = "prior"\n',
         )  # fmt: skip
         .replace("temperatures = 100\n", "temperatures = 200\n")

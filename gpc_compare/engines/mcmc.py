@@ -14,15 +14,17 @@ the diagnostics say so (``fallback``).
 The draws are returned as a :class:`~gpc_compare.posterior.SamplePosterior`, which
 predicts by conditioning every draw on the GP; their convergence is judged by
 :func:`gpc_compare.diagnostics.diagnose`. The gold-standard log marginal likelihood
-(``evidence=True``) is annealed importance sampling, :func:`gpc_compare.annealing.ais`
-(Neal 2001; Kuss and Rasmussen 2005), from EP's approximation or from the prior.
+(``evidence=True``) is :func:`gpc_compare.evidence.estimate`'s: sequential Monte Carlo with
+an adaptive schedule (``evidence="smc"``, the default) or annealed importance sampling
+(``"ais"``; Neal 2001, Kuss and Rasmussen 2005), from EP's approximation or from the prior,
+run by the same function (:func:`gpc_compare.annealing.estimate.anneal`) with the same seed.
 
 With the softmax likelihood (C classes) the model has C latent GPs sharing the kernel,
 F = G U or F = L V column by column, and a categorical likelihood with ``logit_p = F``;
 prediction conditions every draw's C functions on the GP (independent given the draw,
 with the same conditional variance) and integrates the softmax against that Gaussian
 (:class:`~gpc_compare.posterior.SoftmaxSamplePosterior`). Fixed hyperparameters only:
-full Bayes and the AIS evidence are binary only.
+full Bayes and the evidence are binary only.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ import numpy as np
 import xarray as xr
 
 from .._validation import (
+    OptionError,
     check_flag,
     check_fraction,
     check_kernel_matrix,
@@ -45,7 +48,7 @@ from .._validation import (
     option_checker,
     optional,
 )
-from ..annealing import ais
+from ..annealing.estimate import METHODS, STARTS, anneal, resolve
 from ..diagnostics import Diagnostics, check_complete, diagnose
 from ..kernels import Kernel
 from ..likelihoods import Gaussian, Likelihood, Logistic, Probit, Softmax
@@ -70,9 +73,8 @@ OPTIONS = {
     "full_bayes": False,
     "priors": None,
     "evidence": False,
-    "ais_start": "ep",
-    "ais_temperatures": None,
-    "ais_runs": 32,
+    "evidence_start": "ep",
+    "evidence_options": None,
     "rhat_max": 1.01,
     "ess_min": 400.0,
     "progressbar": False,
@@ -178,6 +180,12 @@ def _check_priors(value: Any, name: str) -> dict[str, tuple[float, float]]:
     return out
 
 
+def _check_mapping(value: object, name: str) -> dict[str, Any]:
+    if not isinstance(value, Mapping):
+        raise ValueError(f"{name} must be a dict of the estimator's options, got {value!r}")
+    return dict(value)
+
+
 def _at_least(minimum: float, why: str):
     """The check of a threshold >= ``minimum`` (infinity allowed: no threshold)."""
 
@@ -202,22 +210,38 @@ OPTION_CHECKS = {
     "parameterization": choice("laplace", "prior"),
     "full_bayes": check_flag,
     "priors": optional(_check_priors),
-    "evidence": check_flag,
-    "ais_start": choice("ep", "prior"),
-    "ais_temperatures": optional(count(1)),
-    "ais_runs": count(2),
+    "evidence": lambda v, name: v if isinstance(v, str) else check_flag(v, name),
+    "evidence_start": choice(*STARTS),
+    "evidence_options": optional(_check_mapping),
     "rhat_max": _at_least(1.0, "R-hat is 1 at convergence"),
     "ess_min": _at_least(0.0, "an effective sample size"),
     "progressbar": check_flag,
 }
 
 
+def _estimator(evidence: bool | str) -> str | None:
+    """The evidence estimator ``evidence`` asks for (True: ``gc.evidence.estimate``'s
+    default), or None."""
+    return None if evidence is False else "auto" if evidence is True else evidence
+
+
 def _fixed_for_evidence(options: dict[str, Any]) -> None:
-    if options["full_bayes"] and options["evidence"]:
+    method = _estimator(options["evidence"])
+    if method is None:
+        return
+    if method not in METHODS:
+        raise OptionError(
+            "evidence", f"evidence must be True, False or one of {list(METHODS)}, got {method!r}"
+        )
+    if options["full_bayes"]:
         raise ValueError(
             "evidence=True estimates p(y | X, theta) at fixed hyperparameters; "
             "it does not combine with full_bayes=True"
         )
+    try:  # the estimator's own check (gc.evidence.estimate's)
+        resolve(method, options["evidence_start"], options["evidence_options"] or {})
+    except ValueError as exc:
+        raise OptionError("evidence_options", f"evidence_options: {exc}") from None
 
 
 #: The options checked before any sampling, as ``gc.fit`` and a study's ``[engines.mcmc]``
@@ -241,10 +265,9 @@ def infer(
     parameterization: str = OPTIONS["parameterization"],
     full_bayes: bool = OPTIONS["full_bayes"],
     priors: dict[str, tuple[float, float]] | None = OPTIONS["priors"],
-    evidence: bool = OPTIONS["evidence"],
-    ais_start: str = OPTIONS["ais_start"],
-    ais_temperatures: int | None = OPTIONS["ais_temperatures"],
-    ais_runs: int = OPTIONS["ais_runs"],
+    evidence: bool | str = OPTIONS["evidence"],
+    evidence_start: str = OPTIONS["evidence_start"],
+    evidence_options: Mapping[str, Any] | None = OPTIONS["evidence_options"],
     rhat_max: float = OPTIONS["rhat_max"],
     ess_min: float = OPTIONS["ess_min"],
     progressbar: bool = OPTIONS["progressbar"],
@@ -278,21 +301,20 @@ def infer(
         (and on ``"mean"``), by ``hyperparameter_names``. Default: centred on the given
         kernel's values (and the given mean), standard deviation 1 (a factor of e
         either way on the natural scale).
-    evidence : bool
-        Also estimate log p(y | X, theta) by annealed importance sampling (fixed
-        hyperparameters only).
-    ais_start : {"ep", "prior"}
-        Where the annealing starts: at EP's approximation of the posterior at the same
-        hyperparameters (default), or at the prior (Kuss & Rasmussen 2005); see
-        :func:`gpc_compare.annealing.ais`. Both are unbiased in p(y) and
-        biased low in log p(y) when the path is too short; from the prior it is long: on
-        200 ionosphere cases at sigma_f^2 = e^4, 2000 temperatures from the prior gave
-        -90.1 and 8000 gave -85.0, against -82.48 +- 0.12 from EP with 1000 (EP's own
-        evidence -82.58).
-    ais_temperatures : int, optional
-        The AIS schedule length (default 1000 from EP, 2000 from the prior).
-    ais_runs : int
-        Independent AIS runs.
+    evidence : bool or {"auto", "smc", "ais"}
+        Also estimate log p(y | X, theta) (fixed hyperparameters only), exactly as
+        :func:`gpc_compare.evidence.estimate` does with the same ``random_seed``: True or
+        "auto" is its default, sequential Monte Carlo with an adaptive schedule; "ais" is
+        annealed importance sampling on a fixed schedule (Neal 2001; Kuss and Rasmussen
+        2005). The estimate and its health are ``post.evidence_estimate``.
+    evidence_start : {"ep", "prior"}
+        Where the path starts: at EP's approximation at the same hyperparameters
+        (default) or at the prior (longer paths; from the prior AIS is biased low in
+        log p(y) unless the schedule is very long).
+    evidence_options : dict, optional
+        The estimator's options (:data:`gpc_compare.evidence.OPTIONS`): for SMC
+        ``particles``, ``runs``, ``moves``, ``sweeps``, ``cess``, ``max_steps``; for AIS
+        ``temperatures``, ``runs``.
     rhat_max, ess_min : float
         Thresholds of ``post.diagnostics.passed`` (no divergences is the third).
     progressbar : bool
@@ -307,8 +329,8 @@ def infer(
         {"draws": draws, "tune": tune, "chains": chains, "random_seed": random_seed,
          "target_accept": target_accept, "nuts_sampler": nuts_sampler,
          "parameterization": parameterization, "full_bayes": full_bayes, "priors": priors,
-         "evidence": evidence, "ais_start": ais_start, "ais_temperatures": ais_temperatures,
-         "ais_runs": ais_runs, "rhat_max": rhat_max, "ess_min": ess_min,
+         "evidence": evidence, "evidence_start": evidence_start,
+         "evidence_options": evidence_options, "rhat_max": rhat_max, "ess_min": ess_min,
          "progressbar": progressbar}
     )  # fmt: skip
     draws, tune, chains = checked["draws"], checked["tune"], checked["chains"]
@@ -393,25 +415,16 @@ def infer(
     theta_draws = (
         idata.posterior["theta"].values.reshape(f_draws.shape[0], -1) if full_bayes else None
     )
-    ev = None
-    if evidence:
-        seed = np.random.default_rng(random_seed).integers(2**32)
-        sites = K_ais = None
-        if ais_start == "ep":
-            approx = ep.infer(X, y, kernel, likelihood, mean)
-            sites, K_ais = (approx.ttau, approx.tnu), L @ L.T  # K with its jitter
-        result = ais(
-            L,
-            m,
-            y,
-            likelihood,
-            K=K_ais,
-            sites=sites,
-            temperatures=ais_temperatures or (1000 if ais_start == "ep" else 2000),
-            runs=ais_runs,
-            random_seed=seed,
-        )
-        ev = (result.log_evidence, result.standard_error)
+    estimate = None
+    method = _estimator(evidence)
+    if method is not None:  # gc.evidence.estimate's run, seeded as the sampler is
+        method, options = resolve(method, evidence_start, evidence_options or {})
+        approx = ep.infer(X, y, kernel, likelihood, mean, schedule="parallel")
+        estimate = anneal(
+            L, m, y, likelihood, K=L @ L.T, ep_sites=(approx.ttau, approx.tnu),
+            ep_log_evidence=float(approx.log_marginal_likelihood), method=method,
+            start=evidence_start, random_seed=np.random.default_rng(random_seed), **options,
+        )  # fmt: skip
     return SamplePosterior(
         X,
         y,
@@ -423,7 +436,7 @@ def infer(
         K=K,
         L=L,
         diagnostics=diagnostics,
-        evidence=ev,
+        evidence=estimate,
         convergence=Convergence(
             diagnostics.passed, int(draws) + int(tune), diagnostics.r_hat_max, diagnostics.message
         ),

@@ -90,7 +90,8 @@ class _Draws:
 class SamplePosterior(_Draws, Posterior):
     """A posterior held as draws of f at the training inputs: the Posterior contract.
 
-    ``log_marginal_likelihood`` is the AIS estimate (fit with ``evidence=True``), with
+    ``log_marginal_likelihood`` is the gold-standard estimate (fit with ``evidence=True``:
+    :func:`gpc_compare.evidence.estimate`'s, held whole as ``evidence_estimate``), with
     ``log_marginal_likelihood_se``; it gives no gradient (see
     :attr:`log_marginal_likelihood_gradient`).
     """
@@ -110,29 +111,31 @@ class SamplePosterior(_Draws, Posterior):
         K: np.ndarray,
         L: np.ndarray,
         diagnostics: Any,
-        evidence: tuple[float, float] | None,
+        evidence: Any | None,
         convergence: Convergence,
         theta_draws: np.ndarray | None = None,
     ) -> None:
         super().__init__(X, y, kernel, likelihood, mean)
         self._set_draws(f_draws, idata, K, L, diagnostics, convergence)  # f: (draws * chains, n)
         self.theta_draws = theta_draws  # (draws * chains, p) in full Bayes, else None
-        self._evidence = evidence
+        #: The evidence estimate (an :class:`~gpc_compare.evidence.EvidenceEstimate`:
+        #: value, standard error, method, start and health), or None
+        self.evidence_estimate = evidence
 
     @property
     def log_marginal_likelihood(self) -> float:
-        if self._evidence is None:
+        if self.evidence_estimate is None:
             raise ValueError(
                 "the MCMC evidence was not computed: fit with evidence=True for the "
-                "annealed importance sampling estimate"
+                "gold-standard estimate (gc.evidence.estimate's)"
             )
-        return self._evidence[0]
+        return self.evidence_estimate.log_evidence
 
     @property
     def log_marginal_likelihood_se(self) -> float:
-        """Standard error of the AIS estimate of the log evidence."""
+        """Standard error of the estimate of the log evidence."""
         self.log_marginal_likelihood  # noqa: B018 (raises if not computed)
-        return self._evidence[1]
+        return self.evidence_estimate.standard_error
 
     @property
     def log_marginal_likelihood_gradient(self) -> np.ndarray:
@@ -143,14 +146,16 @@ class SamplePosterior(_Draws, Posterior):
         compare evidences across a grid of hyperparameters."""
         raise NotImplementedError(
             "the MCMC engine gives no evidence gradient: its Monte Carlo estimate is too "
-            "noisy for smooth kernels; compare AIS evidences over a hyperparameter grid"
+            "noisy for smooth kernels; compare gc.evidence.estimate over a hyperparameter grid"
         )
 
     def record(self) -> dict[str, Any]:
-        """:meth:`Posterior.record`, plus the AIS standard error and ``diagnostics``."""
+        """:meth:`Posterior.record`, plus the evidence's standard error and record
+        (``reference_evidence``: method, start, health) and ``diagnostics``."""
         out = super().record()
         if out["log_evidence"] is not None:
             out["log_evidence_se"] = float(self.log_marginal_likelihood_se)
+            out["reference_evidence"] = self.evidence_estimate.record()
         out.update(self._diagnostics_record())
         return out
 

@@ -141,6 +141,7 @@ def load_study(path: str | os.PathLike[str]) -> StudyConfig:
             [engines.laplace]                         # one table per engine, its options
             [engines.ep]       schedule = "parallel"
             [engines.mcmc]     draws = 500  tune = 500  chains = 2  evidence = true
+                               # evidence = "ais", evidence_options = {temperatures = 2000}
             # policy = "grid": every engine at every grid point, one axis per hyperparameter
             [hyperparameters.grid]  log_lengthscale = {start = 0.0, stop = 5.0, num = 7}
                                     log_variance = [0.0, 2.0, 4.0]
