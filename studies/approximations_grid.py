@@ -1,22 +1,24 @@
-"""Laplace and EP evidence against an AIS gold standard over a hyperparameter grid.
+"""Laplace and EP evidence against a gold standard (SMC, and AIS) over a hyperparameter grid.
 
 Reproduces the evidence part of Kuss and Rasmussen (2005, JMLR 6, Fig. 4) and Nickisch and
 Rasmussen (2008, JMLR 9, Fig. 7). The computation is a study of the study runner,
 ``studies/approximations_grid.toml``: every engine at every point of a grid of (log
 length-scale, log variance) (``policy = "grid"``), on all cases of each data set's subsample
-(``splits.kind = "none"``), and an AIS evidence estimator (``[evidence.ais]``) annealed from
-EP's approximation, which anneals again with more temperatures where its first estimate is
-degenerate or disagrees with EP. This script runs that study (resuming from its job records)
-and draws what is specific to it: contour plots of the three evidence surfaces, maps of the
-approximations' gaps to AIS, a per-data-set summary and the README with the finding.
+(``splits.kind = "none"``), and two evidence estimators: sequential Monte Carlo with an
+adaptive schedule (``[evidence.smc]``, the gold standard where the study has it) and AIS
+(``[evidence.ais]``) annealed from EP's approximation, which anneals again with more
+temperatures where its first estimate is degenerate or disagrees with EP. This script runs
+that study (resuming from its job records) and draws what is specific to it: contour plots
+of the evidence surfaces, maps of the approximations' (and AIS's) gaps to the gold standard
+(:mod:`gpc_compare.report.grid`), a per-data-set summary and the README with the finding.
 
 Writes to ``results/approximations_grid/``: the runner's ``results.csv``, ``jobs.csv`` and
 ``jobs/``; ``grid.csv`` (tidy: one row per data set, grid point and method), ``ais_check.csv``
 (the points annealed again), ``summary.csv``, ``run_info.json`` (times),
 ``evidence_contours.png``, ``evidence_gaps.png`` and ``README.md``.
 
-Run from the repository root: ``gpc-compare run studies/approximations_grid.py`` (882 jobs,
-about 17 minutes on 2 cores).
+Run from the repository root: ``gpc-compare run studies/approximations_grid.py`` (the probit
+grid's 1,470 jobs take about an hour on 2 cores, its SMC jobs most of it).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 from gpc_compare.provenance import versions_text
+from gpc_compare.report.grid import plot_contours, plot_gaps, surface
 from gpc_compare.study import StudyConfig, expand, load_records, load_study, run_study
 
 #: The two grids, by likelihood: each a study file and a subdirectory of the output. VB
@@ -41,10 +44,11 @@ STUDIES = {
     "logistic": Path(__file__).with_name("approximations_grid_logistic.toml"),
 }
 WORKERS = 2
-#: The approximations a grid may hold, in the order shown, and the gold standard.
+#: The approximations a grid may hold, in the order shown.
 APPROXIMATIONS = {"laplace": "Laplace", "ep": "EP", "kl": "KL (bound)", "vb": "VB (bound)"}
-GOLD = {"ais": "AIS (gold standard)"}
-#: AIS estimates with se below this are the tightly determined ones (a second summary)
+#: The gold-standard estimators, by preference: the first a study has is the reference.
+GOLD = {"smc": "SMC", "ais": "AIS"}
+#: Gold-standard estimates with se below this are the tightly determined ones
 SE_TIGHT = 0.1
 
 
@@ -63,10 +67,13 @@ class Settings(NamedTuple):
     nats: float
     seed: int
     likelihood: str
+    gold: str  # "smc" or "ais": the reference
+    smc: dict[str, Any] | None  # SMC's options, where the study has it
 
 
 def settings(config: StudyConfig) -> Settings:
     ais = config.evidence["ais"]
+    smc = config.evidence.get("smc")
     log_ell = sorted({p["log_lengthscale"] for p in config.grid})
     log_sf = sorted({p["log_variance"] / 2.0 for p in config.grid})
     return Settings(
@@ -82,6 +89,8 @@ def settings(config: StudyConfig) -> Settings:
         nats=ais["recheck"]["nats"],
         seed=config.seed,
         likelihood=config.likelihood,
+        gold=next(g for g in GOLD if g in config.evidence),
+        smc=None if smc is None else dict(smc),
     )
 
 
@@ -177,16 +186,34 @@ def run_one(output: Path, study: Path, *, workers: int = WORKERS) -> None:
     df, check = frames(config, output)
     df.to_csv(output / "grid.csv", index=False)
     check.to_csv(output / "ais_check.csv", index=False)
+    gold = s.gold
+    if gold == "smc":
+        how = (f"SMC from EP (adaptive, CESS {s.smc['cess']}, R={s.smc['runs']} x "
+               f"{s.smc['particles']} particles); AIS from EP, T={s.temperatures} "
+               f"(T={s.temperatures_long} where degenerate or off EP)")  # fmt: skip
+    else:
+        how = (f"AIS from EP, R={s.runs}, T={s.temperatures} (T={s.temperatures_long} where "
+               "degenerate or off EP)")  # fmt: skip
     title = (
         f"{s.likelihood.capitalize()} GPC, isotropic SE kernel: log evidence over a "
-        f"{s.grid_size} grid\nstratified "
-        f"subsample of <= {s.n_max} cases per data set, standardised inputs\nAIS from EP, "
-        f"R={s.runs}, T={s.temperatures} (T={s.temperatures_long} where degenerate or off EP)"
+        f"{s.grid_size} grid\nstratified subsample of <= {s.n_max} cases per data set, "
+        f"standardised inputs\n{how}"
     )
-    plot_contours(df, output / "evidence_contours.png", title, s)
+    methods = present(df)
+    labels = {m: APPROXIMATIONS[m] for m in methods}
+    se_max = s.smc["se_max"] if gold == "smc" else s.se_max
+    shown = {**labels, gold: f"{GOLD[gold]} (gold standard)"}
+    checked = f"T={s.temperatures_long} anneal" if gold == "ais" else None
+    plot_contours(df, output / "evidence_contours.png", title, shown, gold,
+                  checked_label=checked, unreliable_label=f"se > {se_max}: masked")  # fmt: skip
+    if gold == "smc":  # AIS is compared with the gold standard too
+        labels["ais"] = "AIS"
     gaps_title = title.replace("log evidence", "log evidence gaps (nats)")
-    plot_gaps(df, output / "evidence_gaps.png", gaps_title, s)
-    summary = summarise(df)
+    note = f"\n(*: T={s.temperatures_long} anneal; grey: se > {se_max})"
+    if gold == "smc":
+        note = f"\n(grey: SMC se > {se_max} or AIS se > {s.se_max}: value in brackets)"
+    plot_gaps(df, output / "evidence_gaps.png", gaps_title, labels, gold, note=note)
+    summary = summarise(df, gold)
     summary.to_csv(output / "summary.csv", index=False)
     info_path = output / "run_info.json"
     info = json.loads(info_path.read_text()) if info_path.exists() else {}
@@ -202,149 +229,47 @@ def run_one(output: Path, study: Path, *, workers: int = WORKERS) -> None:
     print(summary.to_string())
 
 
-# --------------------------------------------------------------------------- figures
-def _surface(df: pd.DataFrame, name: str, method: str, column: str = "log_evidence"):
-    sub = df[(df.dataset == name) & (df.method == method)]
-    tab = sub.pivot(index="log_sf", columns="log_lengthscale", values=column)
-    return tab.columns.to_numpy(), tab.index.to_numpy(), tab.to_numpy()
-
-
-def plot_contours(df: pd.DataFrame, path: Path, title: str, s: Settings) -> None:
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.colors import BoundaryNorm
-    from matplotlib.figure import Figure
-
-    names = list(dict.fromkeys(df.dataset))
-    methods = present(df)
-    labels = {**{m: APPROXIMATIONS[m] for m in methods}, **GOLD}
-    fig = Figure(figsize=(4.3 * len(labels), 3.4 * len(names)), layout="constrained")
-    FigureCanvasAgg(fig)
-    axes = fig.subplots(len(names), len(labels), squeeze=False)
-    checked_label = f"T={s.temperatures_long} anneal"
-    for r, name in enumerate(names):
-        n = int(df[df.dataset == name].n.iloc[0])
-        surfaces = {m: _surface(df, name, m) for m in labels}
-        _, _, ok = _surface(df, name, "ais", "converged")
-        ok = ok.astype(bool)
-        values = np.concatenate(
-            [surfaces[m][2].ravel() / n for m in methods] + [surfaces["ais"][2][ok] / n]
-        )
-        # levels at depths 0.0025 * 2^k per case below the row's maximum (as K&R's plots,
-        # dense near the top), one colour per band
-        top = float(values.max())
-        depths = 0.0025 * 2.0 ** np.arange(12)
-        levels = np.sort(top - depths[top - depths > values.min() - 1e-12])
-        levels = np.append(np.insert(levels, 0, values.min()), top)
-        norm = BoundaryNorm(levels, 256)
-        for c, method in enumerate(labels):
-            ax = axes[r, c]
-            le, ls, Z = surfaces[method]
-            Z = Z / n
-            if method == "ais":
-                Z = np.ma.masked_array(Z, ~ok)
-            cs = ax.contourf(le, ls, Z, levels=levels, cmap="viridis", norm=norm)
-            ax.contour(le, ls, Z, levels=levels, colors="k", linewidths=0.4)
-            k = np.unravel_index(np.ma.argmax(Z), Z.shape)
-            ax.plot(le[k[1]], ls[k[0]], "x", color="red", ms=12, mew=3)
-            if method == "ais":
-                checked = _surface(df, name, "ais", "checked")[2].astype(bool)
-                jj, ii = np.nonzero(checked & ok)
-                ax.plot(le[ii], ls[jj], ".", color="white", mec="k", ms=7, label=checked_label)
-                jj, ii = np.nonzero(~ok)
-                ax.plot(le[ii], ls[jj], "o", mfc="none", mec="0.3", ms=7,
-                        label=f"se > {s.se_max} still: masked")  # fmt: skip
-                ax.legend(loc="lower right", fontsize=7, framealpha=0.8)
-            ax.set_title(
-                f"{name} (n={n}): {labels[method]}\nmax {Z.max():.3f} at "
-                f"({le[k[1]]:.2f}, {ls[k[0]]:.2f})",
-                fontsize=10,
-            )
-            ax.set_xlabel("log length-scale")
-            ax.set_ylabel("log sigma_f")
-        cb = fig.colorbar(cs, ax=axes[r, :], shrink=0.95, label="log evidence / n")
-        cb.set_ticks(levels)
-        cb.set_ticklabels([f"{v:.3f}" for v in levels], fontsize=7)
-    fig.suptitle(title, fontsize=12)
-    fig.savefig(path, dpi=90)
-
-
-def plot_gaps(df: pd.DataFrame, path: Path, title: str, s: Settings) -> None:
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.colors import TwoSlopeNorm
-    from matplotlib.figure import Figure
-
-    names = list(dict.fromkeys(df.dataset))
-    methods = present(df)
-    fig = Figure(figsize=(6.0 * len(methods), 3.6 * len(names)), layout="constrained")
-    FigureCanvasAgg(fig)
-    axes = fig.subplots(len(names), len(methods), squeeze=False)
-    for r, name in enumerate(names):
-        le, ls, Zais = _surface(df, name, "ais")
-        ok = _surface(df, name, "ais", "converged")[2].astype(bool)
-        checked = _surface(df, name, "ais", "checked")[2].astype(bool)
-        for c, method in enumerate(methods):
-            ax = axes[r, c]
-            gap = np.ma.masked_array(_surface(df, name, method)[2] - Zais, ~ok)
-            vmax = max(float(np.abs(gap).max()) if gap.count() else 1.0, 1e-3)
-            mesh = ax.pcolormesh(
-                le, ls, gap, cmap="RdBu_r", norm=TwoSlopeNorm(0.0, -vmax, vmax), shading="nearest"
-            )
-            ax.set_facecolor("0.85")
-            for j in range(len(ls)):
-                for i in range(len(le)):
-                    v = float(gap.data[j, i])
-                    text = "n/a" if not ok[j, i] else f"{v:.2f}" if abs(v) < 10 else f"{v:.0f}"
-                    text += "*" if checked[j, i] and ok[j, i] else ""
-                    dark = ok[j, i] and abs(v) > 0.6 * vmax
-                    ax.text(le[i], ls[j], text, ha="center", va="center", fontsize=7,
-                            color="white" if dark else "black")  # fmt: skip
-            fig.colorbar(mesh, ax=ax, label="nats")
-            label = APPROXIMATIONS[method].removesuffix(" (bound)")
-            ax.set_title(
-                f"{name}: {label} - AIS\n(*: AIS T={s.temperatures_long}; "
-                f"grey: AIS se > {s.se_max})",
-                fontsize=10,
-            )
-            ax.set_xlabel("log length-scale")
-            ax.set_ylabel("log sigma_f")
-    fig.suptitle(title, fontsize=12)
-    fig.savefig(path, dpi=90)
-
-
 # --------------------------------------------------------------------------- summary
-def summarise(df: pd.DataFrame) -> pd.DataFrame:
-    """Per data set: gaps to AIS over the reliable grid points, argmaxes, AIS se."""
+def summarise(df: pd.DataFrame, gold: str) -> pd.DataFrame:
+    """Per data set: gaps to the gold standard over its reliable grid points, argmaxes,
+    its se; with SMC the gold standard, AIS's agreement with it."""
     out = []
     for name in dict.fromkeys(df.dataset):
-        le, ls, ais = _surface(df, name, "ais")
-        se = _surface(df, name, "ais", "se")[2]
-        ok = _surface(df, name, "ais", "converged")[2].astype(bool)
-        row: dict[str, Any] = {"dataset": name, "ais_reliable": int(ok.sum()), "points": ok.size}
-        k_ais = np.unravel_index(np.argmax(np.where(ok, ais, -np.inf)), ais.shape)
-        for method in ("ais", *present(df)):
-            Z = _surface(df, name, method)[2]
-            k = k_ais if method == "ais" else np.unravel_index(np.argmax(Z), Z.shape)
+        le, ls, ref = surface(df, name, gold)
+        se = surface(df, name, gold, "se")[2]
+        ok = surface(df, name, gold, "converged")[2].astype(bool)
+        row: dict[str, Any] = {"dataset": name, "gold_reliable": int(ok.sum()), "points": ok.size}
+        k_ref = np.unravel_index(np.argmax(np.where(ok, ref, -np.inf)), ref.shape)
+        for method in ("gold", *present(df)):
+            Z = ref if method == "gold" else surface(df, name, method)[2]
+            k = k_ref if method == "gold" else np.unravel_index(np.argmax(Z), Z.shape)
             row[f"{method}_argmax"] = (float(le[k[1]]), float(ls[k[0]]))
             row[f"{method}_max"] = float(Z[k])
-            if method != "ais":
-                gap = np.where(ok, Z - ais, np.nan)
+            if method != "gold":
+                gap = np.where(ok, Z - ref, np.nan)
                 kk = np.unravel_index(np.nanargmax(np.abs(gap)), gap.shape)
                 row[f"{method}_max_abs_gap"] = float(np.abs(gap[kk]))
-                row[f"{method}_gap_at_max"] = float(gap[kk])
                 row[f"{method}_max_abs_gap_at"] = (float(le[kk[1]]), float(ls[kk[0]]))
                 row[f"{method}_gap_min"] = float(np.nanmin(gap))
                 row[f"{method}_gap_max"] = float(np.nanmax(gap))
-                row[f"{method}_gap_z_max"] = float(np.nanmax(np.abs(gap) / se))
-                row[f"{method}_gap_at_ais_argmax"] = float(Z[k_ais] - ais[k_ais])
+                row[f"{method}_gap_at_gold_argmax"] = float(Z[k_ref] - ref[k_ref])
         tight = ok & (se <= SE_TIGHT)
         row["tight_points"] = int(tight.sum())
         for method in present(df):
-            gap = np.where(tight, _surface(df, name, method)[2] - ais, np.nan)
+            gap = np.where(tight, surface(df, name, method)[2] - ref, np.nan)
             kk = np.unravel_index(np.nanargmax(np.abs(gap)), gap.shape)
             row[f"{method}_max_abs_gap_tight"] = float(np.abs(gap[kk]))
             row[f"{method}_gap_tight_at"] = (float(le[kk[1]]), float(ls[kk[0]]))
-        row["ais_se_median"] = float(np.median(se[ok]))
-        row["ais_se_max_reliable"] = float(se[ok].max())
+        row["gold_se_median"] = float(np.median(se[ok]))
+        row["gold_se_max"] = float(se.max())
+        if gold == "smc":  # the second estimator against the first
+            ais, ais_se = surface(df, name, "ais")[2], surface(df, name, "ais", "se")[2]
+            z = (ais - ref) / np.hypot(ais_se, se)
+            healthy = ok & (ais_se <= SE_TIGHT)
+            row["ais_healthy"] = int(healthy.sum())
+            row["ais_agree"] = int((healthy & (np.abs(z) <= 3)).sum())
+            row["ais_z_max_healthy"] = float(np.abs(z[healthy]).max()) if healthy.any() else np.nan
+            row["ais_gap_min"] = float(np.min(np.where(ok, ais - ref, np.inf)))
         out.append(row)
     return pd.DataFrame(out)
 
@@ -400,7 +325,7 @@ def _counts(flagged: pd.DataFrame) -> str:
 def write_index(output: Path) -> None:
     """``output/README.md``: what the two grids are, and where each one's page is."""
     lines = [
-        "# Evidence over a hyperparameter grid: Laplace, EP, KL, VB against AIS",
+        "# Evidence over a hyperparameter grid: Laplace, EP, KL, VB against a gold standard",
         "",
         "Kuss and Rasmussen (2005, Fig. 4) and Nickisch and Rasmussen (2008, Fig. 7) on six "
         "benchmarks, for two likelihoods (VB's Jaakkola-Jordan bound exists for the logistic "
@@ -418,6 +343,42 @@ def _pt(p: tuple[float, float]) -> str:
     return f"({p[0]:.2f}, {p[1]:.2f})"
 
 
+def _gold_paragraphs(s: Settings, check: pd.DataFrame, ais_rows: pd.DataFrame) -> list[str]:
+    """What the gold standard is, and what AIS's check found."""
+    ais = (
+        f"annealed from EP's approximation with T = {s.temperatures} linear temperatures and "
+        f"R = {s.runs} runs, K with the MCMC engine's jitter. An estimate whose reported "
+        f"standard error exceeds {s.se_max} nats is called degenerate: one run carries nearly "
+        "all the weight, the se saturates near 1 and, since AIS is unbiased for Z and not for "
+        "log Z, the estimate is biased low. Where AIS was degenerate, or where it and EP "
+        f"differed by more than {s.z:g} se and more than {s.nats} nats, the job annealed again "
+        f"with T = {s.temperatures_long} (`ais_check.csv`), and that longer anneal is AIS's "
+        "estimate at those points."
+    )
+    check_text = f"**AIS's check ({len(check)} points).** " + _check_sentence(check, s)
+    if s.gold == "ais":
+        return [f"**The gold standard: AIS**, {ais} Points still degenerate after it are "
+                "masked and left out.", "", check_text, ""]  # fmt: skip
+    o = s.smc
+    return [
+        "**The gold standard: SMC** (`gc.evidence.estimate`, `[evidence.smc]`): sequential "
+        "Monte Carlo from EP's approximation along tempered posteriors whose temperatures "
+        f"are chosen adaptively, each step keeping the conditional ESS at {o['cess']} of the "
+        "particles (Del Moral, Doucet and Jasra 2006; Zhou, Johansen and Aston 2016), moved by "
+        "elliptical slice sampling about EP's approximation (Murray, Adams and MacKay 2010; "
+        f"Nishihara, Murray and Adams 2014), {o['runs']} independent runs of {o['particles']} "
+        f"particles for the standard error. A point is reliable where its se <= {o['se_max']}; "
+        "the others are masked and left out.",
+        "",
+        f"**The second estimator: AIS**, {ais} It is degenerate (se > {s.se_max}) at "
+        f"{int((~ais_rows.converged.astype(bool)).sum())} of {len(ais_rows)} points after "
+        "that; `evidence_gaps.png`'s last column and the table below compare it with SMC.",
+        "",
+        check_text,
+        "",
+    ]
+
+
 def write_readme(
     output: Path,
     df: pd.DataFrame,
@@ -429,7 +390,8 @@ def write_readme(
 ) -> None:
     """README.md: set-up, the numbers per data set, the verdict, how to regenerate."""
     cpu = info["task_seconds"]
-    ais = df[df.method == "ais"]
+    gold, G = s.gold, GOLD[s.gold]
+    ref = df[df.method == gold]
     methods = present(df)
     names = {m: APPROXIMATIONS[m].removesuffix(" (bound)") for m in methods}
     described = {
@@ -438,21 +400,24 @@ def write_readme(
         "kl": "the KL lower bound (Opper and Archambeau 2009)",
         "vb": "the VB (Jaakkola-Jordan) lower bound",
     }
+    estimators = "`[evidence.smc]` and `[evidence.ais]` estimators" if gold == "smc" else (
+        "an `[evidence.ais]` estimator")  # fmt: skip
+    se_max = s.smc["se_max"] if gold == "smc" else s.se_max
     lines = [
-        f"# {' and '.join(names.values())} evidence against AIS over a hyperparameter grid "
+        f"# {' and '.join(names.values())} evidence against {G} over a hyperparameter grid "
         f"({s.likelihood})",
         "",
         "The evidence part of Kuss and Rasmussen (2005, Fig. 4) and Nickisch and Rasmussen "
         f"(2008, Fig. 7): log p(y | X, theta) of a {s.likelihood} GP classifier with an "
         "isotropic squared-exponential kernel and zero mean, by "
         + ", ".join(described[m] for m in methods)
-        + " and annealed importance sampling started from EP's approximation (the gold "
-        f"standard), over a {s.grid_size} grid of log length-scale in "
+        + f" and a gold standard ({G} from EP's approximation"
+        + (", with AIS as a second, independent estimator)" if gold == "smc" else ")")
+        + f", over a {s.grid_size} grid of log length-scale in "
         f"[{s.log_ell[0]:g}, {s.log_ell[-1]:g}] and log sigma_f in [{s.log_sf[0]:g}, "
         f"{s.log_sf[-1]:g}]. The study runs through the study runner "
-        f'(`studies/{study.name}`: `policy = "grid"`, `splits.kind = "none"`, an '
-        "`[evidence.ais]` estimator); this page and its figures come from "
-        "`studies/approximations_grid.py`.",
+        f'(`studies/{study.name}`: `policy = "grid"`, `splits.kind = "none"`, {estimators}); '
+        "this page and its figures come from `studies/approximations_grid.py`.",
         "",
         f"**Data.** Each data set is the runner's stratified subsample of at most {s.n_max} "
         "cases (`subsample`, seeded by the study seed; crabs is used whole), inputs standardised "
@@ -462,36 +427,25 @@ def write_readme(
         "makes K nearly diagonal and the informative length-scales (log ell ~ 1.5-4) lie inside "
         "the range; it was not changed.",
         "",
-        f"**AIS.** Annealed from EP's approximation with T = {s.temperatures} linear "
-        f"temperatures and R = {s.runs} runs, K with the MCMC engine's jitter. An estimate whose "
-        f"reported standard error exceeds {s.se_max} nats is called degenerate: one run carries "
-        "nearly all the weight, the se saturates near 1 and, since AIS is unbiased for Z and "
-        "not for log Z, the estimate is biased low. Where AIS was degenerate, or where it and "
-        f"EP differed by more than {s.z:g} se and more than {s.nats} nats, the job annealed "
-        f"again with T = {s.temperatures_long} (`ais_check.csv`), and that longer anneal is "
-        "the gold standard at those points in `grid.csv`, the figures and every number below. "
-        "Points still degenerate after it are masked and left out.",
-        "",
-        f"**The check ({len(check)} points).** " + _check_sentence(check, s),
-        "",
+        *_gold_paragraphs(s, check, df[df.method == "ais"]),
         "## Numbers",
         "",
-        "Gaps are in nats (log evidence, not per case), over the grid points where AIS is "
+        f"Gaps are in nats (log evidence, not per case), over the grid points where {G} is "
         "reliable; positions are (log ell, log sigma_f).",
         "",
         *_table(
-            ["data set", "n", "d", "AIS reliable", "AIS se median / max"]
+            ["data set", "n", "d", f"{G} reliable", f"{G} se median / max"]
             + [
                 h
                 for m in methods
-                for h in (f"max abs({names[m]} - AIS) at", f"{names[m]} - AIS range")
+                for h in (f"max abs({names[m]} - {G}) at", f"{names[m]} - {G} range")
             ],
             [
                 [
                     r.dataset,
                     *df[df.dataset == r.dataset][["n", "d"]].iloc[0].tolist(),
-                    f"{r.ais_reliable}/{r.points}",
-                    f"{r.ais_se_median:.3f} / {r.ais_se_max_reliable:.3f}",
+                    f"{r.gold_reliable}/{r.points}",
+                    f"{r.gold_se_median:.3f} / {r.gold_se_max:.3f}",
                 ]
                 + [
                     c
@@ -505,10 +459,10 @@ def write_readme(
             ],
         ),  # fmt: skip
         "",
-        f"The same over the points where AIS's se <= {SE_TIGHT} (AIS tightly determined):",
+        f"The same over the points where {G}'s se <= {SE_TIGHT} (tightly determined):",
         "",
         *_table(
-            ["data set", "points"] + [f"max abs({names[m]} - AIS) at" for m in methods],
+            ["data set", "points"] + [f"max abs({names[m]} - {G}) at" for m in methods],
             [
                 [r.dataset, r.tight_points]
                 + [
@@ -519,30 +473,35 @@ def write_readme(
             ],
         ),  # fmt: skip
         "",
-        "Maxima of each surface (log evidence; AIS over its reliable points) and each "
-        "approximation's error at AIS's maximum:",
+        f"Maxima of each surface (log evidence; {G} over its reliable points) and each "
+        f"approximation's error at {G}'s maximum:",
         "",
         *_table(
-            ["data set", "AIS argmax (max)"]
+            ["data set", f"{G} argmax (max)"]
             + [f"{names[m]} argmax (max)" for m in methods]
-            + [f"{names[m]} - AIS at AIS argmax" for m in methods],
+            + [f"{names[m]} - {G} at {G} argmax" for m in methods],
             [
-                [r.dataset, f"{_pt(r.ais_argmax)} ({r.ais_max:.2f})"]
+                [r.dataset, f"{_pt(r.gold_argmax)} ({r.gold_max:.2f})"]
                 + [f"{_pt(r[f'{m}_argmax'])} ({r[f'{m}_max']:.2f})" for m in methods]
-                + [f"{r[f'{m}_gap_at_ais_argmax']:.2f}" for m in methods]
+                + [f"{r[f'{m}_gap_at_gold_argmax']:.2f}" for m in methods]
                 for _, r in summary.iterrows()
             ],
         ),  # fmt: skip
         "",
-        f"AIS still degenerate at {len(ais[~ais.converged.astype(bool)])} of {len(ais)} points; "
-        "their log sigma_f: "
-        + _counts(ais[~ais.converged.astype(bool)])
+        *(_ais_against_smc(summary) if gold == "smc" else []),
+        f"{G} not reliable (se > {se_max}) at {int((~ref.converged.astype(bool)).sum())} of "
+        f"{len(ref)} points"
+        + (
+            f"; their log sigma_f: {_counts(ref[~ref.converged.astype(bool)])}"
+            if (~ref.converged.astype(bool)).any()
+            else ""
+        )
         + ". Not converged: "
         + ", ".join(
             f"{names[m]} at {int((~df[df.method == m].converged.astype(bool)).sum())} points"
             for m in methods
         )
-        + ".",
+        + ".",  # fmt: skip
         "",
         "## Finding",
         "",
@@ -550,22 +509,21 @@ def write_readme(
         "",
         "## Files",
         "",
-        f"- `grid.csv`: one row per data set, grid point and method ({', '.join(methods)}, ais): "
-        "log_evidence (AIS: the gold standard, the longer anneal where one was made), se "
-        f"(AIS), seconds, converged (AIS: se <= {s.se_max}), checked (AIS annealed again), "
-        "warnings.",
-        f"- `ais_check.csv`: the points annealed again: EP, AIS at T = {s.temperatures} and at "
-        f"T = {s.temperatures_long} with standard errors and times, and why.",
+        f"- `grid.csv`: one row per data set, grid point and method ({', '.join(methods)}, "
+        f"{', '.join(g for g in GOLD if g in set(df.method))}): log_evidence (AIS: the longer "
+        "anneal where one was made), se (the estimators'), seconds, converged (an estimator: "
+        "its se within its threshold), checked (AIS annealed again), warnings.",
+        f"- `ais_check.csv`: the points AIS annealed again: EP, AIS at T = {s.temperatures} and "
+        f"at T = {s.temperatures_long} with standard errors and times, and why.",
         "- `summary.csv`: the numbers above, one row per data set.",
-        f"- `evidence_contours.png`: log evidence / n, {' | '.join(names.values())} | AIS, "
-        "the same contour "
-        "levels within a row (dense near the maximum), the maximum crossed; in the AIS column "
-        f"dots mark the T = {s.temperatures_long} estimates, circles the points still "
-        "degenerate (masked).",
-        f"- `evidence_gaps.png`: {', '.join(f'{v} - AIS' for v in names.values())} in nats "
-        "at each grid point "
-        "(diverging colours centred at 0, one colour scale per panel; * = AIS at T = "
-        f"{s.temperatures_long}; grey = AIS still degenerate).",
+        f"- `evidence_contours.png`: log evidence / n, {' | '.join(names.values())} | {G}, the "
+        "same contour levels within a row (dense near the maximum), the maximum crossed; in "
+        f"the {G} column circles mark the points masked (se > {se_max}).",
+        f"- `evidence_gaps.png`: {', '.join(f'{v} - {G}' for v in names.values())}"
+        + (", AIS - SMC" if gold == "smc" else "")
+        + " in nats at each grid point (diverging colours centred at 0, one colour scale per "
+        "panel; grey: the gold standard, or AIS in its column, not reliable, the value in "
+        "brackets).",
         "- `results.csv`, `jobs.csv`, `jobs/`: the study runner's tidy table, job list and "
         "job records (the table rebuilds from the records).",
         "",
@@ -573,19 +531,48 @@ def write_readme(
         "",
         "From the repository root: `gpc-compare run studies/approximations_grid.py` (the study "
         "runner's jobs, then these figures and this page; `gpc-compare run "
-        "studies/approximations_grid.toml` runs the jobs alone). The jobs run on local worker "
+        f"studies/{study.name}` runs the jobs alone). The jobs run on local worker "
         "processes with one BLAS thread each and are written as they finish, so a killed run "
-        "resumes and a rerun only redraws. Full run "
-        f"{info['wall_seconds'] / 60:.1f} min wall clock on 2 shared cores (summed job times "
-        f"Laplace {cpu.get('laplace', 0):.0f} s, EP {cpu.get('ep', 0):.0f} s, AIS "
-        f"{cpu.get('ais', 0):.0f} s, of which {len(check)} longer anneals "
-        f"{info['check_ais_seconds']:.0f} s).",
+        "resumes and a rerun only redraws. Summed job times (one core each): "
+        + ", ".join(
+            f"{(APPROXIMATIONS | GOLD)[m].removesuffix(' (bound)')} {cpu[m]:.0f} s" for m in cpu
+        )  # fmt: skip
+        + f" (of AIS's, {len(check)} longer anneals {info['check_ais_seconds']:.0f} s).",
         "",
         f"Versions: {versions_text()}. Seeds: the study seed {s.seed}, from which the runner "
         "derives each subsample's and each job's (AIS: `[job seed, T]`).",
         "",
     ]
     (output / "README.md").write_text("\n".join(lines))
+
+
+def _ais_against_smc(summary: pd.DataFrame) -> list[str]:
+    """AIS, the second estimator, against SMC: agreement where AIS is healthy."""
+    return [
+        f"AIS against SMC (z = the difference over the combined standard error; healthy = "
+        f"AIS se <= {SE_TIGHT} at a reliable SMC point):",
+        "",
+        *_table(
+            [
+                "data set",
+                "AIS healthy",
+                "within 3 combined se",
+                "max abs z there",
+                "AIS - SMC lowest (any se)",
+            ],
+            [
+                [
+                    r.dataset,
+                    r.ais_healthy,
+                    r.ais_agree,
+                    f"{r.ais_z_max_healthy:.1f}",
+                    f"{r.ais_gap_min:.1f}",
+                ]
+                for _, r in summary.iterrows()
+            ],
+        ),  # fmt: skip
+        "",
+    ]
 
 
 if __name__ == "__main__":

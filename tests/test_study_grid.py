@@ -51,6 +51,10 @@ se_max = 0.5
 [evidence.ais.recheck]
 temperatures = 1000
 """
+#: The same with SMC, the gold standard, beside AIS (small: 4 runs of 32 particles)
+SMALL_SMC = SMALL.replace(
+    "[evidence.ais]\n", "[evidence.smc]\nparticles = 32\nruns = 4\nse_max = 0.5\n\n[evidence.ais]\n"
+)
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +67,7 @@ def small(tmp_path_factory: pytest.TempPathFactory):
     """The small grid run once through the script (serial), shared by the tests below."""
     root = tmp_path_factory.mktemp("grid")
     path = root / "small.toml"
-    path.write_text(SMALL)
+    path.write_text(SMALL_SMC)
     module = load_study_script(SCRIPT)
     out = root / "out" / "grid_small"
     module.run(out, study=path, workers=1)
@@ -73,7 +77,8 @@ def small(tmp_path_factory: pytest.TempPathFactory):
 def test_the_committed_study_is_the_classic_grid() -> None:
     config = load_study(SCRIPT.with_suffix(".toml"))
     assert config.policy == "grid" and config.splits == {"kind": "none"}
-    assert len(config.grid) == 49 and len(expand(config)) == 6 * 49 * 4  # laplace, ep, kl, ais
+    assert len(config.grid) == 49 and len(expand(config)) == 6 * 49 * 5  # laplace, ep, kl, smc, ais
+    assert config.evidence["smc"]["se_max"] == 0.1  # the reliable points: se <= 0.1
     assert sorted({p["log_lengthscale"] for p in config.grid}) == pytest.approx(
         np.linspace(0, 5, 7)
     )
@@ -98,7 +103,7 @@ def test_each_job_works_on_a_stratified_standardised_subsample(small) -> None:
 def test_grid_rows_match_gc_fit_and_ais_agrees_with_ep(small) -> None:
     path, out = small
     grid = pd.read_csv(out / "grid.csv")
-    assert len(grid) == 12 and set(grid.method) == {"laplace", "ep", "ais"}
+    assert len(grid) == 16 and set(grid.method) == {"laplace", "ep", "ais", "smc"}
     job = expand(load_study(path))[0]
     X, y, *_ = _problem(job, None)
     for (le, ls), rows in grid.groupby(["log_lengthscale", "log_sf"]):
@@ -119,6 +124,9 @@ def test_grid_rows_match_gc_fit_and_ais_agrees_with_ep(small) -> None:
         assert abs(rows.log_evidence["ais"] - rows.log_evidence["ep"]) < 5 * ais_se
         # Laplace's evidence is a lower approximation here (K&R 2005): never above AIS's
         assert rows.log_evidence["laplace"] < rows.log_evidence["ais"] + 5 * ais_se
+        # the two estimators (independent runs, different algorithms) agree
+        z = (rows.log_evidence["smc"] - rows.log_evidence["ais"]) / np.hypot(ais_se, rows.se["smc"])
+        assert abs(z) < 3 and 0 < rows.se["smc"] <= 0.5
 
 
 def test_only_the_degenerate_point_is_annealed_again(small) -> None:
@@ -141,9 +149,13 @@ def test_the_script_writes_its_figures_and_readme(small) -> None:
         assert (out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         assert (out / name).stat().st_size > 20_000
     summary = pd.read_csv(out / "summary.csv")
-    assert summary.dataset.tolist() == ["crabs"] and summary.ais_reliable.iloc[0] == 4
+    assert summary.dataset.tolist() == ["crabs"] and summary.gold_reliable.iloc[0] == 4
+    # AIS is healthy (se <= 0.1) at the three points it did not need to anneal again, and
+    # agrees with SMC there
+    assert summary.ais_healthy.iloc[0] == summary.ais_agree.iloc[0] >= 2
     text = (out / "README.md").read_text()
     assert "2 x 2 grid" in text and "T = 1000" in text and "seed 00" not in text.lower()
+    assert "**The gold standard: SMC**" in text and "AIS against SMC" in text
 
 
 def test_a_rerun_resumes_and_workers_give_the_serial_results(small, tmp_path) -> None:
@@ -152,7 +164,7 @@ def test_a_rerun_resumes_and_workers_give_the_serial_results(small, tmp_path) ->
     again = run_study(config, out.parent, workers=1)
     assert (again.skipped, again.done) == (again.total, 0)  # nothing recomputed
     pooled = run_study(config, tmp_path, workers=2)
-    assert pooled.done == pooled.total == 12
+    assert pooled.done == pooled.total == 16
     a = pd.read_csv(out / "results.csv").drop(columns=["fit_seconds", "predict_seconds"])
     b = pooled.table.drop(columns=["fit_seconds", "predict_seconds"])
     pd.testing.assert_frame_equal(a, b, check_dtype=False)
@@ -238,27 +250,17 @@ def test_evidence_labels_rechecks_and_mean_axes_are_checked(tmp_path: Path, edit
         load_study(path)
 
 
-def test_an_smc_evidence_job_beside_ais(tmp_path: Path) -> None:
-    """``[evidence.smc]`` runs gc.evidence.estimate as a job of its own: its estimate, se
-    and health are in the table beside AIS's, and the two agree at every grid point."""
-    path = tmp_path / "smc.toml"
-    path.write_text(SMALL.replace("[evidence.ais]\n", "[evidence.smc]\nparticles = 32\n"
-                                  "runs = 4\nse_max = 0.5\n\n[evidence.ais]\n"))  # fmt: skip
-    summary = run_study(load_study(path), tmp_path, workers=1)
-    assert summary.failed == 0
-    t = summary.table
-    ev = t[t.metric == "log_evidence"].pivot_table(index="hyperparameters", columns="engine",
-                                                  values="value")  # fmt: skip
-    se = t[t.metric == "log_evidence_se"].pivot_table(index="hyperparameters", columns="engine",
-                                                     values="value")  # fmt: skip
-    assert len(ev) == 4 and ev["smc"].notna().all()
-    z = (ev["smc"] - ev["ais"]) / np.hypot(se["smc"], se["ais"])
-    assert (z.abs() < 3).all(), pd.concat([ev, se], axis=1)
+def test_the_smc_jobs_record_their_health(small) -> None:
+    """``[evidence.smc]`` runs gc.evidence.estimate as a job of its own: its schedule's
+    length and health are in the table beside AIS's, its options in its records."""
+    _, out = small
+    t = pd.read_csv(out / "results.csv")
     steps = t[(t.engine == "smc") & (t.metric == "evidence_temperatures")].value
-    assert (steps >= 1).all() and (t[(t.engine == "smc") & (t.metric == "evidence_healthy")]
-                                   .value == 1).all()  # fmt: skip
-    records = [r for r in load_records(tmp_path / "grid_small").values() if r["engine"] == "smc"]
+    assert len(steps) == 4 and (steps >= 1).all()
+    assert (t[(t.engine == "smc") & (t.metric == "evidence_healthy")].value == 1).all()
+    records = [r for r in load_records(out).values() if r["engine"] == "smc"]
     assert {r["evidence"]["health"]["particles"] for r in records} == {32}
+    assert {r["evidence"]["method"] for r in records} == {"smc"}
 
 
 def test_evidence_beside_an_mcmc_reference_and_from_the_prior(tmp_path: Path) -> None:
