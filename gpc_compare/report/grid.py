@@ -62,8 +62,7 @@ def plot_contours(
         surfaces = {m: surface(df, name, m) for m in labels}
         ok = _reliable(df, name, gold)
         values = np.concatenate(
-            [surfaces[m][2].ravel() / n for m in labels if m != gold]
-            + [surfaces[gold][2][ok] / n]
+            [surfaces[m][2].ravel() / n for m in labels if m != gold] + [surfaces[gold][2][ok] / n]
         )
         # levels at depths 0.0025 * 2^k per case below the row's maximum (as K&R's plots,
         # dense near the top), one colour per band
