@@ -39,6 +39,9 @@ class Diagnostics:
     fallback : str
         Why the requested sampler was replaced (nutpie failed to start and PyMC's sampler
         ran instead), or empty.
+    parameterization : str
+        The coordinates NUTS moved in ("ep", "laplace", "prior" or "full_bayes"; empty when
+        not recorded).
     """
 
     r_hat_max: float
@@ -49,6 +52,7 @@ class Diagnostics:
     message: str
     sampler: str = ""
     fallback: str = ""
+    parameterization: str = ""
 
 
 def check_complete(idata, draws: int, chains: int) -> None:

@@ -58,6 +58,21 @@ def laplace_whitening(lap, G: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return a, B
 
 
+def site_whitening(ttau: np.ndarray, b: np.ndarray, G: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """a and B such that f = m + G (a + B z) has, for z ~ N(0, I), the Gaussian
+    approximation N(0, K) exp(-1/2 g^T diag(ttau) g + b^T g) of g = f - m (EP's, R&W
+    eqs. 3.53-3.58, with b = tnu - ttau m).
+
+    In f = m + G u, u ~ N(0, I), that approximation has precision P = I + G^T T G
+    (T = diag(ttau)) and mean P^-1 G^T b; B = chol(P)^-T.
+    """
+    r = G.shape[1]
+    LP = cholesky(np.eye(r) + G.T @ (ttau[:, None] * G), what="matrix I + G^T T G")
+    B = scipy.linalg.solve_triangular(LP.T, np.eye(r), lower=False, check_finite=False)
+    a = scipy.linalg.cho_solve((LP, True), G.T @ b, check_finite=False)
+    return a, B
+
+
 def softmax_laplace_whitening(lap, G: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """a and B for the C latent functions, f_c = G u_c, u = (u_1, ..., u_C) = a + B z.
 
