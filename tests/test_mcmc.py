@@ -46,6 +46,34 @@ def test_one_probit_point_matches_the_tilted_gaussian():
     assert post.diagnostics.passed
 
 
+def test_eps_whitening_gives_eps_gaussian():
+    """f = m + G (a + B z), z ~ N(0, I), has EP's mean and covariance (R&W eqs. 3.53-3.58)
+    in the span of G: the coordinates NUTS moves in are EP's approximation whitened."""
+    from gpc_compare.engines._whitening import prior_factor, site_whitening
+
+    X, y = toy_data(n=25, d=2, seed=4)
+    kernel, m = SquaredExponential(0.8, 9.0), 0.3
+    ep = gc.fit(X, y, method="ep", kernel=kernel, mean=m)
+    G, dropped = prior_factor(ep.K)
+    a, B = site_whitening(ep.ttau, ep.tnu - ep.ttau * m, G)
+    assert dropped < 1e-3
+    np.testing.assert_allclose(m + G @ a, ep.latent_mean, atol=1e-3)
+    np.testing.assert_allclose(G @ B @ B.T @ G.T, ep.latent_cov, atol=1e-3)
+
+
+@pytest.mark.parametrize("parameterization", ["laplace", "prior"])
+def test_every_parameterization_samples_the_same_posterior(parameterization):
+    """The default ("ep") is held to brute force below; the others sample the same."""
+    X, y = np.array([[0.0], [0.8], [1.5]]), np.array([1.0, -1.0, 1.0])
+    kernel = SquaredExponential(1.0, 4.0)
+    exact = _brute_force(X, y, kernel, Probit(), 0.3)
+    post = mcmc.infer(X, y, kernel, Probit(), 0.3, parameterization=parameterization, **FAST)
+    assert post.diagnostics.parameterization == parameterization
+    se_mean, se_var = _mcse(post.f_draws, _ess(post))
+    assert np.all(np.abs(post.latent_mean - exact[1]) < 4 * se_mean)
+    assert np.all(np.abs(post.latent_var - exact[2]) < 4 * se_var)
+
+
 @pytest.mark.parametrize("n", [2, 3])
 def test_small_problems_match_brute_force(n):
     X = np.array([[0.0], [0.8], [1.5]])[:n]
@@ -53,10 +81,11 @@ def test_small_problems_match_brute_force(n):
     kernel = SquaredExponential(1.0, 4.0)
     exact = _brute_force(X, y, kernel, Probit(), 0.3)
     post = mcmc.infer(X, y, kernel, Probit(), 0.3, evidence=True, **FAST)
+    assert post.diagnostics.parameterization == "ep"  # the default for a binary likelihood
     se_mean, se_var = _mcse(post.f_draws, _ess(post))
     assert np.all(np.abs(post.latent_mean - exact[1]) < 4 * se_mean)
     assert np.all(np.abs(post.latent_var - exact[2]) < 4 * se_var)
-    # the AIS evidence within four of its standard errors (and the error bar is small)
+    # the SMC evidence within four of its standard errors (and the error bar is small)
     assert abs(post.log_marginal_likelihood - exact[0]) < 4 * post.log_marginal_likelihood_se
     assert post.log_marginal_likelihood_se < 0.02
 
@@ -212,3 +241,10 @@ def test_evidence_options_are_checked_before_sampling(options, message):
     X, y = toy_data(n=10, d=2, seed=0)
     with pytest.raises(ValueError, match=message):
         gc.fit(X, y, method="mcmc", **options)
+
+
+def test_the_softmax_model_has_no_ep_whitening():
+    X, y = toy_data(n=12, d=2, seed=0)
+    y3 = np.arange(12) % 3
+    with pytest.raises(ValueError, match="parameterization='ep' needs EP, which is binary"):
+        gc.fit(X, y3, method="mcmc", likelihood="softmax", parameterization="ep", draws=10)
