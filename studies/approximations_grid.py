@@ -128,7 +128,7 @@ def frames(config: StudyConfig, result_dir: Path) -> tuple[pd.DataFrame, pd.Data
                 "warnings": " | ".join(rec.get("warnings", [])),
             }
         )
-        if evidence and evidence["recheck"]:
+        if evidence and evidence["recheck"] and evidence["method"] == "ais":
             first, long = evidence["runs"]
             checks.append(
                 {

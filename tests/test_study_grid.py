@@ -319,3 +319,32 @@ def test_the_report_of_a_grid_study(small) -> None:
     assert "| crabs | ais | 4 | 4 | 1 |" in text  # 4 jobs, all healthy, one annealed again
     assert (out / "figures" / "evidence.png").exists()
     assert not (out / "figures" / "metrics.png").exists()
+
+
+def test_an_smc_estimate_above_se_max_is_made_again_with_more_runs(tmp_path: Path) -> None:
+    """Where SMC's standard error exceeds ``se_max``, the job estimates again with
+    ``recheck_runs`` runs (the final estimate, its se smaller); both are recorded."""
+    text = (
+        SMALL.replace("log_lengthscale = [0.0, 5.0]", "log_lengthscale = [0.0]")
+        .replace("num = 2}", "num = 1}")
+        .replace('[engines.ep]\nschedule = "parallel"\n', "")
+        .replace(
+            "[evidence.ais]\n",
+            "[evidence.smc]\nparticles = 16\nruns = 2\n"
+            "se_max = 1e-9\nrecheck_runs = 8\n\n[evidence.ais]\n",
+        )  # fmt: skip
+    )
+    path = tmp_path / "recheck.toml"
+    path.write_text(text)
+    config = load_study(path)
+    assert config.evidence["smc"]["recheck_runs"] == 8
+    assert run_study(config, tmp_path, workers=1).failed == 0
+    (rec,) = [r for r in load_records(tmp_path / "grid_small").values() if r["engine"] == "smc"]
+    first, again = rec["evidence"]["runs"]
+    assert (first["runs"], again["runs"]) == (2, 8) and rec["evidence"]["health"]["runs"] == 8
+    assert rec["evidence"]["recheck"].startswith("se ") and rec["log_evidence"] == again[
+        "log_evidence"]  # fmt: skip
+    assert not rec["convergence"]["converged"]  # (se_max = 1e-9 is out of reach)
+    with pytest.raises(ValueError, match=r"evidence\.smc\.recheck_runs: must be"):
+        path.write_text(text.replace("recheck_runs = 8", "recheck_runs = -1"))
+        load_study(path)

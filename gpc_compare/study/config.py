@@ -50,6 +50,7 @@ SMC_OPTIONS: dict[str, Any] = {
     "start": "ep",
     **{k: v for k, v in evidence.OPTIONS["smc"].items() if k != "max_steps"},
     "se_max": 0.1,
+    "recheck_runs": 64,  # where se > se_max, estimated again with this many runs (0: never)
 }
 #: The default hyperparameter source, in order of preference: EP (closest to the reference
 #: in every comparison so far), else Laplace.
@@ -562,6 +563,7 @@ def _parse_smc(options: dict[str, Any], p: str, where: str) -> dict[str, Any]:
         raise _fail(p, f"{where}.start", f"must be 'ep' or 'prior', got {merged['start']!r}")
     if not _is_number(merged["se_max"]) or not merged["se_max"] > 0:
         raise _fail(p, f"{where}.se_max", f"must be a positive number, got {merged['se_max']}")
+    merged["recheck_runs"] = _int(merged["recheck_runs"], p, f"{where}.recheck_runs", 0)
     own = {k: v for k, v in options.items() if k in evidence.OPTIONS["smc"]}
     try:  # the estimator's own check, as gc.evidence.estimate's
         evidence.check_options["smc"](own)
