@@ -112,9 +112,12 @@ DRAWS = 1000
 TUNE = 1000
 OURS_CHAINS = 4
 
-#: Target from the issue: ours (default sampler) at least this many times the baseline's
-#: minimum bulk ESS per sampling second, at every n.
-TARGET_RATIO = 5.0
+#: Targets from the issues: ours (default sampler) at least this many times the baseline's
+#: minimum bulk ESS per sampling second, and per second of the whole call (compilation
+#: included), at n = TARGET_N (the first target, 5x, held at every n).
+TARGET_RATIO = 10.0
+TARGET_RATIO_TOTAL = 3.0
+TARGET_N = 300
 
 TASKS = ("ours_nutpie", "ours_pymc", "baseline", "baseline_nutpie")
 LABELS = {
@@ -437,13 +440,15 @@ def write_markdown(
     ]
     for n, r in rows.items():
         ratio = r["ratio_ours_nutpie_baseline_ess_per_s"]
-        ratio_p = r["ratio_ours_pymc_baseline_ess_per_s"]
+        total = r["ratio_ours_nutpie_baseline_ess_per_s_total"]
+        goal, goal_total = (TARGET_RATIO, TARGET_RATIO_TOTAL) if n == TARGET_N else (5.0, None)
         out.append(
             f"- n = {n}: ours (nutpie, the default) / baseline, min bulk ESS per sampling "
-            f"second: {ratio:.2f} (target >= {TARGET_RATIO:g}): "
-            f"{verdict(ratio >= TARGET_RATIO)}; ours (pymc): {ratio_p:.2f}: "
-            f"{verdict(ratio_p >= TARGET_RATIO)}"
-        )
+            f"second: {ratio:.2f} (target >= {goal:g}): {verdict(ratio >= goal)}; per second "
+            f"of the whole call: {total:.2f}"
+            + (f" (target >= {goal_total:g}): {verdict(total >= goal_total)}" if goal_total
+               else "")
+        )  # fmt: skip
     sections = {
         "Settings": settings,
         "pm.sample() defaults as resolved on this machine": defaults,
@@ -558,13 +563,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     write_markdown(rows, facts, settings, defaults, command, md_path)
     print(f"\nwrote {csv_path} and {md_path}")
 
-    for n, r in rows.items():
-        ratio = r["ratio_ours_nutpie_baseline_ess_per_s"]
-        if ratio < TARGET_RATIO:
-            print(
-                f"TARGET MISSED: ours (nutpie) / baseline min-bulk-ESS/s = {ratio:.2f} "
-                f"< {TARGET_RATIO:g} at n = {n}"
-            )
+    if TARGET_N in rows:
+        r = rows[TARGET_N]
+        for key, goal in (("", TARGET_RATIO), ("_total", TARGET_RATIO_TOTAL)):
+            ratio = r[f"ratio_ours_nutpie_baseline_ess_per_s{key}"]
+            if ratio < goal:
+                print(f"TARGET MISSED: ours (nutpie) / baseline min-bulk-ESS/s{key} = "
+                      f"{ratio:.2f} < {goal:g} at n = {TARGET_N}")  # fmt: skip
     return 0
 
 

@@ -367,8 +367,9 @@ def _gold_paragraphs(s: Settings, check: pd.DataFrame, ais_rows: pd.DataFrame) -
         "particles (Del Moral, Doucet and Jasra 2006; Zhou, Johansen and Aston 2016), moved by "
         "elliptical slice sampling about EP's approximation (Murray, Adams and MacKay 2010; "
         f"Nishihara, Murray and Adams 2014), {o['runs']} independent runs of {o['particles']} "
-        f"particles for the standard error. A point is reliable where its se <= {o['se_max']}; "
-        "the others are masked and left out.",
+        f"particles for the standard error. Where its se exceeds {o['se_max']} the job "
+        f"estimates again with {o['recheck_runs']} runs (that estimate is final); a point is "
+        f"reliable where the final se <= {o['se_max']}, the others are masked and left out.",
         "",
         f"**The second estimator: AIS**, {ais} It is degenerate (se > {s.se_max}) at "
         f"{int((~ais_rows.converged.astype(bool)).sum())} of {len(ais_rows)} points after "

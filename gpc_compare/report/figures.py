@@ -6,7 +6,7 @@
 - ``latent_vs_REFERENCE.png``: latent means and variances at the training inputs of each
   approximation against the reference engine (MCMC) at the same hyperparameters;
 - ``evidence.png``: each engine's log evidence along each hyperparameter (a profile through
-  the values it ran at), with the study's own evidences and the reference's AIS estimate;
+  the values it ran at), with the study's own evidences and the reference's estimate;
 - ``timings.png``: one fit and, apart, the hyperparameter search, per engine and data set;
 - ``mcmc_diagnostics.png``: ArviZ rank plots of the latent values with the largest R-hat.
 
@@ -243,7 +243,8 @@ def plot_evidence(
 
     Curves: :func:`~gpc_compare.report.profiles.evidence_profiles` (each engine refitted
     along one hyperparameter on the first split, the others held); markers: the recorded
-    evidences at the values used on that split (AIS with its standard error); dotted
+    evidences at the values used on that split (the reference's SMC or AIS estimate with its
+    standard error); dotted
     lines: the optimiser's bounds. False (nothing written) when no record has an evidence.
     """
     recs = [r for r in records if r.get("log_evidence") is not None]
@@ -278,8 +279,9 @@ def plot_evidence(
                 y = [r["log_evidence"] / r["n_train"] for r in sel]
                 se = [(r.get("log_evidence_se") or 0.0) / r["n_train"] for r in sel]
                 drawn = any(p.engine == engine and p.dataset == dataset for p in profiles)
+                est = (sel[0].get("reference_evidence") or {"method": "ais"})["method"].upper()
                 label = (
-                    None if drawn else f"{name} (AIS)" if _samples(methods.get(engine)) else name
+                    None if drawn else f"{name} ({est})" if _samples(methods.get(engine)) else name
                 )
                 ax.errorbar(values, y, yerr=se, fmt=marker, color=colour, label=label,
                             capsize=3, markersize=7, zorder=3)  # fmt: skip
@@ -422,5 +424,5 @@ def _rank_panel(ax: Any, draws: np.ndarray, n_bins: int) -> None:
 
 
 def _samples(method: str | None) -> bool:
-    """Whether an engine holds draws (its evidence, if any, is a sampling estimate: AIS)."""
+    """Whether an engine holds draws (its evidence, if any, is a sampling estimate)."""
     return method is not None and "draws" in capabilities(method)

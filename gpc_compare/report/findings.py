@@ -112,13 +112,14 @@ def findings(
                 "error rates "
                 + ", ".join(f"{style(e)[2]} {fmt(r['mean'])}" for e, r in err.items())
             )
+        est = _estimator(records, dataset, reference)
         for e in engines:
             kl = get(dataset, e, "marginal_kl_mean")
             gap = get(dataset, e, "evidence_gap")
             if kl is not None:
                 parts.append(f"{style(e)[2]} mean marginal KL from {reference} {fmt(kl['mean'])}")
             if gap is not None:
-                parts.append(f"{style(e)[2]} evidence - AIS {fmt(gap['mean'], 2)}")
+                parts.append(f"{style(e)[2]} evidence - {est} {fmt(gap['mean'], 2)}")
         diag = [
             r["diagnostics"] for r in records if r["dataset"] == dataset and r.get("diagnostics")
         ]
@@ -134,15 +135,16 @@ def findings(
                 continue
             side = "below" if z["mean"] < 0 else "above"
             parts.append(
-                f"{style(e)[2]}'s evidence is {side} the AIS estimate by "
+                f"{style(e)[2]}'s evidence is {side} the {est} estimate by "
                 f"{fmt(abs(z['mean']), 1)} standard errors on average"
             )
             notes[f"ais_{side}"] = (
-                "AIS estimates of log Z are biased low if anything, so an evidence below the "
-                "AIS estimate is the approximation's deficit"
+                "SMC's and AIS's estimates of log Z are biased low if anything (unbiased in Z), "
+                "so an evidence below the reference's estimate is the approximation's deficit"
                 if side == "below"
-                else "AIS estimates of log Z are biased low when the annealing is too short, "
-                "so part of an evidence above the AIS estimate may be the reference's"
+                else "SMC's and AIS's estimates of log Z are biased low when the path is too "
+                "short, so part of an evidence above the reference's estimate may be the "
+                "reference's"
             ) + "."
         for text in _bound_findings(table, dataset, engines):
             parts.append(text)
@@ -270,3 +272,14 @@ def grid_findings(table: pd.DataFrame, datasets: Sequence[str], methods: Sequenc
                 f"- **{dataset}**: largest log evidence over the grid: " + "; ".join(parts)
             )
     return lines or ["- No grid point has finished yet."]
+
+
+def _estimator(records, dataset: str, reference: str | None) -> str:
+    """The name of the estimator that gave the reference's evidence on ``dataset`` ("SMC",
+    "AIS"; records written before the estimator was recorded came from AIS)."""
+    names = {
+        (r.get("reference_evidence") or {"method": "ais"})["method"].upper()
+        for r in records
+        if r["dataset"] == dataset and r["engine"] == reference and r.get("log_evidence")
+    }
+    return "/".join(sorted(names)) or "the reference"

@@ -23,7 +23,7 @@ REFERENCE_METRICS = {
     "latent_mean_rmse": "latent mean RMSE",
     "latent_var_rmse": "latent variance RMSE",
     "marginal_kl_mean": "mean KL(ref ‖ approx)",
-    "evidence_gap": "log evidence - reference AIS",
+    "evidence_gap": "log evidence - reference's estimate",
     "proba_diff_max": "class probability, max abs diff",
     "proba_diff_mean": "class probability, mean abs diff",
 }
