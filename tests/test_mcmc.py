@@ -46,10 +46,10 @@ def test_one_probit_point_matches_the_tilted_gaussian():
     assert post.diagnostics.passed
 
 
-def test_eps_whitening_gives_eps_gaussian():
-    """f = m + G (a + B z), z ~ N(0, I), has EP's mean and covariance (R&W eqs. 3.53-3.58)
-    in the span of G: the coordinates NUTS moves in are EP's approximation whitened."""
-    from gpc_compare.engines._whitening import prior_factor, site_whitening
+def test_the_whitening_gives_eps_and_laplaces_gaussians():
+    """f = m + G (a + B z), z ~ N(0, I), has EP's (R&W eqs. 3.53-3.58) or Laplace's mean and
+    covariance in the span of G: the coordinates NUTS moves in are the approximation whitened."""
+    from gpc_compare.engines._whitening import laplace_sites, prior_factor, site_whitening
 
     X, y = toy_data(n=25, d=2, seed=4)
     kernel, m = SquaredExponential(0.8, 9.0), 0.3
@@ -59,6 +59,11 @@ def test_eps_whitening_gives_eps_gaussian():
     assert dropped < 1e-3
     np.testing.assert_allclose(m + G @ a, ep.latent_mean, atol=1e-3)
     np.testing.assert_allclose(G @ B @ B.T @ G.T, ep.latent_cov, atol=1e-3)
+    # Laplace's approximation as sites: its mode and covariance (R&W eqs. 3.17, 3.20)
+    lap = gc.fit(X, y, method="laplace", kernel=kernel, mean=m)
+    a, B = site_whitening(*laplace_sites(lap), G)
+    np.testing.assert_allclose(m + G @ a, lap.f_hat, atol=1e-3)
+    np.testing.assert_allclose(G @ B @ B.T @ G.T, lap.latent_cov, atol=1e-3)
 
 
 @pytest.mark.parametrize("parameterization", ["laplace", "prior"])

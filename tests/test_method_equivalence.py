@@ -176,9 +176,10 @@ def _check_sampler(method, X, y, Xs, ys, kernel, lik, mean, ex: Exact):
         lml, se = post.log_marginal_likelihood, post.log_marginal_likelihood_se
     except ValueError:  # this engine estimated no evidence
         return
-    DEVIATIONS[(method, lik.variance, mean, "AIS |error|")] = abs(lml - ex.lml)
-    DEVIATIONS[(method, lik.variance, mean, "AIS se")] = se
-    # from EP's exact sites every AIS weight is equal (se = 0): allow rounding
+    DEVIATIONS[(method, lik.variance, mean, "evidence |error|")] = abs(lml - ex.lml)
+    DEVIATIONS[(method, lik.variance, mean, "evidence se")] = se
+    # (gc.evidence.estimate's SMC) from EP's exact sites every weight is equal (se = 0):
+    # allow rounding
     assert abs(lml - ex.lml) <= MC_Z * se + 1e-6, (lml, se, ex.lml)
 
 

@@ -1,12 +1,13 @@
-"""The MCMC engine's reparameterisations: a low-rank prior factor, whitened by Laplace.
+"""The MCMC engine's reparameterisations: a low-rank prior factor, whitened by a Gaussian.
 
 At fixed hyperparameters the MCMC engine samples, by default, z in f = m + G (a + B z):
 G (n, r) with K ~= G G^T spans the eigenvectors of K above the jitter level
-(:func:`prior_factor`), and a, B whiten u = a + B z by the Laplace approximation, so
-that z is close to N(0, I) a posteriori (:func:`laplace_whitening`, and
-:func:`softmax_laplace_whitening` for the C latent functions of the softmax model).
-A linear change of variables with a constant Jacobian: the posterior sampled is the
-same; NUTS's trajectories are shorter.
+(:func:`prior_factor`), and a, B whiten u = a + B z by a Gaussian approximation of the
+posterior given as site terms t(g) = exp(-1/2 g^T T g + b^T g), g = f - m: EP's own sites
+or Laplace's (:func:`laplace_sites`), so that z is close to N(0, I) a posteriori
+(:func:`site_whitening`; :func:`softmax_laplace_whitening` for the C latent functions of
+the softmax model). A linear change of variables with a constant Jacobian: the posterior
+sampled is the same; NUTS's trajectories are shorter.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import scipy.linalg
 
 from ..numerics import JITTER, cholesky
 
-__all__ = ["laplace_whitening", "prior_factor", "softmax_laplace_whitening"]
+__all__ = ["laplace_sites", "prior_factor", "site_whitening", "softmax_laplace_whitening"]
 
 
 def prior_factor(K: np.ndarray) -> tuple[np.ndarray, float]:
@@ -35,27 +36,19 @@ def prior_factor(K: np.ndarray) -> tuple[np.ndarray, float]:
     return U[:, keep] * np.sqrt(w[keep]), float(np.clip(w[~keep], 0.0, None).sum())
 
 
-def laplace_whitening(lap, G: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """a and B such that f = m + G (a + B z) has, for z ~ N(0, I), the Laplace posterior.
+def laplace_sites(lap) -> tuple[np.ndarray, np.ndarray]:
+    """Laplace's approximation as site terms: (T, b) = (W, W g^ + alpha).
 
-    a = G^+ (f^ - m), B = chol(I + G^T W G)^-T: the Laplace posterior of u in
-    f = m + G u, u ~ N(0, I), has precision I + G^T W G (R&W eq. 3.20 in these
-    coordinates).
+    N(f^, (K^-1 + W)^-1) = N(0, K) exp(-1/2 g^T W g + b^T g) / Z in g = f - m needs
+    (K^-1 + W) g^ = b, and K^-1 g^ = alpha = grad log p(y | f^) at the mode (R&W eq. 3.17).
 
     Parameters
     ----------
     lap : LaplacePosterior
-        The binary Laplace approximation at the same hyperparameters (``W``, ``f_hat``,
-        ``prior_mean``).
-    G : ndarray, shape (n, r)
-        From :func:`prior_factor`.
+        The binary Laplace approximation (``W``, ``f_hat``, ``alpha``, ``prior_mean``).
     """
-    r = G.shape[1]
-    M = np.eye(r) + G.T @ (lap.W[:, None] * G)
-    LM = cholesky(M, what="matrix I + G^T W G")
-    B = scipy.linalg.solve_triangular(LM.T, np.eye(r), lower=False, check_finite=False)
-    a = np.linalg.lstsq(G, lap.f_hat - lap.prior_mean, rcond=None)[0]
-    return a, B
+    g_hat = lap.f_hat - lap.prior_mean
+    return lap.W, lap.W * g_hat + lap.alpha
 
 
 def site_whitening(ttau: np.ndarray, b: np.ndarray, G: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -55,7 +55,7 @@ from ..likelihoods import Gaussian, Likelihood, Logistic, Probit, Softmax
 from ..numerics import JITTER, cholesky
 from ..posterior import Convergence, SamplePosterior, SoftmaxSamplePosterior
 from . import ep, laplace
-from ._whitening import laplace_whitening, prior_factor, site_whitening, softmax_laplace_whitening
+from ._whitening import laplace_sites, prior_factor, site_whitening, softmax_laplace_whitening
 from .laplace_softmax import check_codes, infer_softmax
 
 __all__ = ["Diagnostics", "SamplePosterior", "SoftmaxSamplePosterior", "check_options", "infer"]
@@ -403,16 +403,20 @@ def infer(
         elif parameterization in ("laplace", "ep"):
             G, dropped = prior_factor(K)
             if parameterization == "laplace":
-                a, B = laplace_whitening(laplace.infer(X, y, kernel, likelihood, mean), G)
+                T, b = laplace_sites(laplace.infer(X, y, kernel, likelihood, mean))
             else:
                 q = ep.infer(X, y, kernel, likelihood, mean, schedule="parallel")
-                a, B = site_whitening(q.ttau, q.tnu - q.ttau * m, G)
+                T, b = q.ttau, q.tnu - q.ttau * m
+            a, B = site_whitening(T, b, G)
             model.add_coord("basis", np.arange(G.shape[1]))
-            # z has the flat base measure; the GP prior enters as -|u|^2 / 2, f = m + G u
-            z = pm.Flat("z", dims="basis")
-            u = a + pt.dot(B, z)
-            pm.Potential("prior", -0.5 * pt.sum(u**2))
-            f = pm.Deterministic("f", m + pt.dot(G, u), dims="obs")
+            # With u = a + B z, N(u; 0, I) t(G u) is N(z; 0, I) (up to a constant): the prior
+            # is that Gaussian over the sites t(g) = exp(-1/2 g^T T g + b^T g), so the density
+            # of z is N(z; 0, I) p(y | f) / t(g), one n x r product per gradient (H = G B)
+            # where -|u|^2 / 2 would add an r x r one
+            z = pm.Normal("z", 0.0, 1.0, dims="basis")
+            g = pt.as_tensor(G @ a) + pt.dot(G @ B, z)
+            pm.Potential("sites", 0.5 * pt.sum(T * g**2) - pt.dot(b, g))  # -log t(g)
+            f = pm.Deterministic("f", m + g, dims="obs")
         else:
             f = pm.Deterministic("f", m + pt.dot(L, v), dims="obs")  # non-centred, L fixed
         if isinstance(likelihood, Probit):
