@@ -99,8 +99,9 @@ def frames(config: StudyConfig, result_dir: Path) -> tuple[pd.DataFrame, pd.Data
     """``grid.csv`` and ``ais_check.csv`` from the study's job records.
 
     grid: one row per data set, grid point and method (the engine or estimator label):
-    log_evidence (for AIS the final, gold-standard estimate), se, seconds, converged (AIS:
-    se <= se_max), checked (AIS annealed again), warnings. check: one row per point AIS
+    log_evidence (for an estimator its final estimate), se, seconds, converged (an
+    estimator: se <= se_max), checked (made again: AIS's longer anneal, SMC's more runs),
+    warnings. check: one row per point AIS
     annealed again, with EP, both anneals and the reason.
     """
     records = load_records(result_dir)
@@ -261,7 +262,7 @@ def summarise(df: pd.DataFrame, gold: str) -> pd.DataFrame:
             row[f"{method}_max_abs_gap_tight"] = float(np.abs(gap[kk]))
             row[f"{method}_gap_tight_at"] = (float(le[kk[1]]), float(ls[kk[0]]))
         row["gold_se_median"] = float(np.median(se[ok]))
-        row["gold_se_max"] = float(se.max())
+        row["gold_se_max"] = float(se[ok].max())
         if gold == "smc":  # the second estimator against the first
             ais, ais_se = surface(df, name, "ais")[2], surface(df, name, "ais", "se")[2]
             z = (ais - ref) / np.hypot(ais_se, se)

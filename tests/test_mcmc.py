@@ -253,3 +253,18 @@ def test_the_softmax_model_has_no_ep_whitening():
     y3 = np.arange(12) % 3
     with pytest.raises(ValueError, match="parameterization='ep' needs EP, which is binary"):
         gc.fit(X, y3, method="mcmc", likelihood="softmax", parameterization="ep", draws=10)
+
+
+def test_where_ep_fails_laplace_whitens_and_a_warning_says_so(monkeypatch):
+    """Any Gaussian whitens NUTS's coordinates (the posterior sampled is the same): where
+    EP cannot be fitted, Laplace's is used and recorded."""
+    X, y = toy_data(n=10, d=2, seed=3)
+
+    def failing(*args, **kwargs):
+        raise FloatingPointError("injected: EP diverged")
+
+    monkeypatch.setattr(mcmc.ep, "infer", failing)
+    with pytest.warns(RuntimeWarning, match="EP failed .injected: EP diverged.; NUTS's coord"):
+        post = gc.fit(X, y, method="mcmc", draws=100, tune=100, chains=2, random_seed=0,
+                      rhat_max=np.inf, ess_min=0.0)  # fmt: skip
+    assert post.diagnostics.parameterization == "laplace"

@@ -313,8 +313,7 @@ draws = 300
 tune = 300
 chains = 2
 evidence = true
-ais_temperatures = 200
-ais_runs = 8
+evidence_options = {{particles = 32, runs = 4}}
 """
 
 
@@ -372,6 +371,9 @@ def test_report_writes_figures_and_summary(mcmc_study: Path) -> None:
         "## Figures",
     ):
         assert heading in report
+    # which estimator gave the reference's evidence, in the table's note and the findings
+    assert "the reference's estimate (SMC from EP in 2 jobs" in report
+    assert "EP evidence - SMC" in report and "evidence - AIS" not in report
     figures = sorted(p.name for p in (mcmc_study / "figures").glob("*.png"))
     assert figures == [
         "evidence.png",

@@ -345,6 +345,7 @@ def test_an_smc_estimate_above_se_max_is_made_again_with_more_runs(tmp_path: Pat
     assert rec["evidence"]["recheck"].startswith("se ") and rec["log_evidence"] == again[
         "log_evidence"]  # fmt: skip
     assert not rec["convergence"]["converged"]  # (se_max = 1e-9 is out of reach)
-    with pytest.raises(ValueError, match=r"evidence\.smc\.recheck_runs: must be"):
-        path.write_text(text.replace("recheck_runs = 8", "recheck_runs = -1"))
-        load_study(path)
+    for bad in ("-1", "2", "1.5"):  # (2 runs are not more than the first's 2)
+        path.write_text(text.replace("recheck_runs = 8", f"recheck_runs = {bad}"))
+        with pytest.raises(ValueError, match=r"evidence\.smc\.recheck_runs: must be"):
+            load_study(path)

@@ -53,8 +53,8 @@ def laplace_sites(lap) -> tuple[np.ndarray, np.ndarray]:
 
 def site_whitening(ttau: np.ndarray, b: np.ndarray, G: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """a and B such that f = m + G (a + B z) has, for z ~ N(0, I), the Gaussian
-    approximation N(0, K) exp(-1/2 g^T diag(ttau) g + b^T g) of g = f - m (EP's, R&W
-    eqs. 3.53-3.58, with b = tnu - ttau m).
+    approximation N(0, G G^T) exp(-1/2 g^T diag(ttau) g + b^T g) of g = f - m (EP's, R&W
+    eqs. 3.53-3.58, with b = tnu - ttau m; or Laplace's, :func:`laplace_sites`).
 
     In f = m + G u, u ~ N(0, I), that approximation has precision P = I + G^T T G
     (T = diag(ttau)) and mean P^-1 G^T b; B = chol(P)^-T.

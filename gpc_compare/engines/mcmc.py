@@ -2,8 +2,8 @@
 
 At fixed hyperparameters the model is written non-centred, f = m + L v with v ~ N(0, I)
 and L = chol(K) computed once outside the graph, or by default (``parameterization``) in
-the eigenbasis of K above the jitter level, whitened by the Laplace approximation
-(:mod:`._whitening`): fewer dimensions, cheaper gradients and shorter NUTS trajectories;
+the eigenbasis of K above the jitter level, whitened by EP's approximation (or Laplace's;
+:mod:`._whitening`): fewer dimensions, cheaper gradients and shorter NUTS trajectories;
 the likelihood is log Phi(y f) through PyMC's stable log normal CDF (probit),
 -softplus(-y f) (logistic), or a Normal with mean f and the noise variance (Gaussian: GP
 regression, sampled for checking against its closed form). NUTS runs on nutpie's
@@ -30,6 +30,7 @@ full Bayes and the evidence are binary only.
 from __future__ import annotations
 
 import dataclasses
+import time
 import warnings
 from collections.abc import Mapping
 from typing import Any
@@ -80,7 +81,7 @@ OPTIONS = {
     "progressbar": False,
 }
 #: What this engine can do (see :data:`gpc_compare.engines.CAPABILITY_NAMES`); its
-#: evidence (AIS) is optional (``evidence=True``), so "evidence" is not among them.
+#: evidence (SMC or AIS) is optional (``evidence=True``), so "evidence" is not among them.
 CAPABILITIES = frozenset({"draws", "multiclass", "hyperparameter_sampling", "reference"})
 #: The likelihoods it takes (by name).
 LIKELIHOODS = frozenset({"probit", "logistic", "gaussian", "softmax"})
@@ -221,6 +222,21 @@ OPTION_CHECKS = {
 }
 
 
+def _ep_for_whitening(X, y, kernel, likelihood, mean):
+    """EP's approximation to whiten NUTS's coordinates (parallel schedule, as
+    :func:`gpc_compare.evidence.estimate` fits it), or None where EP fails (any Gaussian
+    whitens: Laplace's is used instead, and a RuntimeWarning says why). An EP that stopped
+    short of its tolerance still whitens: its warning is not the sampler's."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return ep.infer(X, y, kernel, likelihood, mean, schedule="parallel")
+    except (FloatingPointError, ValueError, np.linalg.LinAlgError) as exc:
+        warnings.warn(f"EP failed ({exc}); NUTS's coordinates are whitened by the Laplace "
+                      "approximation instead", RuntimeWarning, stacklevel=3)  # fmt: skip
+        return None
+
+
 def _estimator(evidence: bool | str) -> str | None:
     """The evidence estimator ``evidence`` asks for (True: ``gc.evidence.estimate``'s
     default), or None."""
@@ -342,6 +358,7 @@ def infer(
          "progressbar": progressbar}
     )  # fmt: skip
     draws, tune, chains = checked["draws"], checked["tune"], checked["chains"]
+    evidence, full_bayes = checked["evidence"], checked["full_bayes"]
     sampler = nuts_sampler or _default_sampler()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)
@@ -402,11 +419,13 @@ def infer(
             f = pm.Deterministic("f", m_t + pt.dot(L_t, v), dims="obs")
         elif parameterization in ("laplace", "ep"):
             G, dropped = prior_factor(K)
+            if parameterization == "ep":
+                approx = _ep_for_whitening(X, y, kernel, likelihood, mean)
+                parameterization = "ep" if approx is not None else "laplace"
             if parameterization == "laplace":
                 T, b = laplace_sites(laplace.infer(X, y, kernel, likelihood, mean))
             else:
-                q = ep.infer(X, y, kernel, likelihood, mean, schedule="parallel")
-                T, b = q.ttau, q.tnu - q.ttau * m
+                T, b = approx.ttau, approx.tnu - approx.ttau * m
             a, B = site_whitening(T, b, G)
             model.add_coord("basis", np.arange(G.shape[1]))
             # With u = a + B z, N(u; 0, I) t(G u) is N(z; 0, I) (up to a constant): the prior
@@ -442,12 +461,15 @@ def infer(
     estimate = None
     method = _estimator(evidence)
     if method is not None:  # gc.evidence.estimate's run, seeded as the sampler is
+        t0 = time.perf_counter()
         method, options = resolve(method, evidence_start, evidence_options or {})
-        approx = ep.infer(X, y, kernel, likelihood, mean, schedule="parallel")
+        if parameterization != "ep":  # (else the whitening's EP, the same fit)
+            approx = ep.infer(X, y, kernel, likelihood, mean, schedule="parallel")
         estimate = anneal(
             L, m, y, likelihood, K=L @ L.T, ep_sites=(approx.ttau, approx.tnu),
             ep_log_evidence=float(approx.log_marginal_likelihood), method=method,
-            start=evidence_start, random_seed=np.random.default_rng(random_seed), **options,
+            start=evidence_start, random_seed=np.random.default_rng(random_seed), t0=t0,
+            **options,
         )  # fmt: skip
     return SamplePosterior(
         X,

@@ -27,6 +27,7 @@ import pandas as pd
 
 from ..engines import capabilities
 from ..metrics import reliability_curve, top_label_reliability_curve
+from .formatting import reference_estimator
 from .profiles import Profile, shown_hyperparameters
 from .styles import METRICS, style
 
@@ -279,7 +280,7 @@ def plot_evidence(
                 y = [r["log_evidence"] / r["n_train"] for r in sel]
                 se = [(r.get("log_evidence_se") or 0.0) / r["n_train"] for r in sel]
                 drawn = any(p.engine == engine and p.dataset == dataset for p in profiles)
-                est = (sel[0].get("reference_evidence") or {"method": "ais"})["method"].upper()
+                est = reference_estimator(sel[0])["method"].upper()
                 label = (
                     None if drawn else f"{name} ({est})" if _samples(methods.get(engine)) else name
                 )

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .formatting import fmt, markdown_table
+from .formatting import fmt, markdown_table, reference_estimator
 from .styles import style
 
 __all__ = ["bound_counts", "findings", "grid_findings", "selection_comparison"]
@@ -278,7 +278,7 @@ def _estimator(records, dataset: str, reference: str | None) -> str:
     """The name of the estimator that gave the reference's evidence on ``dataset`` ("SMC",
     "AIS"; records written before the estimator was recorded came from AIS)."""
     names = {
-        (r.get("reference_evidence") or {"method": "ais"})["method"].upper()
+        reference_estimator(r)["method"].upper()
         for r in records
         if r["dataset"] == dataset and r["engine"] == reference and r.get("log_evidence")
     }

@@ -7,7 +7,14 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-__all__ = ["fmt", "interval_text", "markdown_table"]
+__all__ = ["fmt", "interval_text", "markdown_table", "reference_estimator"]
+
+
+def reference_estimator(record) -> dict:
+    """The record of the estimator that gave a reference engine's evidence (``method``,
+    ``start``, ...); records written before the estimator was recorded came from AIS from
+    EP's approximation."""
+    return record.get("reference_evidence") or {"method": "ais", "start": "ep"}
 
 
 def fmt(x: float | None, digits: int = 3) -> str:

@@ -17,7 +17,7 @@ import pandas as pd
 from ..study import StudyConfig
 from ..study.datafiles import data_provenance
 from .findings import bound_counts, findings, grid_findings, selection_comparison
-from .formatting import fmt, interval_text, markdown_table
+from .formatting import fmt, interval_text, markdown_table, reference_estimator
 from .styles import METRICS, REFERENCE_METRICS, style
 
 __all__ = ["report_markdown"]
@@ -282,10 +282,8 @@ def _reference_evidence(records: Records, reference: str | None) -> str:
     for r in records:
         if r["engine"] != reference or r.get("log_evidence") is None:
             continue
-        ev = r.get("reference_evidence")
-        # records written before the estimator was recorded came from AIS from EP
-        name = "AIS from EP" if ev is None else f"{ev['method'].upper()} from {ev['start']}"
-        name = name.replace("from ep", "from EP")
+        ev = reference_estimator(r)
+        name = f"{ev['method'].upper()} from {'EP' if ev['start'] == 'ep' else ev['start']}"
         counts.setdefault(name, []).append(r.get("log_evidence_se") or 0.0)
     if not counts:
         return "none computed"
@@ -310,13 +308,13 @@ def _evidence_health(records: Records, datasets: Sequence[str], estimators: Sequ
                 [dataset, label, len(recs), healthy, rechecked,
                  fmt(float(np.median(se)), 3), fmt(float(se.max()), 3)]
             )  # fmt: skip
-    header = ["data set", "estimator", "jobs", "healthy", "annealed again", "median se", "max se"]
+    header = ["data set", "estimator", "jobs", "healthy", "made again", "median se", "max se"]
     return [
         "## Gold-standard evidence",
         "",
-        "Healthy: standard error at most the estimator's `se_max` after any second, longer "
-        "anneal (an unhealthy estimate is degenerate: one run carries the weight, and the "
-        "estimate is biased low).",
+        "Healthy: standard error at most the estimator's `se_max` after any second estimate "
+        "(AIS: a longer anneal; SMC: more runs) where the first was above it (an unhealthy "
+        "estimate is degenerate: one run carries the weight, and the estimate is biased low).",
         "",
         *markdown_table(header, rows),
         "",

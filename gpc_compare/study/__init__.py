@@ -31,13 +31,13 @@ Hyperparameter policies (``[hyperparameters] policy``):
 
 Splits (``[splits] kind``): ``"kfold"``, ``"holdout"``, or ``"none"`` (every case trains,
 nothing is held out: evidence studies). Gold-standard evidence estimators
-(``[evidence.NAME]``, AIS) run as jobs of their own beside the engines, at the
+(``[evidence.NAME]``, SMC or AIS) run as jobs of their own beside the engines, at the
 hyperparameters an engine without an evidence gradient would use.
 
 Comparisons with the reference engine (default: the first engine that declares the
 ``"reference"`` capability, MCMC): latent means and variances at the training inputs, the
 mean KL divergence between the Gaussian marginals, and the evidence gap (when the
-reference computed its AIS evidence), for every engine that ran at the same
+reference computed its gold-standard evidence), for every engine that ran at the same
 hyperparameters as the reference on that split.
 
 The modules, in the order they import one another: ``problem`` (a job's data, split

@@ -151,7 +151,7 @@ def load_study(path: str | os.PathLike[str]) -> StudyConfig:
             [evidence.ais]          temperatures = 500  runs = 16
             [evidence.ais.recheck]  temperatures = 5000  z = 5.0  nats = 0.3
             # or SMC with an adaptive schedule (gc.evidence.estimate): start, particles,
-            # runs, moves, sweeps, cess, se_max
+            # runs, moves, sweeps, cess, se_max, recheck_runs (where se > se_max)
             [evidence.smc]          particles = 128  runs = 16
 
     Returns
@@ -235,7 +235,7 @@ def load_study(path: str | os.PathLike[str]) -> StudyConfig:
                 raise _fail(
                     p,
                     f"engines.{label}.evidence",
-                    "AIS needs fixed hyperparameters, not full_bayes",
+                    "the evidence needs fixed hyperparameters, not full_bayes",
                 )
 
     gold = [label for label, m in methods.items() if "reference" in capabilities(m)]
@@ -564,6 +564,8 @@ def _parse_smc(options: dict[str, Any], p: str, where: str) -> dict[str, Any]:
     if not _is_number(merged["se_max"]) or not merged["se_max"] > 0:
         raise _fail(p, f"{where}.se_max", f"must be a positive number, got {merged['se_max']}")
     merged["recheck_runs"] = _int(merged["recheck_runs"], p, f"{where}.recheck_runs", 0)
+    if 0 < merged["recheck_runs"] <= merged["runs"]:
+        raise _fail(p, f"{where}.recheck_runs", f"must be 0 or exceed runs ({merged['runs']})")
     own = {k: v for k, v in options.items() if k in evidence.OPTIONS["smc"]}
     try:  # the estimator's own check, as gc.evidence.estimate's
         evidence.check_options["smc"](own)

@@ -40,7 +40,7 @@ def multiclass_problem(
 
     The softmax model has no prior mean (a constant shared by the classes cancels), and
     its MCMC samples the latent values at fixed hyperparameters only: no ``full_bayes``,
-    no AIS evidence (``[evidence.*]`` or an engine's ``evidence = true``).
+    no gold-standard evidence (``[evidence.*]`` or an engine's ``evidence = true``).
     """
     if not is_multiclass(likelihood):
         return None
@@ -55,10 +55,10 @@ def multiclass_problem(
             "hyperparameters): use 'optimize', 'shared', 'fixed' or 'grid'"
         )
     if evidence:
-        return "evidence", f"the gold-standard evidence (AIS) is binary only, not {likelihood}"
+        return "evidence", f"the gold-standard evidence (SMC, AIS) is binary only, not {likelihood}"
     for label, options in engines.items():
         if options.get("evidence"):
-            return f"engines.{label}.evidence", f"AIS evidence is binary only, not {likelihood}"
+            return f"engines.{label}.evidence", f"the evidence is binary only, not {likelihood}"
     return None
 
 

@@ -49,17 +49,18 @@ PRIOR_COST = {
     "vb": 3.0,
     "mcmc": 800.0,
     "ais": 800.0,
+    "smc": 400.0,  # (the probit grid's SMC jobs: median 2.4 s, Laplace's 7 ms)
 }
 OPTIMIZE_COST = 20.0
 #: Up to this many pending jobs the time left replays the schedule (beyond it, the work
 #: divided among the workers).
 SIMULATE_MAX = 400
 #: Methods that sample: the jobs that must not take every worker.
-SAMPLING_METHODS = frozenset({"mcmc", "ais"})
+SAMPLING_METHODS = frozenset({"mcmc", "ais", "smc"})
 
 
 def is_sampling(job: Job) -> bool:
-    """Whether ``job`` samples (MCMC or AIS): tens of times a deterministic fit."""
+    """Whether ``job`` samples (MCMC, AIS or SMC): tens of times a deterministic fit."""
     return job.method in SAMPLING_METHODS
 
 

@@ -275,7 +275,7 @@ def _run_smc(job: Job, X, y, kernel, mean, origin) -> dict[str, Any]:
         warnings.simplefilter("always")
         done = [run(o["runs"], [job.seed])]
         reason = None
-        if done[0].standard_error > o["se_max"] and o.get("recheck_runs", 0):
+        if not done[0].standard_error <= o["se_max"] and o.get("recheck_runs", 0):
             reason = f"se {done[0].standard_error:.3g} > se_max {o['se_max']}"
             done.append(run(o["recheck_runs"], [job.seed, o["recheck_runs"]]))
     r = done[-1]
