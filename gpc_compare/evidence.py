@@ -18,6 +18,7 @@ are re-exported here as they always were (``gc.evidence.ais``).
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -49,6 +50,7 @@ from .numerics import JITTER, cholesky
 __all__ = [
     "AISResult",
     "EvidenceEstimate",
+    "Prepared",
     "METHODS",
     "OPTIONS",
     "OPTION_CHECKS",
@@ -59,6 +61,7 @@ __all__ = [
     "check_options",
     "elliptical_slice",
     "estimate",
+    "prepare",
     "smc",
 ]
 
@@ -108,6 +111,56 @@ def estimate(
     ValueError
         For a bad input, method, start or option, or a kernel matrix that is not finite.
     """
+    method, options = resolve(method, start, options)
+    rng = np.random.default_rng(check_random_seed(random_seed))
+    problem = prepare(X, y, kernel=kernel, likelihood=likelihood, mean=mean)
+    return problem.anneal(method, start, rng, **options)
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A problem set up for the estimators: K's Cholesky factor (with the jitter the MCMC
+    engine adds), the labels, EP's approximation (the start, or SMC's moves' reference) and
+    the time that took. :meth:`anneal` runs an estimator on it; several runs (a first
+    estimate and a second with more runs) share one set-up."""
+
+    L: np.ndarray
+    mean: float
+    y: np.ndarray
+    likelihood: Likelihood
+    ep: Any  # EPPosterior
+    seconds: float
+
+    def anneal(
+        self, method: str, start: str, random_seed: np.random.Generator, **options: Any
+    ) -> EvidenceEstimate:
+        """:func:`~gpc_compare.annealing.estimate.anneal` on this problem (``method`` and
+        ``options`` as :func:`~gpc_compare.annealing.estimate.resolve` returns them); its
+        ``seconds`` include the set-up's."""
+        return anneal(
+            self.L, self.mean, self.y, self.likelihood, K=self.L @ self.L.T,
+            ep_sites=(self.ep.ttau, self.ep.tnu),
+            ep_log_evidence=float(self.ep.log_marginal_likelihood), method=method, start=start,
+            random_seed=random_seed, t0=time.perf_counter() - self.seconds, **options,
+        )  # fmt: skip
+
+
+def prepare(
+    X: np.ndarray,
+    y: np.ndarray,
+    *,
+    kernel: Kernel | None = None,
+    likelihood: str | Likelihood = "probit",
+    mean: float | None = None,
+) -> Prepared:
+    """Check the problem and set it up for the estimators (:class:`Prepared`): one Cholesky
+    factor of K and one EP fit (parallel schedule).
+
+    Raises
+    ------
+    ValueError
+        For a bad input, or a kernel matrix that is not finite.
+    """
     lik = get_likelihood(likelihood)
     if lik.latent_dim != 1:
         raise ValueError("the evidence estimators take binary likelihoods or the Gaussian")
@@ -116,9 +169,6 @@ def estimate(
     if not isinstance(kernel, Kernel):
         raise ValueError(f"kernel must be a gpc_compare Kernel, got {type(kernel).__name__}")
     kernel.check_input_dim(X.shape[1])
-    method, options = resolve(method, start, options)
-    rng = np.random.default_rng(check_random_seed(random_seed))
-    m = 0.0 if mean is None else float(mean)
     t0 = time.perf_counter()
     with np.errstate(over="ignore", invalid="ignore"):
         K0 = kernel(X)
@@ -127,10 +177,6 @@ def estimate(
                          "too extreme")  # fmt: skip
     # K as the MCMC engine holds it: with the jitter its Cholesky factor adds
     L = cholesky(K0, jitter=JITTER, what="kernel matrix K")
-    # EP's approximation: the start, or (SMC from the prior) the moves' reference
     approx = ep.infer(X, y, kernel, lik, mean, schedule="parallel")
-    return anneal(
-        L, m, y, lik, K=L @ L.T, ep_sites=(approx.ttau, approx.tnu),
-        ep_log_evidence=float(approx.log_marginal_likelihood), method=method, start=start,
-        random_seed=rng, t0=t0, **options,
-    )  # fmt: skip
+    m = 0.0 if mean is None else float(mean)
+    return Prepared(L, m, y, lik, approx, time.perf_counter() - t0)

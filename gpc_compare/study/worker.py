@@ -21,7 +21,7 @@ from .. import datasets as gc_datasets
 from .. import metrics
 from .._fit import fit
 from ..engines import capabilities, get_engine
-from ..evidence import EvidenceEstimate, ais, estimate
+from ..evidence import EvidenceEstimate, ais, prepare
 from ..likelihoods import get_likelihood
 from ..numerics import JITTER, cholesky
 from ..provenance import versions
@@ -264,23 +264,25 @@ def _run_smc(job: Job, X, y, kernel, mean, origin) -> dict[str, Any]:
     independent runs (seeded ``[job seed, recheck_runs]``), and that estimate is final."""
     o = job.options
 
-    def run(runs: int, seed: list[int]) -> EvidenceEstimate:
-        return estimate(
-            X, y, kernel=kernel, likelihood=job.likelihood, mean=mean, method="smc",
-            start=o["start"], random_seed=np.random.default_rng(seed), particles=o["particles"],
+    def run(runs: int, seed: list[int]) -> EvidenceEstimate:  # (one set-up for both)
+        return problem.anneal(
+            "smc", o["start"], np.random.default_rng(seed), particles=o["particles"],
             runs=runs, moves=o["moves"], sweeps=o["sweeps"], cess=o["cess"],
         )  # fmt: skip
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
+        t0 = time.perf_counter()
+        problem = prepare(X, y, kernel=kernel, likelihood=job.likelihood, mean=mean)
         done = [run(o["runs"], [job.seed])]
         reason = None
         if not done[0].standard_error <= o["se_max"] and o.get("recheck_runs", 0):
             reason = f"se {done[0].standard_error:.3g} > se_max {o['se_max']}"
             done.append(run(o["recheck_runs"], [job.seed, o["recheck_runs"]]))
+        seconds = time.perf_counter() - t0
     r = done[-1]
     return {
-        **_evidence_job(X, y, kernel, mean, origin, sum(d.seconds for d in done), caught),
+        **_evidence_job(X, y, kernel, mean, origin, seconds, caught),
         "convergence": {
             "converged": bool(r.standard_error <= o["se_max"] and not r.health["capped"]),
             "iterations": int(r.health["steps"]),
