@@ -438,26 +438,36 @@ def test_logistic_mcmc_at_a_huge_signal_variance_starts(recwarn) -> None:
     assert np.all(np.isfinite(post.latent_mean)) and np.all(post.latent_var > 0)
 
 
+@pytest.mark.parametrize("parameterization", ["ep", "prior"])
 def test_when_nutpie_cannot_start_pymc_samples_and_the_diagnostics_say_so(
-    monkeypatch, data
+    monkeypatch, data, parameterization
 ) -> None:
+    """Both routes to nutpie: the compiled density ("ep", the default) and nutpie compiling
+    the PyMC model ("prior")."""
     import pymc as pm
 
+    from gpc_compare.engines import _compiled
+
+    error = RuntimeError(
+        "All initialization points failed\n\nCaused by:\n    Logp function returned "
+        "error: ErrorCode(3)\n\nStack backtrace:\n   0: <unknown>"
+    )
     real = pm.sample
 
     def failing_nutpie(*args, **kwargs):
         if kwargs.get("nuts_sampler") == "nutpie":
-            raise RuntimeError(
-                "All initialization points failed\n\nCaused by:\n    Logp function returned "
-                "error: ErrorCode(3)\n\nStack backtrace:\n   0: <unknown>"
-            )
+            raise error
         return real(*args, **kwargs)
 
+    def failing_compiled(*args, **kwargs):
+        raise error
+
     monkeypatch.setattr(pm, "sample", failing_nutpie)
+    monkeypatch.setattr(_compiled, "sample", failing_compiled)
     X, y = data
     with pytest.warns(RuntimeWarning, match="nutpie failed"):
         post = gc.fit(X, y, method="mcmc", draws=100, tune=100, chains=2, random_seed=1,
-                      nuts_sampler="nutpie")  # fmt: skip
+                      nuts_sampler="nutpie", parameterization=parameterization)  # fmt: skip
     diag = post.diagnostics
     assert diag.sampler == "pymc" and "All initialization points failed" in diag.fallback
     assert "Stack backtrace" not in diag.fallback and "<unknown>" not in diag.fallback

@@ -6,10 +6,12 @@ the eigenbasis of K above the jitter level, whitened by EP's approximation (or L
 :mod:`._whitening`): fewer dimensions, cheaper gradients and shorter NUTS trajectories;
 the likelihood is log Phi(y f) through PyMC's stable log normal CDF (probit),
 -softplus(-y f) (logistic), or a Normal with mean f and the noise variance (Gaussian: GP
-regression, sampled for checking against its closed form). NUTS runs on nutpie's
-compiled backend when nutpie is installed, otherwise on PyMC's own sampler
-(``nuts_sampler`` chooses); where nutpie cannot start, PyMC's sampler runs instead and
-the diagnostics say so (``fallback``).
+regression, sampled for checking against its closed form). NUTS runs on nutpie when it
+is installed, otherwise on PyMC's own sampler (``nuts_sampler`` chooses): the whitened
+binary model's density is compiled once for every problem (:mod:`._compiled`, the same
+density as the PyMC model's, which PyMC's sampler runs), the other models through PyMC;
+where nutpie cannot start, PyMC's sampler runs instead and the diagnostics say so
+(``fallback``; :mod:`._sampling`).
 
 The draws are returned as a :class:`~gpc_compare.posterior.SamplePosterior`, which
 predicts by conditioning every draw on the GP; their convergence is judged by
@@ -29,14 +31,12 @@ full Bayes and the evidence are binary only.
 
 from __future__ import annotations
 
-import dataclasses
 import time
 import warnings
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-import xarray as xr
 
 from .._validation import (
     OptionError,
@@ -50,12 +50,13 @@ from .._validation import (
     optional,
 )
 from ..annealing.estimate import METHODS, STARTS, anneal, resolve
-from ..diagnostics import Diagnostics, check_complete, diagnose
+from ..diagnostics import Diagnostics
 from ..kernels import Kernel
 from ..likelihoods import Gaussian, Likelihood, Logistic, Probit, Softmax
 from ..numerics import JITTER, cholesky
 from ..posterior import Convergence, SamplePosterior, SoftmaxSamplePosterior
 from . import ep, laplace
+from ._sampling import default_sampler, run_nuts
 from ._whitening import laplace_sites, prior_factor, site_whitening, softmax_laplace_whitening
 from .laplace_softmax import check_codes, infer_softmax
 
@@ -88,82 +89,6 @@ LIKELIHOODS = frozenset({"probit", "logistic", "gaussian", "softmax"})
 
 #: Prior standard deviation of each log hyperparameter (and the mean) in full Bayes.
 DEFAULT_PRIOR_SD = 1.0
-
-
-def _default_sampler() -> str:
-    try:
-        import nutpie  # noqa: F401
-    except ImportError:
-        return "pymc"
-    return "nutpie"
-
-
-def _sample(
-    pm,
-    model,
-    observed: np.ndarray,
-    *,
-    draws,
-    tune,
-    chains,
-    random_seed,
-    target_accept: float,
-    nuts_sampler: str,
-    progressbar: bool,
-    dropped: float | None,
-    parameterization: str,
-    rhat_max: float,
-    ess_min: float,
-    var_names: list[str],
-    stacklevel: int,
-):
-    """Run NUTS on ``model``: the complete InferenceData (with ``observed_data`` and, for
-    the whitened parameterisation, the prior variance ``dropped``) and its diagnostics,
-    warning (at ``stacklevel`` above the caller) when they do not pass."""
-
-    def sample(sampler: str):
-        with model, warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return pm.sample(
-                draws=int(draws), tune=int(tune), chains=int(chains), random_seed=random_seed,
-                target_accept=target_accept, nuts_sampler=sampler, progressbar=progressbar,
-                compute_convergence_checks=False,
-            )  # fmt: skip
-
-    fallback = ""
-    try:
-        idata = sample(nuts_sampler)
-    except RuntimeError as exc:  # nutpie's failures (e.g. "All initialization points failed")
-        if nuts_sampler != "nutpie":
-            raise
-        reason = " ".join(str(exc).split("Stack backtrace")[0].split())  # (not Rust's frames)
-        fallback = f"nutpie failed ({reason}); sampled with PyMC's NUTS instead"
-        warnings.warn(fallback, RuntimeWarning, stacklevel=stacklevel + 1)
-        try:
-            idata = sample("pymc")
-        except Exception as again:  # noqa: BLE001 - both failed: say so, plainly
-            raise RuntimeError(
-                f"MCMC could not start: nutpie failed ({reason}), and so did PyMC's "
-                f"sampler ({type(again).__name__}: {' '.join(str(again).split())[:300]})"
-            ) from None
-    if dropped is not None:
-        idata.attrs["dropped_prior_variance"] = dropped
-    if "observed_data" not in idata.groups():
-        n = observed.shape[0]
-        idata.add_groups(
-            observed_data=xr.Dataset({"y": ("obs", observed)}, coords={"obs": np.arange(n)})
-        )
-    check_complete(idata, draws, chains)
-    diagnostics = diagnose(idata, rhat_max, ess_min, var_names)
-    diagnostics = dataclasses.replace(
-        diagnostics, sampler="pymc" if fallback else nuts_sampler, fallback=fallback,
-        parameterization=parameterization,
-    )  # fmt: skip
-    if not diagnostics.passed:
-        warnings.warn(
-            f"MCMC diagnostics {diagnostics.message}", RuntimeWarning, stacklevel=stacklevel + 1
-        )
-    return idata, diagnostics
 
 
 def _check_priors(value: Any, name: str) -> dict[str, tuple[float, float]]:
@@ -359,7 +284,7 @@ def infer(
     )  # fmt: skip
     draws, tune, chains = checked["draws"], checked["tune"], checked["chains"]
     evidence, full_bayes = checked["evidence"], checked["full_bayes"]
-    sampler = nuts_sampler or _default_sampler()
+    sampler = nuts_sampler or default_sampler()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)
         import pymc as pm
@@ -404,52 +329,65 @@ def infer(
     K = check_kernel_matrix(kernel, X)
     L = cholesky(K, jitter=JITTER, what="kernel matrix K")
     names = kernel.hyperparameter_names + ([] if mean is None else ["mean"])
-    with pm.Model(coords={"obs": np.arange(n), "hyperparameter": names}) as model:
-        if full_bayes or parameterization == "prior":
-            v = pm.Normal("v", 0.0, 1.0, dims="obs")
-        if full_bayes:
-            mu, sd = _prior_moments(kernel, mean, names, priors)
-            theta = pm.Normal("theta", mu, sd, dims="hyperparameter")
-            p = kernel.n_hyperparameters
-            Kt = kernel.symbolic(X, theta[:p])
-            Kt = Kt + JITTER * max(float(np.mean(np.diag(K))), 1.0) * np.eye(n)
-            m_t = theta[p] if mean is not None else m
-            # (K(theta) is finite by construction: no finiteness scan in every gradient)
-            L_t = pt.linalg.cholesky(Kt, check_finite=False)
-            f = pm.Deterministic("f", m_t + pt.dot(L_t, v), dims="obs")
-        elif parameterization in ("laplace", "ep"):
-            G, dropped = prior_factor(K)
-            if parameterization == "ep":
-                approx = _ep_for_whitening(X, y, kernel, likelihood, mean)
-                parameterization = "ep" if approx is not None else "laplace"
-            if parameterization == "laplace":
-                T, b = laplace_sites(laplace.infer(X, y, kernel, likelihood, mean))
-            else:
-                T, b = approx.ttau, approx.tnu - approx.ttau * m
-            a, B = site_whitening(T, b, G)
-            model.add_coord("basis", np.arange(G.shape[1]))
-            # With u = a + B z, N(u; 0, I) t(G u) is N(z; 0, I) (up to a constant): the prior
-            # is that Gaussian over the sites t(g) = exp(-1/2 g^T T g + b^T g), so the density
-            # of z is N(z; 0, I) p(y | f) / t(g), one n x r product per gradient (H = G B)
-            # where -|u|^2 / 2 would add an r x r one
-            z = pm.Normal("z", 0.0, 1.0, dims="basis")
-            g = pt.as_tensor(G @ a) + pt.dot(G @ B, z)
-            pm.Potential("sites", 0.5 * pt.sum(T * g**2) - pt.dot(b, g))  # -log t(g)
-            f = pm.Deterministic("f", m + g, dims="obs")
+    whitened = not full_bayes and parameterization != "prior"
+    compiled = dropped = None
+    if whitened:
+        G, dropped = prior_factor(K)
+        if parameterization == "ep":
+            approx = _ep_for_whitening(X, y, kernel, likelihood, mean)
+            parameterization = "ep" if approx is not None else "laplace"
+        if parameterization == "laplace":
+            T, b = laplace_sites(laplace.infer(X, y, kernel, likelihood, mean))
         else:
-            f = pm.Deterministic("f", m + pt.dot(L, v), dims="obs")  # non-centred, L fixed
-        if isinstance(likelihood, Probit):
-            # log Phi(y f) through PyMC's stable log normal CDF (exact in the tails)
-            pm.Potential("log_likelihood", normal_lcdf(0.0, 1.0, y * f).sum())
-        elif isinstance(likelihood, Gaussian):
-            pm.Normal("y", mu=f, sigma=np.sqrt(likelihood.variance), observed=y, dims="obs")
-        else:  # log sigma(y f) = -log(1 + exp(-y f)) (R&W eq. 3.4): softplus's gradient is
-            # finite for any f, where PyMC's Bernoulli(logit_p)'s is NaN at |f| ~ 1e4
-            pm.Potential("log_likelihood", -pt.softplus(-y * f).sum())
-    idata, diagnostics = _sample(
-        pm, model, y, draws=draws, tune=tune, chains=chains, random_seed=random_seed,
-        target_accept=target_accept, nuts_sampler=sampler, progressbar=progressbar,
-        dropped=dropped if parameterization != "prior" and not full_bayes else None,
+            T, b = approx.ttau, approx.tnu - approx.ttau * m
+        a, B = site_whitening(T, b, G)
+        g0, H = G @ a, G @ B
+        if sampler == "nutpie":  # the compiled density: nothing to compile per model
+            from . import _compiled
+
+            compiled = _compiled.whitened_model(_compiled.pack(H, g0, m, y, T, b, likelihood))
+
+    def build_model() -> pm.Model:
+        with pm.Model(coords={"obs": np.arange(n), "hyperparameter": names}) as model:
+            if full_bayes:
+                v = pm.Normal("v", 0.0, 1.0, dims="obs")
+                mu, sd = _prior_moments(kernel, mean, names, priors)
+                theta = pm.Normal("theta", mu, sd, dims="hyperparameter")
+                p = kernel.n_hyperparameters
+                Kt = kernel.symbolic(X, theta[:p])
+                Kt = Kt + JITTER * max(float(np.mean(np.diag(K))), 1.0) * np.eye(n)
+                m_t = theta[p] if mean is not None else m
+                # (K(theta) is finite by construction: no finiteness scan in every gradient)
+                L_t = pt.linalg.cholesky(Kt, check_finite=False)
+                f = pm.Deterministic("f", m_t + pt.dot(L_t, v), dims="obs")
+            elif whitened:
+                # With u = a + B z, N(u; 0, I) t(G u) is N(z; 0, I) (up to a constant): the
+                # prior is that Gaussian over the sites t(g) = exp(-1/2 g^T T g + b^T g), so
+                # the density of z is N(z; 0, I) p(y | f) / t(g), one n x r product per
+                # gradient (H = G B) where -|u|^2 / 2 would add an r x r one
+                model.add_coord("basis", np.arange(H.shape[1]))
+                z = pm.Normal("z", 0.0, 1.0, dims="basis")
+                g = pt.as_tensor(g0) + pt.dot(H, z)
+                pm.Potential("sites", 0.5 * pt.sum(T * g**2) - pt.dot(b, g))  # -log t(g)
+                f = pm.Deterministic("f", m + g, dims="obs")
+            else:  # non-centred, L fixed
+                v = pm.Normal("v", 0.0, 1.0, dims="obs")
+                f = pm.Deterministic("f", m + pt.dot(L, v), dims="obs")
+            if isinstance(likelihood, Probit):
+                # log Phi(y f) through PyMC's stable log normal CDF (exact in the tails)
+                pm.Potential("log_likelihood", normal_lcdf(0.0, 1.0, y * f).sum())
+            elif isinstance(likelihood, Gaussian):
+                sigma = np.sqrt(likelihood.variance)
+                pm.Normal("y", mu=f, sigma=sigma, observed=y, dims="obs")
+            else:  # log sigma(y f) = -log(1 + exp(-y f)) (R&W eq. 3.4): softplus's gradient
+                # is finite for any f, where PyMC's Bernoulli(logit_p)'s is NaN at |f| ~ 1e4
+                pm.Potential("log_likelihood", -pt.softplus(-y * f).sum())
+        return model
+
+    idata, diagnostics = run_nuts(
+        build_model, y, compiled=compiled, draws=draws, tune=tune, chains=chains,
+        random_seed=random_seed, target_accept=target_accept, nuts_sampler=sampler,
+        progressbar=progressbar, dropped=dropped,
         parameterization="full_bayes" if full_bayes else parameterization,
         rhat_max=rhat_max, ess_min=ess_min, var_names=["f", "theta"] if full_bayes else ["f"],
         stacklevel=2,
@@ -554,8 +492,8 @@ def _infer_softmax(
             pm.Potential("prior", -0.5 * pt.sum(u**2))
             F = pm.Deterministic("f", pt.dot(G, u.reshape((C, r)).T), dims=("obs", "class"))
         pm.Categorical("y", logit_p=F, observed=codes, dims="obs")
-    idata, diagnostics = _sample(
-        pm, model, codes, draws=draws, tune=tune, chains=chains, random_seed=random_seed,
+    idata, diagnostics = run_nuts(
+        lambda: model, codes, draws=draws, tune=tune, chains=chains, random_seed=random_seed,
         target_accept=target_accept, nuts_sampler=nuts_sampler, progressbar=progressbar,
         dropped=dropped if parameterization == "laplace" else None,
         parameterization=parameterization, rhat_max=rhat_max,

@@ -1,0 +1,249 @@
+"""The whitened model's log density, compiled once, for nutpie.
+
+At fixed hyperparameters the MCMC engine samples z in g = f - m = g0 + H z (g0 = G a,
+H = G B: :mod:`._whitening`) with density
+
+    log p(z | y) = log N(z; 0, I) + log p(y | m + g) + 1/2 g^T T g - b^T g + const,
+
+the prior written over the approximation's sites t(g) = exp(-1/2 g^T T g + b^T g) (EP's or
+Laplace's), which the whitening makes close to N(0, I). Its gradient is
+-z + H^T (d log p(y | f) / df + T g - b): two n x r matrix-vector products.
+
+PyMC can build this density (the engine does, for PyMC's own sampler), but nutpie's route
+from a PyMC model generates and compiles numba code for every model, about 5 s at n = 300,
+more than the sampling itself. Here the density is written once, by hand, in numba and
+compiled once per process (cached on disk: later processes load it in a fraction of a
+second), with everything that changes between problems (n, r, H, g0, y, T, b, the
+likelihood) in one float64 buffer handed to nutpie as the model's user data. The compiled
+functions follow the C interface nutpie uses for PyMC models (``CompiledPyMCModel``:
+``logp(dim, x, grad, logp, data) -> status`` and ``expand(dim, n, x, f, data) -> status``).
+
+The probit's log Phi and its derivative phi / Phi are computed here as they are in
+:func:`gpc_compare.numerics.log_phi_d2` (the asymptotic series of the Mills ratio below
+z = -20, Abramowitz and Stegun 26.2.12) and tested against it: numba cannot call SciPy's
+special functions from a cached function.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numba
+import numpy as np
+import pandas as pd
+
+from ..likelihoods import Gaussian, Likelihood, Logistic, Probit
+
+__all__ = ["log_density", "pack", "sample", "whitened_model"]
+
+#: The buffer's header: n, r, the likelihood's code, m, the Gaussian noise variance.
+_HEADER = 5
+_PROBIT, _LOGISTIC, _GAUSSIAN = 0, 1, 2
+_SQRT_HALF = math.sqrt(0.5)
+_HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
+# Below -_ASYMPTOTIC_T the Mills ratio's asymptotic series; (2k - 1)!! / t^(2k) < 3e-16
+# by k = 11 there (as in gpc_compare.numerics)
+_ASYMPTOTIC_T = 20.0
+_ASYMPTOTIC_TERMS = 11
+
+
+@numba.njit(cache=True)
+def log_phi_ratio(z: float) -> tuple[float, float]:
+    """log Phi(z) and r(z) = phi(z) / Phi(z) = d/dz log Phi(z), for every finite z.
+
+    z >= 0: log1p(-Phi(-z)); -20 <= z < 0: log(erfc(-z / sqrt 2) / 2), which does not
+    underflow there (Phi(-20) ~ 3e-89); below, with t = -z and u = 1/t^2,
+    Phi(z) = phi(t) (1 - u S(u)) / t, S(u) = 1 - 3u + 15u^2 - ... (A&S 26.2.12), so
+    log Phi = -t^2/2 - log sqrt(2 pi) - log t + log1p(-u S) and r = t / (1 - u S).
+    """
+    if z < -_ASYMPTOTIC_T:
+        t = -z
+        u = 1.0 / (t * t)
+        series = 1.0
+        for k in range(2 * _ASYMPTOTIC_TERMS - 1, 1, -2):
+            series = 1.0 - k * u * series
+        us = u * series
+        return -0.5 * t * t - _HALF_LOG_2PI - math.log(t) + math.log1p(-us), t / (1.0 - us)
+    if z < 0.0:
+        log_cdf = math.log(0.5 * math.erfc(-z * _SQRT_HALF))
+    else:
+        log_cdf = math.log1p(-0.5 * math.erfc(z * _SQRT_HALF))
+    return log_cdf, math.exp(-0.5 * z * z - _HALF_LOG_2PI - log_cdf)
+
+
+@numba.njit(cache=True)
+def _log_likelihood(code: int, y: float, f: float, variance: float) -> tuple[float, float]:
+    """log p(y | f) and its derivative in f, for one observation."""
+    if code == _PROBIT:  # log Phi(y f) (R&W eq. 3.16 for its derivatives)
+        value, ratio = log_phi_ratio(y * f)
+        return value, y * ratio
+    if code == _LOGISTIC:  # log sigma(y f) = -log(1 + exp(-y f)) (R&W eq. 3.15), both signs
+        s = -y * f
+        if s > 0.0:
+            e = math.exp(-s)
+            return -(s + math.log1p(e)), y / (1.0 + e)
+        e = math.exp(s)
+        return -math.log1p(e), y * e / (1.0 + e)
+    residual = y - f  # Gaussian, up to its constant
+    return -0.5 * residual * residual / variance, residual / variance
+
+
+@numba.njit(cache=True)
+def _unpack(data: np.ndarray):
+    n, r = int(data[0]), int(data[1])
+    o = _HEADER
+    H = data[o : o + n * r].reshape((n, r))
+    o += n * r
+    return (
+        H,
+        data[o : o + n],
+        data[o + n : o + 2 * n],
+        data[o + 2 * n : o + 3 * n],
+        data[o + 3 * n : o + 4 * n],
+    )
+
+
+@numba.njit(cache=True)
+def _log_density(z: np.ndarray, grad: np.ndarray, data: np.ndarray) -> float:
+    """The log density of z (up to a constant); its gradient is written to ``grad``."""
+    code, m, variance = int(data[2]), data[3], data[4]
+    H, g0, y, T, b = _unpack(data)
+    g = g0 + np.dot(H, z)
+    d = np.empty_like(g)
+    value = 0.0
+    for i in range(g.shape[0]):
+        ll, dll = _log_likelihood(code, y[i], m + g[i], variance)
+        value += ll + g[i] * (0.5 * T[i] * g[i] - b[i])  # p(y | f) / t(g)
+        d[i] = dll + T[i] * g[i] - b[i]
+    grad[:] = np.dot(d, H) - z
+    return value - 0.5 * np.dot(z, z)
+
+
+def _size(n: int, r: int) -> int:
+    return _HEADER + n * r + 4 * n
+
+
+_LOGP = numba.types.int64(
+    numba.types.uint64,
+    numba.types.CPointer(numba.types.double),
+    numba.types.CPointer(numba.types.double),
+    numba.types.CPointer(numba.types.double),
+    numba.types.voidptr,
+)
+_EXPAND = numba.types.int64(
+    numba.types.uint64,
+    numba.types.uint64,
+    numba.types.CPointer(numba.types.double),
+    numba.types.CPointer(numba.types.double),
+    numba.types.voidptr,
+)
+
+
+@numba.cfunc(_LOGP, cache=True)
+def _logp_cfunc(dim, x_ptr, grad_ptr, logp_ptr, data_ptr):  # pragma: no cover - called by nutpie
+    head = numba.carray(data_ptr, (_HEADER,), np.float64)
+    n, r = int(head[0]), int(head[1])
+    if dim != r:
+        return -1
+    data = numba.carray(data_ptr, (_HEADER + n * r + 4 * n,), np.float64)
+    grad = numba.carray(grad_ptr, (r,))
+    value = _log_density(numba.carray(x_ptr, (r,)), grad, data)
+    logp_ptr[0] = value
+    for j in range(r):  # nutpie's codes: 3 a non-finite gradient, 4 a non-finite value
+        if not math.isfinite(grad[j]):
+            return 3
+    return 0 if math.isfinite(value) else 4
+
+
+@numba.cfunc(_EXPAND, cache=True)
+def _expand_cfunc(dim, expanded, x_ptr, f_ptr, data_ptr):  # pragma: no cover - by nutpie
+    head = numba.carray(data_ptr, (_HEADER,), np.float64)
+    n, r = int(head[0]), int(head[1])
+    if dim != r or expanded != n:
+        return -1
+    data = numba.carray(data_ptr, (_HEADER + n * r + 4 * n,), np.float64)
+    H, g0, _, _, _ = _unpack(data)
+    f = numba.carray(f_ptr, (n,))
+    f[:] = head[3] + g0 + np.dot(H, numba.carray(x_ptr, (r,)))  # f = m + g0 + H z
+    return 0
+
+
+def _code(likelihood: Likelihood) -> tuple[int, float]:
+    if isinstance(likelihood, Probit):
+        return _PROBIT, 1.0
+    if isinstance(likelihood, Logistic):
+        return _LOGISTIC, 1.0
+    if isinstance(likelihood, Gaussian):
+        return _GAUSSIAN, float(likelihood.variance)
+    raise ValueError(f"no compiled density for the {likelihood!r} likelihood")
+
+
+def pack(
+    H: np.ndarray,
+    g0: np.ndarray,
+    m: float,
+    y: np.ndarray,
+    T: np.ndarray,
+    b: np.ndarray,
+    likelihood: Likelihood,
+) -> np.ndarray:
+    """The float64 buffer the compiled density reads: the header, H (row-major), g0, y
+    (in {-1, +1}, or the targets for the Gaussian), T and b."""
+    n, r = H.shape
+    code, variance = _code(likelihood)
+    head = np.array([n, r, code, m, variance], dtype=float)
+    vectors = [np.asarray(v, dtype=float).reshape(n) for v in (g0, y, T, b)]
+    data = np.concatenate([head, np.ascontiguousarray(H, dtype=float).ravel(), *vectors])
+    return data
+
+
+def log_density(z: np.ndarray, data: np.ndarray) -> tuple[float, np.ndarray]:
+    """The compiled log density of z (up to a constant) and its gradient, from Python."""
+    grad = np.empty(int(data[1]))
+    return float(_log_density(np.asarray(z, dtype=float), grad, data)), grad
+
+
+def whitened_model(data: np.ndarray):
+    """A nutpie model sampling z with the compiled density, and recording f = m + g0 + H z
+    (dims ``("obs",)``) for every draw. Initial points are standard normal draws (the
+    whitening's approximation of the posterior)."""
+    from nutpie.compile_pymc import CompiledPyMCModel
+
+    n, r = int(data[0]), int(data[1])
+
+    def initial_point(seed: int) -> np.ndarray:
+        return np.random.default_rng(seed).standard_normal(r)
+
+    return CompiledPyMCModel(
+        _n_dim=r,
+        dims={"f": ("obs",)},
+        _coords={"obs": pd.RangeIndex(n)},
+        _shapes={"f": (n,)},
+        compiled_logp_func=_logp_cfunc,
+        compiled_expand_func=_expand_cfunc,
+        initial_point_func=initial_point,
+        shared_data={},
+        user_data=data,
+        n_expanded=n,
+        shape_info=(["f"], [slice(0, n)], [(n,)]),
+        logp_func=None,
+        expand_func=None,
+    )
+
+
+def sample(model, *, draws: int, tune: int, chains: int, random_seed, target_accept: float,
+           progressbar: bool):  # fmt: skip
+    """``nutpie.sample`` as ``pm.sample(nuts_sampler="nutpie")`` calls it: one seed drawn
+    from ``random_seed``, the sampling seconds in ``posterior.attrs["sampling_time"]``."""
+    import nutpie
+
+    seed = int(np.random.default_rng(random_seed).integers(2**31))
+    t0 = time.perf_counter()
+    idata = nutpie.sample(
+        model, draws=draws, tune=tune, chains=chains, seed=seed, target_accept=target_accept,
+        progress_bar=progressbar,
+    )  # fmt: skip
+    idata.posterior.attrs["sampling_time"] = time.perf_counter() - t0
+    idata.posterior.attrs["tuning_steps"] = tune
+    return idata
