@@ -104,6 +104,32 @@ def test_smc_from_the_prior_recovers_the_exact_gaussian_evidence(log_variance, n
     assert r.health["steps"] > (5 if log_variance > 0 else 0)  # (a longer path when harder)
 
 
+def test_smc_resampling_moves_each_particle_with_its_likelihood() -> None:
+    """Resampling permutes the particles, their log likelihoods and their log ratios
+    together, once each. On the prior's path the log ratio is the log likelihood itself;
+    the two once shared one array, which was permuted twice, so a resampled particle
+    carried another's likelihood into its weights and its slice threshold (SMC from the
+    prior was 0.1-0.6 nats low in the Gaussian stress test, with stuck moves)."""
+    from gpc_compare.annealing.paths import make_path
+    from gpc_compare.annealing.smc import _Population
+    from gpc_compare.numerics import JITTER, cholesky
+
+    X, y, kernel, lik, _ = _gaussian_problem(30, 0.0, 0.01)
+    L = cholesky(kernel(X), jitter=JITTER, what="K")
+    sites = (np.full(30, 100.0), y / 0.01)  # (EP's, exact here)
+    for start in (None, sites):
+        rng = np.random.default_rng(0)
+        _, path, loglik = make_path(L, 0.0, y, lik, None, start, rng, sites)
+        pop = _Population(path, loglik, 2, 64, rng, (y, 0.0, lik, 1))
+        beta = 0.0
+        for b in (0.01, 0.1, 0.5, 1.0):  # big steps: the weights degenerate, resampling
+            pop.step(beta, b, 1)
+            beta = b
+            np.testing.assert_allclose(pop.ll, loglik(pop.g), rtol=1e-12)
+            np.testing.assert_allclose(pop.log_r.ravel(), path.log_ratio(pop.g, pop.ll))
+        assert pop.stuck == 0 and (pop.resamples >= 4 or start is not None)  # (EP: exact)
+
+
 def test_from_eps_exact_start_the_gaussian_evidence_is_exact() -> None:
     """With the Gaussian likelihood EP's sites are exact, every weight is equal: one step,
     standard error 0, both estimators on the exact value."""

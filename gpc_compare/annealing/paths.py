@@ -45,8 +45,9 @@ class PriorPath:
         return self.L @ self.rng.standard_normal((self.L.shape[0], runs))
 
     def log_ratio(self, g: np.ndarray, ll: np.ndarray) -> np.ndarray:
-        """log of pi_1 / pi_0 up to a constant: log p(y | m + g)."""
-        return ll
+        """log of pi_1 / pi_0 up to a constant: log p(y | m + g) (a copy of ``ll``: SMC
+        permutes both in place when it resamples)."""
+        return ll.copy()
 
     def move(self, g, ll, beta, loglik):
         """One elliptical slice step invariant for N(0, K) p(y | m + g)^beta."""
