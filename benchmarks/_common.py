@@ -6,6 +6,9 @@ import csv
 import datetime as dt
 import os
 import platform
+import subprocess
+import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -96,3 +99,22 @@ def markdown_tail(sections: dict[str, dict[str, str]], command: str) -> list[str
         out += ["", f"## {title}", ""]
         out += [f"- {k}: {v}" for k, v in items.items()]
     return out + ["", "## Command", "", "```", command, "```", ""]
+
+
+def numba_import_seconds(module: str, *preload: str) -> tuple[float, float]:
+    """Seconds to import ``module`` (numba functions cached on disk) in a new process with
+    an empty numba cache, then in a second process loading from that cache: what the first
+    process on a machine, and every later one, pays once. ``preload`` (and gpc_compare,
+    numba) are imported before the clock starts."""
+    code = (
+        f"import time, numba, gpc_compare, {', '.join(preload) or 'numpy'}; "
+        f"t = time.perf_counter(); import {module}; print(time.perf_counter() - t)"
+    )
+    with tempfile.TemporaryDirectory() as cache:
+        env = {**os.environ, "NUMBA_CACHE_DIR": cache}
+        compile_s, load_s = (
+            float(subprocess.run([sys.executable, "-c", code], env=env, check=True,
+                                 capture_output=True, text=True).stdout)
+            for _ in range(2)
+        )  # fmt: skip
+    return compile_s, load_s

@@ -38,37 +38,26 @@ all tasks):
   other defaults as the baseline: it separates the sampler from the model.
 
 Metric: the minimum bulk ESS over the n latent values f (``az.ess(idata, var_names=["f"],
-method="bulk")``, the same call for every task) divided by the sampling seconds, and
-divided by the whole call's seconds (compile included). Sampling seconds are what PyMC
-records in the InferenceData (``posterior.attrs["sampling_time"]``): for nutpie the
-``nutpie.sample`` call (tuning and draws) after ``nutpie.compile_pymc_model``; for PyMC's
-sampler the sampling loop after the step methods (and their functions) are compiled.
-"Overhead" is the whole call minus that: model construction, compilation, initialisation,
-conversion to InferenceData and the diagnostics (ours computes R-hat and ESS inside ``fit``;
-``pm.sample`` runs its convergence checks by default); for ours also K and its Cholesky.
+method="bulk")``, the same call for every task) divided by the sampling seconds (tuning and
+draws, as PyMC records them in ``posterior.attrs["sampling_time"]``), and by the whole
+call's seconds. "Overhead" is the whole call minus the sampling: model construction,
+compilation, initialisation, conversion and diagnostics (ours: also K, its Cholesky, EP).
 Also reported: max R-hat over f, divergences, tail ESS, chains, the mean tree size
-(``n_steps``, leapfrog steps, i.e. gradient evaluations, per draw) and the ESS per 1000
-gradient evaluations of the draws (tuning excluded: PyMC discards its tuning statistics),
-which measures the sampler's efficiency apart from the cost of a gradient.
+(leapfrog steps per draw) and the ESS per 1000 gradient evaluations of the draws (tuning
+excluded): the sampler's efficiency apart from the cost of a gradient.
 
-Before the timed runs every task is run once, untimed, on a small problem (n = 30, 50 tuning
-and 50 draws) so that imports and first-call costs are not charged to the first size;
-compilation of each real model is still timed (every n and seed builds a new model).
+Before the timed runs every task is run once, untimed, at n = 30 (50 tuning steps and 50
+draws): imports and first-call costs; compiling each real model is timed.
 
-The Cholesky question: ``pm.gp.Latent`` builds K and its Cholesky inside the PyTensor
-graph, but at fixed hyperparameters K is a constant, and PyTensor's constant folding
-computes the Cholesky once at compile time. The script checks this for every n (compiles
-the baseline's ``logp_dlogp_function`` and looks for a ``Cholesky`` node; untimed) and
-records it as ``baseline_cholesky_in_graph``.
+The Cholesky question: ``pm.gp.Latent`` builds K and its Cholesky in the graph; at fixed
+hyperparameters PyTensor folds them into a constant at compile time (checked for every n,
+untimed: ``baseline_cholesky_in_graph``).
 
 Threads: BLAS is limited to one thread (threadpoolctl, ``--blas-threads 1``) for all tasks,
-as in the other benchmarks (a loaded 2-core machine: two-thread OpenBLAS is badly
-oversubscribed). This does not conflict with PyMC's parallel chains here: ``pm.sample``'s
-default ``cores`` is ``min(4, multiprocessing.cpu_count() // 2)`` = 1 on this 2-CPU box, so
-PyMC samples its chains sequentially in this process (a forked worker would inherit the
-limit anyway). nutpie runs its chains in threads of this process, ``min(chains,
-os.cpu_count())`` = 2 at a time, each calling single-threaded BLAS: the nutpie rows use both
-cores, the PyMC rows one. ESS per second is per wall-clock second.
+as in the other benchmarks. ``pm.sample``'s default ``cores`` is
+``min(4, cpu_count() // 2)`` = 1 on this 2-CPU box (PyMC's chains run one after another in
+this process); nutpie runs ``min(chains, os.cpu_count())`` = 2 chains at a time in
+threads. ESS per second is per wall-clock second.
 
 Outputs: a table on stdout, ``<output>/mcmc.csv`` (tidy: columns n, what, value) and
 ``<output>/mcmc.md`` (the table plus settings, machine facts and the command used).
@@ -93,7 +82,6 @@ import shlex
 import statistics
 import subprocess
 import sys
-import tempfile
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -109,7 +97,16 @@ import gpc_compare as gc
 from gpc_compare.engines import mcmc as mcmc_engine
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import SEED, machine_facts, make_data, markdown_tail, timed, verdict, write_csv  # noqa: E402
+from _common import (  # noqa: E402
+    SEED,
+    machine_facts,
+    make_data,
+    markdown_tail,
+    numba_import_seconds,
+    timed,
+    verdict,
+    write_csv,
+)
 
 LENGTHSCALE = 1.0
 VARIANCE = 1.0
@@ -288,25 +285,6 @@ def make_tasks(
     }
 
 
-def compiled_density_seconds() -> tuple[float, float]:
-    """Seconds to compile the engine's compiled density (gpc_compare/engines/_compiled.py)
-    in a new process with an empty numba cache, and to load it from that cache in a second
-    process: what the first process on a machine, and every later one, pays once (the
-    timed rows do not: the warm-up loaded it)."""
-    code = (
-        "import time, numba, nutpie, gpc_compare; t = time.perf_counter(); "
-        "import gpc_compare.engines._compiled; print(time.perf_counter() - t)"
-    )
-    with tempfile.TemporaryDirectory() as cache:
-        env = {**os.environ, "NUMBA_CACHE_DIR": cache}
-        compile_s, load_s = (
-            float(subprocess.run([sys.executable, "-c", code], env=env, check=True,
-                                 capture_output=True, text=True).stdout)
-            for _ in range(2)
-        )  # fmt: skip
-    return compile_s, load_s
-
-
 def warm_up() -> None:
     """One small untimed run of every task: imports and first-call costs."""
     X, y = make_data(30)
@@ -479,13 +457,11 @@ def write_markdown(
     )
     out += [
         "",
-        "Ours (nutpie) samples the whitened model's log density compiled once (numba, "
-        "`gpc_compare/engines/_compiled.py`) for every problem, the data handed to it, "
-        "instead of nutpie compiling a PyMC model per problem. Compiling it in a new process "
-        f"with an empty numba cache took {compile_s:.1f} s (once per machine: it is cached "
-        f"on disk); loading it from the cache {load_s:.2f} s (once per process). The timed "
-        "rows do not include either (the warm-up loaded it); the targets' whole-call "
-        "ratio charges the load to every call: ESS / (whole call + load).",
+        "Ours (nutpie) samples a log density compiled once for every problem (numba, "
+        "`gpc_compare/engines/_compiled.py`), not a PyMC model compiled per problem. With an "
+        f"empty numba cache it compiled in {compile_s:.1f} s (once per machine); it loaded "
+        f"from the cache in {load_s:.2f} s (once per process). The timed rows include "
+        "neither; the target's whole-call ratio charges the load to every call.",
     ]
     sections = {
         "Settings": settings,
@@ -589,7 +565,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     print("MCMC benchmark: " + ", ".join(f"{k} {v}" for k, v in facts.items()))
     print("pm.sample() defaults: " + ", ".join(f"{k} {v}" for k, v in defaults.items()))
-    compile_s, load_s = compiled_density_seconds()
+    compile_s, load_s = numba_import_seconds("gpc_compare.engines._compiled", "nutpie")
     print(f"compiled density: compiled in {compile_s:.2f} s, loaded from the cache in "
           f"{load_s:.2f} s")  # fmt: skip
     warm_up()

@@ -106,3 +106,28 @@ def test_nutpie_samples_the_compiled_density_and_pymc_the_same_model() -> None:
     assert fits["nutpie"].diagnostics.sampler == "nutpie"
     assert "z" not in fits["nutpie"].idata.posterior  # (the compiled model records f only)
     assert fits["nutpie"].idata.posterior.attrs["sampling_time"] > 0
+
+
+def test_where_the_compiled_density_is_unavailable_nutpie_compiles_the_model(
+    monkeypatch,
+) -> None:
+    """E.g. numba cannot write its cache (a read-only install and home): a warning, and
+    nutpie samples the PyMC model instead (the same posterior, compiled per fit)."""
+
+    def unavailable(*args, **kwargs):
+        raise RuntimeError("cannot cache function 'log_phi_ratio': no locator available")
+
+    monkeypatch.setattr(_compiled, "whitened_model", unavailable)
+    X, y = toy_data(n=20, d=2, seed=1)
+    with pytest.warns(RuntimeWarning, match="compiled density is unavailable.*no locator"):
+        post = mcmc.infer(X, y, gc.kernels.SquaredExponential(1.0, 1.0), Probit(), None,
+                          draws=500, tune=500, chains=2, random_seed=0)  # fmt: skip
+    assert post.diagnostics.sampler == "nutpie" and post.diagnostics.fallback == ""
+    assert "z" in post.idata.posterior  # (the PyMC model's variables)
+
+
+def test_the_buffer_is_checked() -> None:
+    args, data = _problem(Probit())
+    with pytest.raises(ValueError, match="the buffer pack"):
+        _compiled.whitened_model(data[:-1])
+    assert not data.flags.writeable

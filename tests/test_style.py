@@ -177,3 +177,14 @@ def test_the_import_checks_see_a_cycle_and_a_re_export(tmp_path: Path) -> None:
     # and on the real package: a relative import resolves to the module it names
     assert "gpc_compare.study.config" in _imports(PACKAGE / "study" / "jobs.py")
     assert "gpc_compare.engines" in _imports(PACKAGE / "study" / "config.py")
+
+
+def test_no_module_is_over_600_lines() -> None:
+    """The README's promise (a module that grows past it is split, not excepted)."""
+    long = {
+        str(p.relative_to(ROOT)): n
+        for d in LINTED
+        for p in (ROOT / d).rglob("*.py")
+        if (n := len(p.read_text().splitlines())) > 600
+    }
+    assert not long, long

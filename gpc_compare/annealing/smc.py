@@ -199,7 +199,8 @@ class _Population:
         self.runs, self.N = runs, particles
         self.g = path.draw(runs * particles)
         self.ll = loglik(self.g)
-        self.log_r = path.log_ratio(self.g, self.ll).reshape(runs, particles)
+        # (a copy: _resample permutes it and ll in place)
+        self.log_r = np.array(path.log_ratio(self.g, self.ll)).reshape(runs, particles)
         self.log_W = np.full((runs, particles), -np.log(particles))  # normalised weights
         self.log_z = np.zeros(runs)  # log Z_r / Z_0
         self.ess_min, self.resamples, self.stuck, self.moved = 1.0, 0, 0, 0
@@ -224,7 +225,7 @@ class _Population:
             for _ in range(self.sweeps):
                 self.g = coordinate_sweep(self.g, beta, Q, r, *self.problem, self.rng)
             self.ll = self.loglik(self.g)
-        self.log_r = self.path.log_ratio(self.g, self.ll).reshape(self.runs, self.N)
+        self.log_r = np.array(self.path.log_ratio(self.g, self.ll)).reshape(self.runs, self.N)
 
     def _resample(self, r: int) -> None:
         """Systematic resampling of run ``r``'s particles (equal weights afterwards)."""

@@ -148,7 +148,10 @@ def _logp_cfunc(dim, x_ptr, grad_ptr, logp_ptr, data_ptr):  # pragma: no cover -
         return -1
     data = numba.carray(data_ptr, (_HEADER + n * r + 4 * n,), np.float64)
     grad = numba.carray(grad_ptr, (r,))
-    value = _log_density(numba.carray(x_ptr, (r,)), grad, data)
+    try:  # (as nutpie's own callbacks: an exception cannot cross the C boundary)
+        value = _log_density(numba.carray(x_ptr, (r,)), grad, data)
+    except Exception:  # noqa: BLE001
+        return 1
     logp_ptr[0] = value
     for j in range(r):  # nutpie's codes: 3 a non-finite gradient, 4 a non-finite value
         if not math.isfinite(grad[j]):
@@ -165,7 +168,10 @@ def _expand_cfunc(dim, expanded, x_ptr, f_ptr, data_ptr):  # pragma: no cover - 
     data = numba.carray(data_ptr, (_HEADER + n * r + 4 * n,), np.float64)
     H, g0, _, _, _ = _unpack(data)
     f = numba.carray(f_ptr, (n,))
-    f[:] = head[3] + g0 + np.dot(H, numba.carray(x_ptr, (r,)))  # f = m + g0 + H z
+    try:
+        f[:] = head[3] + g0 + np.dot(H, numba.carray(x_ptr, (r,)))  # f = m + g0 + H z
+    except Exception:  # noqa: BLE001
+        return -2
     return 0
 
 
@@ -188,28 +194,78 @@ def pack(
     b: np.ndarray,
     likelihood: Likelihood,
 ) -> np.ndarray:
-    """The float64 buffer the compiled density reads: the header, H (row-major), g0, y
-    (in {-1, +1}, or the targets for the Gaussian), T and b."""
+    """The buffer the compiled density reads.
+
+    Parameters
+    ----------
+    H : ndarray, shape (n, r)
+        G B: g = g0 + H z.
+    g0 : ndarray, shape (n,)
+        G a.
+    m : float
+        The constant prior mean (f = m + g).
+    y : ndarray, shape (n,)
+        Labels in {-1, +1}, or the targets under the Gaussian likelihood.
+    T, b : ndarray, shape (n,)
+        The sites t(g) = exp(-1/2 g^T diag(T) g + b^T g) the prior is written over.
+    likelihood : Probit, Logistic or Gaussian
+
+    Returns
+    -------
+    ndarray
+        float64, read-only: the header (n, r, the likelihood's code, m, the noise
+        variance), H row by row, g0, y, T and b.
+    """
     n, r = H.shape
     code, variance = _code(likelihood)
     head = np.array([n, r, code, m, variance], dtype=float)
     vectors = [np.asarray(v, dtype=float).reshape(n) for v in (g0, y, T, b)]
     data = np.concatenate([head, np.ascontiguousarray(H, dtype=float).ravel(), *vectors])
+    data.flags.writeable = False
+    return data
+
+
+def _checked(data: np.ndarray) -> np.ndarray:
+    """The buffer as the C functions read it, or a ValueError (they trust its header)."""
+    data = np.ascontiguousarray(data, dtype=np.float64)
+    n, r = (int(v) for v in data[:2]) if data.size >= _HEADER else (0, 0)
+    if data.ndim != 1 or n < 1 or r < 1 or data.size != _size(n, r):
+        raise ValueError("the compiled density needs the buffer pack() returns")
     return data
 
 
 def log_density(z: np.ndarray, data: np.ndarray) -> tuple[float, np.ndarray]:
-    """The compiled log density of z (up to a constant) and its gradient, from Python."""
+    """The compiled log density of z (up to a constant) and its gradient, from Python.
+
+    Parameters
+    ----------
+    z : ndarray, shape (r,)
+    data : ndarray
+        From :func:`pack`.
+    """
+    data = _checked(data)
     grad = np.empty(int(data[1]))
     return float(_log_density(np.asarray(z, dtype=float), grad, data)), grad
 
 
 def whitened_model(data: np.ndarray):
-    """A nutpie model sampling z with the compiled density, and recording f = m + g0 + H z
-    (dims ``("obs",)``) for every draw. Initial points are standard normal draws (the
-    whitening's approximation of the posterior)."""
+    """A nutpie model of z with the compiled density, recording f = m + g0 + H z
+    (dims ``("obs",)``) for every draw.
+
+    Parameters
+    ----------
+    data : ndarray
+        From :func:`pack` (held by the model for as long as it samples).
+
+    Returns
+    -------
+    nutpie.compile_pymc.CompiledPyMCModel
+        Its initial points are standard normal draws (the whitening's approximation of the
+        posterior).
+    """
     from nutpie.compile_pymc import CompiledPyMCModel
 
+    data = _checked(data)
     n, r = int(data[0]), int(data[1])
 
     def initial_point(seed: int) -> np.ndarray:
@@ -234,8 +290,22 @@ def whitened_model(data: np.ndarray):
 
 def sample(model, *, draws: int, tune: int, chains: int, random_seed, target_accept: float,
            progressbar: bool):  # fmt: skip
-    """``nutpie.sample`` as ``pm.sample(nuts_sampler="nutpie")`` calls it: one seed drawn
-    from ``random_seed``, the sampling seconds in ``posterior.attrs["sampling_time"]``."""
+    """Run ``nutpie.sample`` on ``model``.
+
+    Parameters
+    ----------
+    model
+        From :func:`whitened_model`.
+    draws, tune, chains, random_seed, target_accept, progressbar
+        As for ``pm.sample``; nutpie's seed is drawn from ``random_seed``
+        (``np.random.default_rng``), so an integer (or a Generator) reproduces the draws.
+
+    Returns
+    -------
+    arviz.InferenceData
+        With the sampling seconds in ``posterior.attrs["sampling_time"]``, as PyMC records
+        them.
+    """
     import nutpie
 
     seed = int(np.random.default_rng(random_seed).integers(2**31))

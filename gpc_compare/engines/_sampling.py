@@ -62,12 +62,15 @@ def run_nuts(
 
     def sample(sampler: str):
         if sampler == "nutpie" and compiled is not None:
-            from ._compiled import sample as sample_compiled
+            from . import _compiled
 
-            return sample_compiled(
-                compiled, draws=int(draws), tune=int(tune), chains=int(chains),
-                random_seed=random_seed, target_accept=target_accept, progressbar=progressbar,
-            )  # fmt: skip
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                return _compiled.sample(
+                    compiled, draws=int(draws), tune=int(tune), chains=int(chains),
+                    random_seed=random_seed, target_accept=target_accept,
+                    progressbar=progressbar,
+                )  # fmt: skip
         with build_model(), warnings.catch_warnings():
             warnings.simplefilter("ignore")
             return pm.sample(

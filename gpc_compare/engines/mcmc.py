@@ -343,9 +343,7 @@ def infer(
         a, B = site_whitening(T, b, G)
         g0, H = G @ a, G @ B
         if sampler == "nutpie":  # the compiled density: nothing to compile per model
-            from . import _compiled
-
-            compiled = _compiled.whitened_model(_compiled.pack(H, g0, m, y, T, b, likelihood))
+            compiled = _compiled_model(H, g0, m, y, T, b, likelihood)
 
     def build_model() -> pm.Model:
         with pm.Model(coords={"obs": np.arange(n), "hyperparameter": names}) as model:
@@ -426,6 +424,23 @@ def infer(
         ),
         theta_draws=theta_draws,
     )
+
+
+def _compiled_model(H, g0, m, y, T, b, likelihood):
+    """nutpie's model with the compiled density, or None (warned) where numba cannot
+    compile or cache it here: nutpie then compiles the PyMC model, as for other models."""
+    try:
+        from . import _compiled
+
+        return _compiled.whitened_model(_compiled.pack(H, g0, m, y, T, b, likelihood))
+    except Exception as exc:  # noqa: BLE001 - e.g. numba's "cannot cache function": say so
+        warnings.warn(
+            f"the compiled density is unavailable ({type(exc).__name__}: "
+            f"{' '.join(str(exc).split())[:200]}); nutpie compiles the PyMC model instead",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+        return None
 
 
 def _prior_moments(kernel, mean, names, priors):
