@@ -446,7 +446,7 @@ def test_when_nutpie_cannot_start_pymc_samples_and_the_diagnostics_say_so(
     the PyMC model ("prior")."""
     import pymc as pm
 
-    from gpc_compare.engines import _compiled
+    from gpc_compare.engines import _sampling
 
     error = RuntimeError(
         "All initialization points failed\n\nCaused by:\n    Logp function returned "
@@ -463,7 +463,7 @@ def test_when_nutpie_cannot_start_pymc_samples_and_the_diagnostics_say_so(
         raise error
 
     monkeypatch.setattr(pm, "sample", failing_nutpie)
-    monkeypatch.setattr(_compiled, "sample", failing_compiled)
+    monkeypatch.setattr(_sampling, "sample_nutpie", failing_compiled)
     X, y = data
     with pytest.warns(RuntimeWarning, match="nutpie failed"):
         post = gc.fit(X, y, method="mcmc", draws=100, tune=100, chains=2, random_seed=1,

@@ -27,7 +27,6 @@ special functions from a cached function.
 from __future__ import annotations
 
 import math
-import time
 
 import numba
 import numpy as np
@@ -35,7 +34,7 @@ import pandas as pd
 
 from ..likelihoods import Gaussian, Likelihood, Logistic, Probit
 
-__all__ = ["log_density", "pack", "sample", "whitened_model"]
+__all__ = ["log_density", "pack", "whitened_model"]
 
 #: The buffer's header: n, r, the likelihood's code, m, the Gaussian noise variance.
 _HEADER = 5
@@ -286,34 +285,3 @@ def whitened_model(data: np.ndarray):
         logp_func=None,
         expand_func=None,
     )
-
-
-def sample(model, *, draws: int, tune: int, chains: int, random_seed, target_accept: float,
-           progressbar: bool):  # fmt: skip
-    """Run ``nutpie.sample`` on ``model``.
-
-    Parameters
-    ----------
-    model
-        From :func:`whitened_model`.
-    draws, tune, chains, random_seed, target_accept, progressbar
-        As for ``pm.sample``; nutpie's seed is drawn from ``random_seed``
-        (``np.random.default_rng``), so an integer (or a Generator) reproduces the draws.
-
-    Returns
-    -------
-    arviz.InferenceData
-        With the sampling seconds in ``posterior.attrs["sampling_time"]``, as PyMC records
-        them.
-    """
-    import nutpie
-
-    seed = int(np.random.default_rng(random_seed).integers(2**31))
-    t0 = time.perf_counter()
-    idata = nutpie.sample(
-        model, draws=draws, tune=tune, chains=chains, seed=seed, target_accept=target_accept,
-        progress_bar=progressbar,
-    )  # fmt: skip
-    idata.posterior.attrs["sampling_time"] = time.perf_counter() - t0
-    idata.posterior.attrs["tuning_steps"] = tune
-    return idata

@@ -1,15 +1,17 @@
 """Running NUTS for the MCMC engine: nutpie or PyMC's sampler, the fallback, diagnostics.
 
-The binary model at fixed hyperparameters, whitened, runs on nutpie with the compiled
-density of :mod:`._compiled` (no per-model compilation); every other model (full Bayes,
-the "prior" parameterisation, the softmax) through ``pm.sample`` (nutpie compiling the
-PyMC model, or PyMC's own sampler). Where nutpie cannot start, PyMC's sampler runs the
-PyMC model instead and the diagnostics say so.
+On nutpie, the binary model at fixed hyperparameters, whitened, runs with the density
+compiled once in :mod:`._compiled` (nothing compiled per model); full Bayes, the "prior"
+parameterisation and the softmax through ``pm.sample`` (nutpie compiling the PyMC model,
+or PyMC's own sampler).
+Where nutpie cannot start, PyMC's sampler runs the PyMC model instead and the
+diagnostics say so.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import time
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -19,7 +21,7 @@ import xarray as xr
 
 from ..diagnostics import Diagnostics, check_complete, diagnose
 
-__all__ = ["default_sampler", "run_nuts"]
+__all__ = ["default_sampler", "run_nuts", "sample_nutpie"]
 
 
 def default_sampler() -> str:
@@ -55,18 +57,16 @@ def run_nuts(
     ``stacklevel`` above the caller) when they do not pass.
 
     ``build_model`` returns the PyMC model (built only when ``pm.sample`` needs it);
-    ``compiled``, when given, is the nutpie model (:func:`._compiled.whitened_model`) that
-    nutpie samples instead of compiling the PyMC model.
+    ``compiled``, when given, is the nutpie model (:func:`._compiled.whitened_model`)
+    that nutpie samples instead of compiling the PyMC model.
     """
     import pymc as pm
 
     def sample(sampler: str):
         if sampler == "nutpie" and compiled is not None:
-            from . import _compiled
-
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                return _compiled.sample(
+                return sample_nutpie(
                     compiled, draws=int(draws), tune=int(tune), chains=int(chains),
                     random_seed=random_seed, target_accept=target_accept,
                     progressbar=progressbar,
@@ -113,3 +113,34 @@ def run_nuts(
             f"MCMC diagnostics {diagnostics.message}", RuntimeWarning, stacklevel=stacklevel + 1
         )
     return idata, diagnostics
+
+
+def sample_nutpie(model, *, draws: int, tune: int, chains: int, random_seed, target_accept: float,
+                  progressbar: bool):  # fmt: skip
+    """Run ``nutpie.sample`` on ``model``.
+
+    Parameters
+    ----------
+    model
+        A nutpie model (:func:`._compiled.whitened_model`).
+    draws, tune, chains, random_seed, target_accept, progressbar
+        As for ``pm.sample``; nutpie's seed is drawn from ``random_seed``
+        (``np.random.default_rng``), so an integer (or a Generator) reproduces the draws.
+
+    Returns
+    -------
+    arviz.InferenceData
+        With the sampling seconds in ``posterior.attrs["sampling_time"]``, as PyMC records
+        them.
+    """
+    import nutpie
+
+    seed = int(np.random.default_rng(random_seed).integers(2**31))
+    t0 = time.perf_counter()
+    idata = nutpie.sample(
+        model, draws=draws, tune=tune, chains=chains, seed=seed, target_accept=target_accept,
+        progress_bar=progressbar,
+    )  # fmt: skip
+    idata.posterior.attrs["sampling_time"] = time.perf_counter() - t0
+    idata.posterior.attrs["tuning_steps"] = tune
+    return idata
