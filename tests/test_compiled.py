@@ -108,6 +108,7 @@ def test_nutpie_samples_the_compiled_density_and_pymc_the_same_model() -> None:
     assert fits["nutpie"].idata.posterior.attrs["sampling_time"] > 0
 
 
+@pytest.mark.filterwarnings("ignore:MCMC diagnostics")  # (short chains: the route is tested)
 def test_where_the_compiled_density_is_unavailable_nutpie_compiles_the_model(
     monkeypatch,
 ) -> None:

@@ -438,6 +438,7 @@ def test_logistic_mcmc_at_a_huge_signal_variance_starts(recwarn) -> None:
     assert np.all(np.isfinite(post.latent_mean)) and np.all(post.latent_var > 0)
 
 
+@pytest.mark.filterwarnings("ignore:MCMC diagnostics")  # (short chains: the route is tested)
 @pytest.mark.parametrize("parameterization", ["ep", "prior"])
 def test_when_nutpie_cannot_start_pymc_samples_and_the_diagnostics_say_so(
     monkeypatch, data, parameterization
