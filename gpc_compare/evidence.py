@@ -120,11 +120,12 @@ def estimate(
 @dataclass(frozen=True)
 class Prepared:
     """A problem set up for the estimators: K's Cholesky factor (with the jitter the MCMC
-    engine adds), the labels, EP's approximation (the start, or SMC's moves' reference) and
-    the time that took. :meth:`anneal` runs an estimator on it; several runs (a first
-    estimate and a second with more runs) share one set-up."""
+    engine adds) and L L^T, the labels, EP's approximation (the start, or SMC's moves'
+    reference) and the time that took. :meth:`anneal` runs an estimator on it; several
+    runs (a first estimate and a second with more runs) share one set-up."""
 
     L: np.ndarray
+    K: np.ndarray  # L L^T: the prior the estimators use (K with that jitter)
     mean: float
     y: np.ndarray
     likelihood: Likelihood
@@ -138,7 +139,7 @@ class Prepared:
         ``options`` as :func:`~gpc_compare.annealing.estimate.resolve` returns them); its
         ``seconds`` include the set-up's."""
         return anneal(
-            self.L, self.mean, self.y, self.likelihood, K=self.L @ self.L.T,
+            self.L, self.mean, self.y, self.likelihood, K=self.K,
             ep_sites=(self.ep.ttau, self.ep.tnu),
             ep_log_evidence=float(self.ep.log_marginal_likelihood), method=method, start=start,
             random_seed=random_seed, t0=time.perf_counter() - self.seconds, **options,
@@ -179,4 +180,4 @@ def prepare(
     L = cholesky(K0, jitter=JITTER, what="kernel matrix K")
     approx = ep.infer(X, y, kernel, lik, mean, schedule="parallel")
     m = 0.0 if mean is None else float(mean)
-    return Prepared(L, m, y, lik, approx, time.perf_counter() - t0)
+    return Prepared(L, L @ L.T, m, y, lik, approx, time.perf_counter() - t0)

@@ -11,6 +11,7 @@ diagnostics say so.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 import warnings
 from collections.abc import Callable
@@ -56,11 +57,14 @@ def run_nuts(
     parameterisation, the prior variance ``dropped``) and its diagnostics, warning (at
     ``stacklevel`` above the caller) when they do not pass.
 
-    ``build_model`` returns the PyMC model (built only when ``pm.sample`` needs it);
+    ``build_model`` returns the PyMC model (built only when ``pm.sample`` needs it, and
+    once);
     ``compiled``, when given, is the nutpie model (:func:`._compiled.whitened_model`)
     that nutpie samples instead of compiling the PyMC model.
     """
     import pymc as pm
+
+    model = functools.cache(build_model)  # (nutpie's failure, then PyMC's: one build)
 
     def sample(sampler: str):
         if sampler == "nutpie" and compiled is not None:
@@ -71,7 +75,7 @@ def run_nuts(
                     random_seed=random_seed, target_accept=target_accept,
                     progressbar=progressbar,
                 )  # fmt: skip
-        with build_model(), warnings.catch_warnings():
+        with model(), warnings.catch_warnings():
             warnings.simplefilter("ignore")
             return pm.sample(
                 draws=int(draws), tune=int(tune), chains=int(chains), random_seed=random_seed,
