@@ -6,6 +6,7 @@ import numpy as np
 
 from ._validation import check_class_labels, check_count, check_random_seed, check_X, check_Xy
 from .engines import engines_with, get_engine
+from .engines._inducing import choose_inducing
 from .hyperparameters import maximize
 from .kernels import Kernel, SquaredExponential
 from .likelihoods import Likelihood, get_likelihood
@@ -40,10 +41,12 @@ def fit(
         Binary likelihoods: labels in {0, 1}, {-1, +1} or booleans, both classes present.
         Softmax: any C >= 2 distinct values; sorted, they become ``posterior.classes_``.
         Gaussian: real values (finite); no label checks.
-    method : {"laplace", "ep", "kl", "vb", "mcmc"}
+    method : {"laplace", "ep", "kl", "vb", "mcmc", "fitc_laplace", "fitc_ep"}
         The engine (see :mod:`gpc_compare.engines`; ``gpc-compare list engines`` shows
         what each can do). "kl" and "vb" are variational: their evidence is a lower
-        bound; "vb" takes the logistic likelihood only. With ``likelihood="softmax"``:
+        bound; "vb" takes the logistic likelihood only. "fitc_laplace" and "fitc_ep" are
+        sparse (FITC on M inducing inputs: ``inducing=M`` or an (M, d) array,
+        ``optimize_inducing``, ``jitter``; O(n M^2) time). With ``likelihood="softmax"``:
         "laplace" (R&W Alg. 3.3) or "mcmc" (C latent GPs sampled with PyMC).
     kernel : Kernel, optional
         Covariance function; ``SquaredExponential(lengthscale=1, variance=1)`` by default.
@@ -151,6 +154,16 @@ def fit(
         def value(post):
             return post.loo_log_predictive
 
+    if "sparse" in can:
+        # the inducing inputs chosen once (k-means++ seeded here), so every evaluation of
+        # an optimisation and the final posterior share them
+        options["inducing"] = choose_inducing(X, options.get("inducing"), random_seed)
+        if optimize and not kernel.has_cross_gradients:
+            raise ValueError(
+                f"optimize=True with method={method!r} needs the kernel's derivatives with "
+                f"respect to inducing inputs, which {type(kernel).__name__} does not give: "
+                "use a stationary, linear or constant kernel (or sums and products of them)"
+            )
     if optimize and "evidence_gradient" not in can:
         raise ValueError(
             f"optimize=True needs an evidence gradient, which the {engine.LABEL} engine does "

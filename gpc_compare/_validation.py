@@ -240,9 +240,56 @@ def check_count(value: object, name: str, minimum: int = 1) -> int:
     return int(value)
 
 
+#: How many n x n float64 matrices a dense engine holds at once, at most (K, the Cholesky
+#: factor of B, its inverse or Sigma, and temporaries), for :func:`check_dense_memory`.
+DENSE_MATRICES = 6
+
+
+def available_memory() -> int | None:
+    """Bytes of memory available to a new allocation (Linux's MemAvailable, else the free
+    physical pages), or None where neither can be read."""
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        import os
+
+        return int(os.sysconf("SC_AVPHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
+def dense_memory_problem(n: int, available: int | None = None) -> str | None:
+    """Why a dense (O(n^2) memory) engine cannot take n cases here, or None if it can."""
+    need = DENSE_MATRICES * 8 * n * n
+    available = available_memory() if available is None else available
+    if available is None or need <= available:
+        return None
+    return (
+        f"n = {n:,} training cases need about {need / 2**30:.1f} GiB for a dense engine's "
+        f"n x n matrices ({DENSE_MATRICES} of {8 * n * n / 2**30:.2f} GiB), but "
+        f"{available / 2**30:.1f} GiB are available: use a sparse engine "
+        "(method='fitc_ep' or 'fitc_laplace', O(n M) memory) or fewer cases"
+    )
+
+
+def check_dense_memory(n: int) -> None:
+    """Refuse (ValueError) an n whose n x n matrices do not fit in the memory available,
+    before any is allocated, rather than let the machine run out of memory."""
+    problem = dense_memory_problem(n)
+    if problem is not None:
+        raise ValueError(problem)
+
+
 def check_kernel_matrix(kernel, X: np.ndarray) -> np.ndarray:
     """K = kernel(X), which must be finite: inputs or hyperparameters so extreme that it
-    overflows give a ValueError here rather than a NaN evidence later."""
+    overflows give a ValueError here rather than a NaN evidence later. An n too large for
+    a dense engine's memory is refused first (:func:`check_dense_memory`)."""
+    check_dense_memory(X.shape[0])
     with np.errstate(over="ignore", invalid="ignore"):
         K = kernel(X)
     if not np.all(np.isfinite(K)):

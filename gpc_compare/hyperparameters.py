@@ -22,6 +22,7 @@ import scipy.optimize
 from .kernels import Kernel
 from .likelihoods import Likelihood
 from .posterior import OptimizationResult, Posterior, Restart
+from .posterior.sparse import inducing_names
 
 __all__ = ["MEAN_BOUNDS", "OptimizationResult", "Restart", "at_bounds", "maximize"]
 
@@ -94,6 +95,7 @@ class _NegativeObjective:
     options: dict
     uses_warm_start: bool
     shared: _Evaluations
+    inducing_shape: tuple[int, int] | None = None  # (M, d) when the inducing inputs are fitted
     previous: Posterior | None = None
     c: float = 1.0
     calls: int = 0
@@ -103,15 +105,15 @@ class _NegativeObjective:
         key = np.asarray(theta, dtype=float).tobytes()
         if key in self.shared.cache:
             return self.shared.cache[key]
-        k, m = _split(theta, self.kernel, self.has_mean)
-        extra = {}
+        k, m, Z = _split(theta, self.kernel, self.has_mean, self.inducing_shape)
+        extra = {} if Z is None else {"inducing": Z}
         if self.uses_warm_start and self.previous is not None:
             # the previous posterior's state, moved to first order toward theta where the
             # engine can (Laplace's mode: warm_start_at)
             move = getattr(self.previous, "warm_start_at", None)
             extra["warm_start"] = self.previous.warm_start if move is None else move(theta)
         t0 = time.perf_counter()
-        post = self.engine.infer(self.X, self.y, k, self.likelihood, m, **self.options, **extra)
+        post = self.engine.infer(self.X, self.y, k, self.likelihood, m, **{**self.options, **extra})
         seconds = time.perf_counter() - t0
         value, grad = self.value_and_gradient(post)
         grad = np.asarray(grad, dtype=float)
@@ -139,9 +141,14 @@ class _NegativeObjective:
         return -value, -grad / self.c
 
 
-def _split(theta: np.ndarray, kernel: Kernel, has_mean: bool) -> tuple[Kernel, float | None]:
+def _split(
+    theta: np.ndarray, kernel: Kernel, has_mean: bool, inducing_shape: tuple[int, int] | None
+) -> tuple[Kernel, float | None, np.ndarray | None]:
+    """theta as (kernel, prior mean or None, inducing inputs or None), in that order."""
     p = kernel.n_hyperparameters
-    return kernel.with_theta(theta[:p]), (float(theta[p]) if has_mean else None)
+    q = p + int(has_mean)
+    Z = None if inducing_shape is None else theta[q:].reshape(inducing_shape).copy()
+    return kernel.with_theta(theta[:p]), (float(theta[p]) if has_mean else None), Z
 
 
 def maximize(
@@ -196,6 +203,16 @@ def maximize(
             raise ValueError(f"mean_bounds must be (low, high) with low < high, got {mean_bounds}")
         bounds = np.vstack([bounds, [[lo, hi]]])
         theta0 = np.append(theta0, float(mean))
+    inducing_shape = None
+    if options.get("optimize_inducing"):
+        # a sparse engine's inducing inputs (chosen by gc.fit) join theta, unbounded; the
+        # restarts draw the kernel's and the mean's values and start every input from Z
+        Z0 = np.asarray(options["inducing"], dtype=float)
+        inducing_shape = Z0.shape
+        names = names + inducing_names(*Z0.shape)
+        free = np.full((Z0.size, 2), [-np.inf, np.inf])
+        bounds = np.vstack([bounds, free])
+        theta0 = np.append(theta0, Z0.ravel())
     if value is None:
 
         def value(post: Posterior) -> float:
@@ -217,7 +234,11 @@ def maximize(
         return post
 
     starts = [np.clip(theta0, bounds[:, 0], bounds[:, 1])]
-    starts += [rng.uniform(bounds[:, 0], bounds[:, 1]) for _ in range(n_restarts)]
+    finite = np.all(np.isfinite(bounds), axis=1)
+    for _ in range(n_restarts):
+        start = starts[0].copy()
+        start[finite] = rng.uniform(bounds[finite, 0], bounds[finite, 1])
+        starts.append(start)
     uses_warm_start = "warm_start" in engine.OPTIONS and "warm_start" not in options
 
     runs: list[Restart] = []
@@ -236,6 +257,7 @@ def maximize(
             options=options,
             uses_warm_start=uses_warm_start,
             shared=shared,
+            inducing_shape=inducing_shape,
         )
         runs.append(_run(negative, start, bounds))
         shared.ends.append((runs[-1].theta, runs[-1].value))

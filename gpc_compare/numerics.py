@@ -248,6 +248,11 @@ def solve_lower(L: np.ndarray, b: np.ndarray) -> np.ndarray:
     return scipy.linalg.solve_triangular(L, b, lower=True, check_finite=False)
 
 
+def solve_lower_transpose(L: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Solve L^T x = b for lower-triangular L."""
+    return scipy.linalg.solve_triangular(L, b, lower=True, trans="T", check_finite=False)
+
+
 def newton_1d(
     grad_hess: Callable[[float], tuple[float, float]],
     lo: float,

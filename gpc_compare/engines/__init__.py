@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from . import ep, kl, laplace, mcmc, vb
+from . import ep, fitc_ep, fitc_laplace, kl, laplace, mcmc, vb
 
 __all__ = ["CAPABILITY_NAMES", "ENGINES", "capabilities", "engines_with", "get_engine"]
 
@@ -24,6 +24,8 @@ ENGINES: dict[str, ModuleType] = {
     "kl": kl,
     "vb": vb,
     "mcmc": mcmc,
+    "fitc_laplace": fitc_laplace,
+    "fitc_ep": fitc_ep,
 }
 
 #: What an engine may declare, and what each promise means.
@@ -39,6 +41,10 @@ CAPABILITY_NAMES: dict[str, str] = {
     "draws": "holds posterior draws: convergence diagnostics and the sampler's InferenceData",
     "hyperparameter_sampling": "can sample the hyperparameters too (full_bayes=True)",
     "reference": "a gold standard the approximations are measured against",
+    "sparse": (
+        "approximates the prior by M inducing inputs (inducing=M or an (M, d) array): "
+        "O(n M^2) time and O(n M) memory, for n beyond the dense engines' reach"
+    ),
 }
 
 

@@ -11,7 +11,7 @@ from threadpoolctl import threadpool_limits
 
 from ..numerics import probit_ratio
 
-__all__ = ["probit_site_jacobian", "sequential_sweep", "site_update"]
+__all__ = ["ep_log_evidence", "probit_site_jacobian", "sequential_sweep", "site_update"]
 
 
 def probit_site_jacobian(y, tau_c, nu_c):
@@ -91,3 +91,26 @@ def sequential_sweep(K, y, lik, state, ttau, tnu, damping, rng):
             mu += si * ((d_nu - d_tau * mu[i]) / denom)
             blas.dsyr(-d_tau / denom, si, a=Sigma, lower=1, overwrite_a=1)
     return ttau, tnu
+
+
+def ep_log_evidence(state, log_det_B: float, m: float) -> float:
+    """log Z_EP (R&W eq. 3.65) in the stable form of Alg. 3.5 (GPML's epComputeParams):
+
+    sum log Z_i - 1/2 log|B| + 1/2 sum log(1 + ttau/tau_-) + 1/2 p^T Sigma p
+    + 1/2 q^T ((ttau/tau_-) q - 2p) / (ttau + tau_-) - 1/2 sum p^2 / (tau_- + ttau),
+
+    with p = nu~ - ttau m and q = nu_- - tau_- m the sites and cavities of g = f - m.
+    ``state`` carries ``log_z``, ``ttau``, ``tau_cav``, ``nu_cav``, ``p`` and ``Sigma_p``
+    (dense EP's and FITC-EP's alike); log|B| = log|I + sW K sW| is the prior's part.
+    """
+    ttau, tau_cav, p = state.ttau, state.tau_cav, state.p
+    q = state.nu_cav - tau_cav * m
+    tau_sum = tau_cav + ttau
+    return float(
+        state.log_z.sum()
+        - 0.5 * log_det_B
+        + 0.5 * np.log1p(ttau / tau_cav).sum()
+        + 0.5 * p @ state.Sigma_p
+        + 0.5 * q @ ((ttau / tau_cav * q - 2.0 * p) / tau_sum)
+        - 0.5 * (p**2 / tau_sum).sum()
+    )

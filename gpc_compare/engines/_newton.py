@@ -113,8 +113,9 @@ def newton(
         lines 4-14).
     x, psi, extra
         The starting point (from :func:`start`).
-    K : ndarray, shape (n, n)
-        The kernel matrix: the Newton step moves f by K (x_new - x).
+    K : ndarray, shape (n, n), or an operator with ``@`` and ``diagonal()``
+        The kernel matrix (or FITC's, :class:`~gpc_compare.posterior.FITCPrior`): the
+        Newton step moves f by K (x_new - x).
     tol : float
     max_iter : int
     stacklevel : int
@@ -158,7 +159,7 @@ def newton(
                 f"converged at iteration {it} at the limit of rounding: Psi changed by "
                 f"{change:.2e} (its rounding {slack:.1e}); the remaining Newton step in f, "
                 f"{newton_df:.1e}, is rounding error of K's scale "
-                f"({float(np.max(np.abs(np.diag(K)))):.3g})"
+                f"({float(np.max(np.abs(K.diagonal()))):.3g})"
             )
             break
     if not converged:

@@ -47,7 +47,7 @@ from ..kernels import Kernel
 from ..likelihoods import Likelihood, Probit
 from ..numerics import cho_solve, chol_B, inverse_from_triangular_inverse, probit_ratio, solve_lower
 from ..posterior import Convergence, GaussianPosterior
-from ._ep_sites import probit_site_jacobian, sequential_sweep, site_update
+from ._ep_sites import ep_log_evidence, probit_site_jacobian, sequential_sweep, site_update
 from ._sites import anderson, marginal_variances_and_inverse
 
 __all__ = ["EPPosterior", "check_options", "infer"]
@@ -133,18 +133,8 @@ class _SiteState:
             self.log_z, self.tilted_mean, self.tilted_var = lik.tilted_moments(
                 y, self.nu_cav / self.tau_cav, 1.0 / self.tau_cav
             )
-        q = self.nu_cav - self.tau_cav * m  # cavities of g
-        tau_sum = self.tau_cav + ttau
-        # log Z_EP, R&W eq. 3.65 in the stable form of Alg. 3.5 (GPML's epComputeParams):
-        # sum log Z_i - sum log L_ii + 1/2 sum log(1 + ttau/tau_-) + 1/2 p^T Sigma p
-        # + 1/2 q^T ((ttau/tau_-) q - 2p) / (ttau + tau_-) - 1/2 sum p^2 / (tau_- + ttau)
-        self.log_marginal_likelihood = float(
-            self.log_z.sum()
-            - np.log(np.diag(self.L)).sum()
-            + 0.5 * np.log1p(ttau / self.tau_cav).sum()
-            + 0.5 * self.p @ self.Sigma_p
-            + 0.5 * q @ ((ttau / self.tau_cav * q - 2.0 * self.p) / tau_sum)
-            - 0.5 * (self.p**2 / tau_sum).sum()
+        self.log_marginal_likelihood = ep_log_evidence(
+            self, 2.0 * float(np.log(np.diag(self.L)).sum()), m
         )
 
     def _diag_sigma(self) -> np.ndarray:
@@ -456,9 +446,11 @@ class _Outcome(NamedTuple):
 class _Run:
     """Sweeps of one schedule from a state until converged (R&W Alg. 3.5 lines 3-14)."""
 
-    def __init__(self, K, y, lik, m, tol, site_tol, min_sweeps, rng):
+    def __init__(self, K, y, lik, m, tol, site_tol, min_sweeps, rng, make_state=None):
         self.K, self.y, self.lik, self.m = K, y, lik, m
         self.tol, self.site_tol, self.min_sweeps, self.rng = tol, site_tol, min_sweeps, rng
+        # the state of a set of sites (ttau, tnu) -> state; FITC-EP passes its own
+        self.make_state = make_state or (lambda ttau, tnu: _SiteState(K, y, lik, ttau, tnu, m))
 
     def iterate(
         self,
@@ -477,7 +469,7 @@ class _Run:
         undamped), each sweep first tries the sites of Anderson's extrapolation
         (:func:`._sites.anderson`) over the last few sweeps, kept if every site precision
         and cavity precision stays non-negative and the evidence finite."""
-        K, y, lik, m = self.K, self.y, self.lik, self.m
+        K, y, lik = self.K, self.y, self.lik
         ttau, tnu = state.ttau, state.tnu
         sweeps, change, site_change = 0, np.inf, np.inf
         history: list[tuple[np.ndarray, np.ndarray]] = []  # (sites, update - sites)
@@ -504,7 +496,7 @@ class _Run:
                 else:
                     new_ttau, new_tnu, candidate = new_state.ttau, new_state.tnu, True
             if new_state is None:
-                new_state = _SiteState(K, y, lik, new_ttau, new_tnu, m)
+                new_state = self.make_state(new_ttau, new_tnu)
             if stop_on_oscillation and not np.isfinite(new_state.log_marginal_likelihood):
                 why = "a cavity lost positive precision"
                 return _Outcome(state, sweeps - 1, False, change, site_change, why)
@@ -547,7 +539,7 @@ class _Run:
         n = trial.size // 2
         if not np.all(np.isfinite(trial)) or np.any(trial[:n] < 0):
             return None
-        state = _SiteState(self.K, self.y, self.lik, trial[:n], trial[n:], self.m)
+        state = self.make_state(trial[:n], trial[n:])
         if not (np.isfinite(state.log_marginal_likelihood) and np.all(state.tau_cav > 0)):
             return None
         return state

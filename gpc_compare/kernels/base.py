@@ -172,6 +172,46 @@ class Kernel(ABC):
             len(traces), X.shape[0], V.shape[1]
         )
 
+    def cross_gradient_terms(
+        self, X: np.ndarray, Z: np.ndarray, C: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The contractions of the cross-covariance K(X, Z)'s derivatives that sparse
+        evidence gradients need (the inducing inputs Z as well as the hyperparameters).
+
+        Parameters
+        ----------
+        X : ndarray, shape (n, d)
+        Z : ndarray, shape (M, d)
+        C : ndarray, shape (n, M)
+
+        Returns
+        -------
+        traces : ndarray, shape (p,)
+            sum_ij C_ij d k(x_i, z_j) / d theta_j for the free hyperparameters, in
+            ``hyperparameter_names`` order.
+        inputs : ndarray, shape (M, d)
+            sum_i C_ij d k(x_i, z_j) / d z_jk: the derivative with respect to the second
+            argument only (for K(Z, Z) with a symmetric C, the total is twice this).
+
+        Raises
+        ------
+        NotImplementedError
+            For a kernel without these derivatives (the sparse engines then refuse it).
+        """
+        raise NotImplementedError(
+            f"{type(self).__name__} has no derivatives with respect to inducing inputs"
+        )
+
+    def diag_gradient(self, X: np.ndarray) -> np.ndarray:
+        """d k(x_i, x_i) / d theta_j for the free hyperparameters, shape (p, n)."""
+        columns = [self.gradient(X[i : i + 1])[:, 0, 0] for i in range(X.shape[0])]
+        return np.array(columns, dtype=float).T.reshape(self.n_hyperparameters, X.shape[0])
+
+    @property
+    def has_cross_gradients(self) -> bool:
+        """Whether :meth:`cross_gradient_terms` is implemented (the sparse engines need it)."""
+        return type(self).cross_gradient_terms is not Kernel.cross_gradient_terms
+
     def symbolic(self, X: np.ndarray, theta):
         """K(X, X) as a PyTensor expression of ``theta``, the free log hyperparameters in
         ``hyperparameter_names`` order (used to sample hyperparameters with PyMC)."""
@@ -283,6 +323,20 @@ class Sum(_Combination):
         products = None if V is None else np.concatenate([p1, p2])
         return np.concatenate([t1, t2]), products
 
+    def cross_gradient_terms(
+        self, X: np.ndarray, Z: np.ndarray, C: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        t1, z1 = self.k1.cross_gradient_terms(X, Z, C)
+        t2, z2 = self.k2.cross_gradient_terms(X, Z, C)
+        return np.concatenate([t1, t2]), z1 + z2
+
+    def diag_gradient(self, X: np.ndarray) -> np.ndarray:
+        return np.concatenate([self.k1.diag_gradient(X), self.k2.diag_gradient(X)])
+
+    @property
+    def has_cross_gradients(self) -> bool:
+        return self.k1.has_cross_gradients and self.k2.has_cross_gradients
+
 
 class Product(_Combination):
     """k1 * k2 (elementwise)."""
@@ -300,3 +354,19 @@ class Product(_Combination):
     def gradient(self, X: np.ndarray) -> np.ndarray:
         K1, K2 = self.k1(X), self.k2(X)
         return np.concatenate([self.k1.gradient(X) * K2, K1 * self.k2.gradient(X)])
+
+    def cross_gradient_terms(
+        self, X: np.ndarray, Z: np.ndarray, C: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        # d(k1 k2) = k2 dk1 + k1 dk2: each part contracted with C o (the other's K)
+        t1, z1 = self.k1.cross_gradient_terms(X, Z, C * self.k2(X, Z))
+        t2, z2 = self.k2.cross_gradient_terms(X, Z, C * self.k1(X, Z))
+        return np.concatenate([t1, t2]), z1 + z2
+
+    def diag_gradient(self, X: np.ndarray) -> np.ndarray:
+        d1, d2 = self.k1.diag(X), self.k2.diag(X)
+        return np.concatenate([self.k1.diag_gradient(X) * d2, d1 * self.k2.diag_gradient(X)])
+
+    @property
+    def has_cross_gradients(self) -> bool:
+        return self.k1.has_cross_gradients and self.k2.has_cross_gradients

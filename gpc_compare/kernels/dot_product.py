@@ -41,6 +41,16 @@ class _VarianceOnly(Kernel):
             return np.zeros((0, X.shape[0], X.shape[0]))
         return self(X)[None]  # dK/d log sigma^2 = K
 
+    def diag_gradient(self, X: np.ndarray) -> np.ndarray:
+        if self._variance.fixed:
+            return np.zeros((0, X.shape[0]))
+        return self.diag(X)[None]  # d k(x, x) / d log sigma^2 = k(x, x)
+
+    def _cross_variance_trace(self, X: np.ndarray, Z: np.ndarray, C: np.ndarray) -> np.ndarray:
+        if self._variance.fixed:
+            return np.zeros(0)
+        return np.array([float(np.vdot(C, self(X, Z)))])  # dK/d log sigma^2 = K
+
 
 class Linear(_VarianceOnly):
     """Linear (dot-product) kernel sigma^2 x . x'.
@@ -65,6 +75,12 @@ class Linear(_VarianceOnly):
         (variance,) = self._symbolic_params(theta)
         return variance[0] * (X @ X.T)
 
+    def cross_gradient_terms(
+        self, X: np.ndarray, Z: np.ndarray, C: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        # d (sigma^2 x_i . z_j) / d z_j = sigma^2 x_i
+        return self._cross_variance_trace(X, Z, C), self.variance * (C.T @ X)
+
 
 class Constant(_VarianceOnly):
     """Constant kernel sigma^2 (a random offset shared by all inputs).
@@ -85,6 +101,11 @@ class Constant(_VarianceOnly):
     def symbolic(self, X: np.ndarray, theta):
         (variance,) = self._symbolic_params(theta)
         return variance[0] * np.ones((X.shape[0], X.shape[0]))
+
+    def cross_gradient_terms(
+        self, X: np.ndarray, Z: np.ndarray, C: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        return self._cross_variance_trace(X, Z, C), np.zeros_like(Z, dtype=float)
 
 
 class NeuralNetwork(Kernel):

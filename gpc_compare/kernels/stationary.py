@@ -202,6 +202,46 @@ class _Stationary(Kernel):
             return traces, None
         return traces, np.asarray(products).reshape(traces.size, n, V.shape[1])
 
+    def diag_gradient(self, X: np.ndarray) -> np.ndarray:
+        rows = (
+            []
+            if self._lengthscale.fixed
+            else [np.zeros(X.shape[0])] * (self._lengthscale.value.size if self.ard else 1)
+        )  # k(x, x) = sigma_f^2 kappa(0) does not depend on ell
+        if not self._variance.fixed:
+            rows.append(self.diag(X))
+        return np.array(rows, dtype=float).reshape(len(rows), X.shape[0])
+
+    def cross_gradient_terms(
+        self, X: np.ndarray, Z: np.ndarray, C: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """<C, dK(X, Z)/d theta_j> and the derivative of <C, K(X, Z)> with respect to Z,
+        with no derivative matrix formed (see :meth:`Kernel.cross_gradient_terms`).
+
+        With s = x / ell, t = z / ell and E = C o A, A = sigma_f^2 g(r^2):
+        <C, dK/d log ell_d> = sum_ij E_ij (s_id - t_jd)^2
+        = sum_i s_id^2 (E 1)_i - 2 s_d^T E t_d + sum_j t_jd^2 (E^T 1)_j, and, since
+        d kappa / d r^2 = -g / 2, d k(x_i, z_j) / d z_jd = A_ij (s_id - t_jd) / ell_d, so
+        the derivative with respect to z_jd is ((E^T s)_jd - (E^T 1)_j t_jd) / ell_d.
+        Both sets of inputs are shifted by the mean of X first (the differences are
+        unchanged; the expansion's cancellation is smaller).
+        """
+        ell = self._lengthscale.value
+        shift = X.mean(axis=0)
+        S, T = (X - shift) / ell, (Z - shift) / ell
+        r2 = cdist(S, T, "sqeuclidean")
+        E = C * (self.variance * self._g(r2))
+        e_rows, e_cols = E.sum(axis=1), E.sum(axis=0)
+        ET_S = E.T @ S
+        traces = []
+        if not self._lengthscale.fixed:
+            t = (S * S).T @ e_rows - 2.0 * np.sum(T * ET_S, axis=0) + (T * T).T @ e_cols
+            traces.extend(t if self.ard else [float(np.sum(t))])
+        if not self._variance.fixed:  # dK/d log sigma_f^2 = K
+            traces.append(float(np.vdot(C, self.variance * self._kappa(r2))))
+        inputs = (ET_S - e_cols[:, None] * T) / ell
+        return np.asarray(traces, dtype=float), inputs
+
 
 class SquaredExponential(_Stationary):
     """Squared exponential: sigma_f^2 exp(-r^2 / 2) (R&W eq. 4.9); array lengthscale = ARD.

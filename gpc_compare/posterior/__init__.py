@@ -63,9 +63,12 @@ from .base import Convergence, OptimizationResult, Posterior, Restart
 from .draws import SamplePosterior, SoftmaxSamplePosterior
 from .gaussian import GaussianPosterior
 from .multiclass import MulticlassPosterior
+from .sparse import FITCPrior, FITCSites, SparsePosterior
 
 __all__ = [
     "Convergence",
+    "FITCPrior",
+    "FITCSites",
     "GaussianPosterior",
     "MulticlassPosterior",
     "OptimizationResult",
@@ -73,4 +76,5 @@ __all__ = [
     "Restart",
     "SamplePosterior",
     "SoftmaxSamplePosterior",
+    "SparsePosterior",
 ]

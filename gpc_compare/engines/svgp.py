@@ -1,0 +1,311 @@
+"""The sparse variational GP classifier (SVGP; Hensman, Matthews and Ghahramani 2015).
+
+q(u) on M inducing values, in whitened coordinates u = L_uu v (L_uu = chol(K_uu +
+snu^2 I)): q(v) = N(m_v, S). Its marginal at a training input (Titsias 2009) is
+q(f_i) = N(m + a_i^T m_v, k_ii - |a_i|^2 + a_i^T S a_i), a_i = L_uu^-1 k_u(x_i) the i-th
+column of V (FITC's V, :class:`~gpc_compare.posterior.FITCPrior`), and the bound is
+
+    ELBO = sum_i E_q(f_i)[log p(y_i | f_i)] - KL(N(m_v, S) || N(0, I))  <= log p(y | X),
+
+E_q[log p] by the KL engine's quadrature (:meth:`Likelihood.expected_log_prob`).
+
+q is optimised as the KL engine's is (:func:`._sites.maximize_bound`): at the optimum
+S^-1 = I + V diag(W) V^T with W = -2 dE/dvar, so q(v) is the prior times Gaussian
+sites on h_i = a_i^T v, and natural-gradient steps on the sites (W, b) (Khan and Lin
+2017; with step 1 the fixed point), with the step halved whenever the bound would drop,
+converge to it. Each step is one M x M Cholesky and O(n M^2) products. The
+hyperparameters and (``optimize_inducing=True``) the inducing inputs are fitted by
+L-BFGS-B on the bound (``optimize=True``), q re-optimised (warm-started) at each point:
+the bound is stationary in q there, so its gradient is the partial derivative at fixed
+(m_v, S) (:meth:`SVGPPosterior.log_marginal_likelihood_gradient`).
+
+With Z = X (every training input an inducing input) the bound is the KL engine's up to
+the jitter.
+"""
+
+from __future__ import annotations
+
+import warnings
+from functools import cached_property
+from typing import TYPE_CHECKING, NamedTuple
+
+import numpy as np
+import scipy.linalg
+
+from .._validation import any_value, check_positive, count, option_checker
+from ..kernels import Kernel
+from ..likelihoods import Likelihood
+from ..numerics import cho_solve, solve_lower, solve_lower_transpose
+from ..posterior import Convergence, FITCPrior, FITCSites, Posterior
+from ..posterior.sparse import CHUNK_ELEMENTS, inducing_names
+from ._inducing import SPARSE_OPTION_CHECKS, SPARSE_OPTIONS, choose_inducing
+from ._sites import bound_message, maximize_bound
+
+if TYPE_CHECKING:
+    import arviz
+
+__all__ = ["SVGPPosterior", "check_options", "infer"]
+
+#: How this engine is named in messages.
+LABEL = "SVGP"
+#: Options ``gc.fit(method="svgp", ...)`` accepts, with their defaults.
+OPTIONS = {**SPARSE_OPTIONS, "tol": 1e-10, "site_tol": 1e-6, "max_iter": 1000, "warm_start": None}
+#: How each option is checked (:func:`check_options`).
+OPTION_CHECKS = {
+    **SPARSE_OPTION_CHECKS,
+    "tol": check_positive,
+    "site_tol": check_positive,
+    "max_iter": count(1),
+    "warm_start": any_value,
+}
+#: What this engine can do (see :data:`gpc_compare.engines.CAPABILITY_NAMES`).
+CAPABILITIES = frozenset({"evidence", "evidence_gradient", "bound", "sparse"})
+#: The likelihoods it takes (by name).
+LIKELIHOODS = frozenset({"probit", "logistic", "gaussian"})
+
+#: The options checked before any fit (``warm_start``'s shape is :func:`infer`'s).
+check_options = option_checker(OPTION_CHECKS, "method 'svgp'")
+
+
+class _State(NamedTuple):
+    """q(v) at sites (W, b) on h = V^T v, its marginals q(f_i), E_q[log p] and the bound."""
+
+    W: np.ndarray
+    b: np.ndarray
+    sites: FITCSites  # A = I + V diag(W) V^T, factorised
+    m_v: np.ndarray  # E[v] = A^-1 V (b - W m)
+    mu: np.ndarray  # E[f_i]
+    var: np.ndarray  # Var[f_i]
+    expected: tuple[np.ndarray, np.ndarray, np.ndarray]  # E_i, dE/dmu, dE/dvar
+    elbo: float
+    noise: float
+
+
+def _state(prior: FITCPrior, y, lik, m: float, W: np.ndarray, b: np.ndarray) -> _State:
+    sites = FITCSites(prior, W, Lam=np.zeros_like(W))  # sites on h: d = 1, A = I + V W V^T
+    m_v = cho_solve(sites.L_A, prior.V @ (b - W * m))
+    mu = m + prior.V.T @ m_v
+    # Var f_i = (k_ii - |a_i|^2) + a_i^T A^-1 a_i: FITC's Lambda plus h's posterior variance
+    var = prior.Lam + sites.diag_sigma()
+    expected = lik.expected_log_prob(y, mu, var)
+    L_inv = scipy.linalg.lapack.dtrtri(sites.L_A, lower=1)[0]
+    tr_S = float(np.sum(L_inv**2))  # tr A^-1
+    log_det_A = 2.0 * float(np.log(np.diag(sites.L_A)).sum())
+    # KL(N(m_v, S) || N(0, I)) = 1/2 (tr S + m_v^T m_v - M - log|S|), S = A^-1
+    kl = 0.5 * (tr_S + float(m_v @ m_v) - m_v.size + log_det_A)
+    e_sum = float(expected[0].sum())
+    noise = 1e-13 * (1.0 + float(np.abs(expected[0]).sum()) + tr_S + abs(log_det_A))
+    return _State(W, b, sites, m_v, mu, var, expected, e_sum - kl, noise)
+
+
+class SVGPPosterior(Posterior):
+    """The SVGP approximation q(f) = int p(f | u) q(u) du: the Posterior contract.
+
+    ``log_marginal_likelihood`` is the bound at its optimum (a lower bound on the
+    evidence); ``q_mean``, ``q_cov`` are E[v] and S in whitened coordinates,
+    ``inducing`` holds Z. Predictions: mean* = m + k_*u L_uu^-T m_v,
+    var* = k** - k_*u L_uu^-T (I - S) L_uu^-1 k_u*, O(M^2) per point.
+    """
+
+    method = "svgp"
+
+    def __init__(self, X, y, kernel, likelihood, mean, *, prior: FITCPrior, state: _State,
+                 convergence: Convergence, optimize_inducing: bool) -> None:  # fmt: skip
+        super().__init__(X, y, kernel, likelihood, mean)
+        self.prior, self._state = prior, state
+        self.convergence = convergence
+        self.optimize_inducing = bool(optimize_inducing)
+
+    inducing = property(lambda self: self.prior.Z, doc="The inducing inputs Z, shape (M, d).")
+    jitter = property(lambda self: self.prior.jitter)
+    q_mean = property(lambda self: self._state.m_v.copy(), doc="E[v], shape (M,).")
+
+    @property
+    def q_cov(self) -> np.ndarray:
+        """S = (I + V diag(W) V^T)^-1, the covariance of the whitened v, shape (M, M)."""
+        return cho_solve(self._state.sites.L_A, np.eye(self._state.m_v.size))
+
+    @property
+    def warm_start(self) -> tuple[np.ndarray, np.ndarray]:
+        """The sites (W, b): pass as ``warm_start`` to start a nearby fit from here."""
+        return self._state.W.copy(), self._state.b.copy()
+
+    @property
+    def hyperparameter_names(self) -> list[str]:
+        extra = inducing_names(*self.inducing.shape) if self.optimize_inducing else []
+        return super().hyperparameter_names + extra
+
+    @property
+    def hyperparameters(self) -> np.ndarray:
+        extra = self.inducing.ravel() if self.optimize_inducing else np.zeros(0)
+        return np.concatenate([super().hyperparameters, extra])
+
+    @property
+    def log_marginal_likelihood(self) -> float:
+        return self._state.elbo
+
+    @property
+    def latent_mean(self) -> np.ndarray:
+        return self._state.mu
+
+    @property
+    def latent_var(self) -> np.ndarray:
+        return self._state.var
+
+    @cached_property
+    def _predictive(self) -> tuple[np.ndarray, np.ndarray]:
+        L = self.prior.L_uu
+        beta = solve_lower_transpose(L, self._state.m_v)  # L^-T m_v
+        D = np.eye(beta.size) - self.q_cov
+        C = solve_lower_transpose(L, solve_lower_transpose(L, D).T)  # L^-T (I - S) L^-1
+        return beta, 0.5 * (C + C.T)
+
+    def _predict_latent(self, Xs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        beta, C = self._predictive
+        Ksu = self.kernel(Xs, self.inducing)
+        var = self.kernel.diag(Xs) - np.einsum("ij,ij->i", Ksu @ C, Ksu)
+        return self.prior_mean + Ksu @ beta, np.maximum(var, 0.0)
+
+    @cached_property
+    def log_marginal_likelihood_gradient(self) -> np.ndarray:
+        """The bound's exact gradient: its partial derivative at fixed (m_v, S).
+
+        With g1 = dE/dmu, g2 = dE/dvar and a_i the columns of V = L^-1 K_uf,
+        dELBO = <dV, Gamma> + g2 . d diag K, Gamma = m_v g1^T + 2 (S - I) V diag(g2), and
+        dV = L^-1 dK_uf - L^-1 dL V with dL = L Phi(L^-1 dK_uu L^-T) (Phi: the lower
+        triangle, its diagonal halved), so <dV, Gamma> = <dK_uf, L^-T Gamma>
+        - <dK_uu, L^-T sym(Phi(Gamma V^T)) L^-1>; the kernel contracts each
+        (:meth:`Kernel.cross_gradient_terms`). d/dm = sum g1.
+        """
+        prior, st = self.prior, self._state
+        V, L, S = prior.V, prior.L_uu, self.q_cov
+        _, g1, g2 = st.expected
+        S_I = S - np.eye(S.shape[0])
+        theta = self.kernel.diag_gradient(self.X) @ g2
+        dZ = np.zeros_like(self.inducing, dtype=float)
+        GVt = np.zeros_like(S)
+        rows = max(1, CHUNK_ELEMENTS // S.shape[0])
+        for start in range(0, V.shape[1], rows):
+            i = slice(start, start + rows)
+            Gamma = np.outer(st.m_v, g1[i]) + 2.0 * (S_I @ V[:, i]) * g2[i]
+            GVt += Gamma @ V[:, i].T
+            t, z = self.kernel.cross_gradient_terms(self.X[i], self.inducing,
+                                                    solve_lower_transpose(L, Gamma).T)  # fmt: skip
+            theta += t
+            dZ += z
+        Phi = np.tril(GVt)
+        Phi[np.diag_indices_from(Phi)] *= 0.5
+        Psi = 0.5 * (Phi + Phi.T)
+        D = solve_lower_transpose(L, solve_lower_transpose(L, Psi).T)  # L^-T Psi L^-1
+        t, z = self.kernel.cross_gradient_terms(self.inducing, self.inducing, -D)
+        grads = [theta + t]
+        if self.mean is not None:
+            grads.append([float(g1.sum())])
+        if self.optimize_inducing:
+            grads.append((dZ + 2.0 * z).ravel())
+        return np.concatenate(grads).astype(float)
+
+    def sample_latent(self, draws: int, random_seed: int | np.random.Generator | None = None):
+        """Draws of f at the training inputs, shape (draws, n): v from q(v), then each f_i
+        given v with its conditional variance k_ii - |a_i|^2. The marginals are q(f_i)
+        exactly; the correlations of f given u (K - Q's off-diagonal) are left out, as
+        FITC's prior leaves them out, so that a draw costs O(n M) and no n x n matrix."""
+        rng = np.random.default_rng(random_seed)
+        st, V = self._state, self.prior.V
+        z = rng.standard_normal((st.m_v.size, draws))
+        v = st.m_v[:, None] + solve_lower_transpose(st.sites.L_A, z)
+        e = rng.standard_normal((draws, V.shape[1])) * np.sqrt(self.prior.Lam)
+        return self.prior_mean + (V.T @ v).T + e
+
+    def to_inference_data(
+        self, draws: int = 1000, random_seed: int | np.random.Generator | None = None
+    ) -> arviz.InferenceData:
+        """Draws of f at the training inputs (:meth:`sample_latent`) as an InferenceData,
+        as :meth:`GaussianPosterior.to_inference_data` (``attrs`` add M and the jitter)."""
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)  # arviz's refactor notice
+            import arviz as az
+
+        f = self.sample_latent(draws, random_seed)
+        n = self.X.shape[0]
+        return az.from_dict(
+            posterior={"f": f[None]},
+            observed_data={"y": self.y},
+            coords={"obs": np.arange(n)},
+            dims={"f": ["obs"], "y": ["obs"]},
+            attrs={"method": self.method, "kernel": repr(self.kernel),
+                   "likelihood": self.likelihood.name,
+                   "log_marginal_likelihood": self.log_marginal_likelihood,
+                   "inducing_points": int(self.inducing.shape[0]), "jitter": self.jitter},
+        )  # fmt: skip
+
+
+def infer(
+    X: np.ndarray,
+    y: np.ndarray,
+    kernel: Kernel,
+    likelihood: Likelihood,
+    mean: float | None = None,
+    *,
+    inducing: int | np.ndarray | None = OPTIONS["inducing"],
+    optimize_inducing: bool = OPTIONS["optimize_inducing"],
+    jitter: float = OPTIONS["jitter"],
+    random_seed: int | np.random.Generator | None = OPTIONS["random_seed"],
+    tol: float = OPTIONS["tol"],
+    site_tol: float = OPTIONS["site_tol"],
+    max_iter: int = OPTIONS["max_iter"],
+    warm_start: tuple[np.ndarray, np.ndarray] | None = None,
+) -> SVGPPosterior:
+    """Maximise the SVGP bound over q(v) at fixed hyperparameters and inducing inputs.
+
+    Parameters
+    ----------
+    X, y, kernel, likelihood, mean
+        As for :func:`gpc_compare.engines.kl.infer`.
+    inducing, optimize_inducing, jitter, random_seed
+        As for :func:`gpc_compare.engines.fitc_laplace.infer`.
+    tol, site_tol, max_iter, warm_start
+        As for the KL engine (the sites (W, b) act on h = V^T v).
+    """
+    checked = check_options({"inducing": inducing, "optimize_inducing": optimize_inducing,
+                             "jitter": jitter, "tol": tol, "site_tol": site_tol,
+                             "max_iter": max_iter})  # fmt: skip
+    Z = choose_inducing(X, checked["inducing"], random_seed)
+    prior = FITCPrior(kernel, X, Z, checked["jitter"])
+    n = X.shape[0]
+    m = 0.0 if mean is None else float(mean)
+
+    def make_state(W: np.ndarray, b: np.ndarray) -> _State:
+        return _state(prior, y, likelihood, m, W, b)
+
+    state = make_state(np.zeros(n), np.zeros(n))  # q(v) = N(0, I), the prior
+    if warm_start is not None:
+        W0, b0 = (np.asarray(a, dtype=float) for a in warm_start)
+        finite = np.all(np.isfinite(W0) & (W0 >= 0)) and np.all(np.isfinite(b0))
+        if W0.shape != (n,) or b0.shape != (n,) or not finite:
+            raise ValueError(
+                f"warm_start must be (W, b), two arrays of shape ({n},) with W >= 0 and finite"
+            )
+        warm = make_state(W0, b0)
+        if warm.elbo >= state.elbo:
+            state = warm
+    run = maximize_bound(make_state, state, tol=checked["tol"], site_tol=checked["site_tol"],
+                         max_iter=checked["max_iter"])  # fmt: skip
+    message = bound_message(run, checked["tol"], checked["site_tol"])
+    if not run.converged:
+        warnings.warn(f"SVGP {message}", RuntimeWarning, stacklevel=2)
+    return SVGPPosterior(
+        X,
+        y,
+        kernel,
+        likelihood,
+        mean,
+        prior=prior,
+        state=run.state,
+        convergence=Convergence(run.converged, run.iterations, float(run.change), message),
+        optimize_inducing=checked["optimize_inducing"],
+    )
+
+
+def _unused(L, x):  # pragma: no cover - placeholder removed below
+    return solve_lower(L, x)
