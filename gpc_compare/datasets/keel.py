@@ -69,7 +69,7 @@ def _build(
 
 
 def load_banana() -> Dataset:
-    """Rätsch's banana: two banana-shaped classes in the plane (KEEL's copy; bundled CSV).
+    """Raetsch's banana: two banana-shaped classes in the plane (KEEL's copy; bundled CSV).
 
     n = 5300, d = 2 (``V1``, ``V2``; values with at most three significant digits, in [-3.09,
     2.81] x [-2.39, 3.19]). Class balance: 2376 ``+1`` / 2924 ``-1``; the positive class is
@@ -132,7 +132,7 @@ def load_twonorm() -> Dataset:
 
 
 def load_ringnorm() -> Dataset:
-    """KEEL's ``ring``: Breiman's ringnorm as damaged by KEEL's conversion (bundled CSV).
+    """KEEL's ring: Breiman's ringnorm, values damaged by KEEL's conversion (bundled CSV).
 
     n = 7400, d = 20 (``I1``..``I20``), integers in [-8778, 7627]. Breiman (1996): class ``0``
     is N(0, 4 I), class ``1`` N((a, ..., a), I) with a = 2/sqrt(20); 3664 class 0 / 3736
@@ -181,7 +181,7 @@ def load_magic() -> Dataset:
 
 
 def load_spambase() -> Dataset:
-    """Spambase: spam vs non-spam e-mail from 57 word, character and capital-run statistics.
+    """Spambase, spam vs non-spam e-mail (UCI; KEEL's copy less 4 rows; bundled CSV).
 
     UCI Spambase (Hopkins, Reeber, Forman and Suermondt 1999) as KEEL has it: n = 4597 (UCI's
     4601 less four rows, 783, 3790, 4584 and 4601 of UCI's file; the values of the others
