@@ -41,12 +41,13 @@ def fit(
         Binary likelihoods: labels in {0, 1}, {-1, +1} or booleans, both classes present.
         Softmax: any C >= 2 distinct values; sorted, they become ``posterior.classes_``.
         Gaussian: real values (finite); no label checks.
-    method : {"laplace", "ep", "kl", "vb", "mcmc", "fitc_laplace", "fitc_ep"}
+    method : {"laplace", "ep", "kl", "vb", "mcmc", "fitc_laplace", "fitc_ep", "svgp"}
         The engine (see :mod:`gpc_compare.engines`; ``gpc-compare list engines`` shows
         what each can do). "kl" and "vb" are variational: their evidence is a lower
-        bound; "vb" takes the logistic likelihood only. "fitc_laplace" and "fitc_ep" are
-        sparse (FITC on M inducing inputs: ``inducing=M`` or an (M, d) array,
-        ``optimize_inducing``, ``jitter``; O(n M^2) time). With ``likelihood="softmax"``:
+        bound; "vb" takes the logistic likelihood only. "fitc_laplace", "fitc_ep" (FITC)
+        and "svgp" (the sparse variational bound) are sparse, on M inducing inputs
+        (``inducing=M`` or an (M, d) array, ``optimize_inducing``, ``jitter``): O(n M^2)
+        time, O(n M) memory. With ``likelihood="softmax"``:
         "laplace" (R&W Alg. 3.3) or "mcmc" (C latent GPs sampled with PyMC).
     kernel : Kernel, optional
         Covariance function; ``SquaredExponential(lengthscale=1, variance=1)`` by default.

@@ -273,7 +273,7 @@ def dense_memory_problem(n: int, available: int | None = None) -> str | None:
         f"n = {n:,} training cases need about {need / 2**30:.1f} GiB for a dense engine's "
         f"n x n matrices ({DENSE_MATRICES} of {8 * n * n / 2**30:.2f} GiB), but "
         f"{available / 2**30:.1f} GiB are available: use a sparse engine "
-        "(method='fitc_ep' or 'fitc_laplace', O(n M) memory) or fewer cases"
+        "(method='fitc_ep', 'fitc_laplace' or 'svgp': O(n M) memory) or fewer cases"
     )
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from . import ep, fitc_ep, fitc_laplace, kl, laplace, mcmc, vb
+from . import ep, fitc_ep, fitc_laplace, kl, laplace, mcmc, svgp, vb
 
 __all__ = ["CAPABILITY_NAMES", "ENGINES", "capabilities", "engines_with", "get_engine"]
 
@@ -26,6 +26,7 @@ ENGINES: dict[str, ModuleType] = {
     "mcmc": mcmc,
     "fitc_laplace": fitc_laplace,
     "fitc_ep": fitc_ep,
+    "svgp": svgp,
 }
 
 #: What an engine may declare, and what each promise means.

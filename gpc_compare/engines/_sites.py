@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import cached_property
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 from scipy.linalg import lapack
@@ -24,8 +24,11 @@ from ..posterior import GaussianPosterior
 __all__ = [
     "GaussianSites",
     "SitePosterior",
+    "BoundRun",
     "anderson",
+    "bound_message",
     "gaussian_sites",
+    "maximize_bound",
     "marginal_variances",
     "marginal_variances_and_inverse",
     "site_mean_cg",
@@ -179,6 +182,124 @@ def anderson(history: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
     dx, df = np.diff(xs, axis=0), np.diff(fs, axis=0)
     gamma = np.linalg.lstsq(df.T, fs[-1], rcond=None)[0]
     return xs[-1] + fs[-1] - (dx + df).T @ gamma
+
+
+# the smallest step before the iteration gives up (the bound cannot be raised further)
+_MIN_STEP = 1e-12
+# below this step, a bound that no longer changes beyond its rounding has stalled ...
+_STALL_STEP = 1e-6
+# ... and is converged at the limit of rounding if the sites are within this many site_tol
+_ROUNDING_FACTOR = 10.0
+# past iterates the Anderson extrapolation combines
+_ANDERSON_MEMORY = 5
+
+
+class BoundRun(NamedTuple):
+    """Where :func:`maximize_bound` ended: the state, whether converged (and whether only at
+    the limit of rounding), iterations, the last bound and site changes, steps
+    extrapolated and halvings, and the last step rho."""
+
+    state: Any
+    converged: bool
+    rounding_limited: bool
+    iterations: int
+    change: float
+    site_change: float
+    accelerated: int
+    halvings: int
+    rho: float
+
+
+def maximize_bound(
+    make_state: Callable[[np.ndarray, np.ndarray], Any],
+    state: Any,
+    *,
+    tol: float,
+    site_tol: float,
+    max_iter: int,
+) -> BoundRun:
+    """Raise a variational bound over Gaussian sites (W, b) to its optimum (the KL
+    engine's and SVGP's optimiser: Khan and Lin 2017's natural-gradient steps on the sites).
+
+    A state (``make_state(W, b)``) carries ``W``, ``b``, ``mu`` (the mean the sites act
+    on), ``expected`` = (E_i, dE/dmu, dE/dvar), ``elbo`` and ``noise`` (its rounding). Each
+    iteration first tries Anderson's extrapolation of the fixed point
+    W = -2 dE/dvar, b = dE/dmu + W mu, then the natural-gradient step
+    W <- (1 - rho) W + rho W_fix, b <- (1 - rho) b + rho b_fix, halving rho until the
+    bound does not drop (beyond rounding); rho grows back towards 1 after each step.
+    Converged when the bound changes by less than ``tol`` and the fixed-point update would
+    move no site by more than ``site_tol`` relative to 1 + its size; where no step raises
+    the bound above its rounding, converged "at the limit of rounding" if the sites are
+    within ten times ``site_tol``.
+    """
+    n = state.W.size
+    rho, converged, change, site_change = 1.0, False, np.inf, np.inf
+    iterations = halvings = accelerated = 0
+    rounding_limited = False
+    history: list[tuple[np.ndarray, np.ndarray]] = []  # (x, F(x) - x) for Anderson
+    for iterations in range(1, max_iter + 1):  # noqa: B007 (reported after the loop)
+        _, dE_dmu, dE_dv = state.expected
+        W_fix = np.maximum(-2.0 * dE_dv, 0.0)  # (>= 0 for a log-concave likelihood)
+        b_fix = dE_dmu + W_fix * state.mu
+        site_change = max(  # relative to the sites' size (they reach 1e3 and more)
+            np.max(np.abs(W_fix - state.W) / (1.0 + np.abs(W_fix))),
+            np.max(np.abs(b_fix - state.b) / (1.0 + np.abs(b_fix))),
+        )
+        noise = state.noise
+        x = np.concatenate([state.W, state.b])
+        history = [*history[-_ANDERSON_MEMORY:], (x, np.concatenate([W_fix, b_fix]) - x)]
+        new = None
+        if len(history) > 1 and rho == 1.0:  # try the Anderson-extrapolated sites first
+            trial = anderson(history)
+            trial[:n] = np.maximum(trial[:n], 0.0)
+            if np.all(np.isfinite(trial)):
+                candidate = make_state(trial[:n], trial[n:])
+                if candidate.elbo >= state.elbo - noise:
+                    new, accelerated = candidate, accelerated + 1
+        if new is None:
+            history = history[-1:]  # the extrapolation failed: start its memory afresh
+            while True:  # the natural-gradient step, halved until the bound does not drop
+                new = make_state((1.0 - rho) * state.W + rho * W_fix,
+                                 (1.0 - rho) * state.b + rho * b_fix)  # fmt: skip
+                if new.elbo >= state.elbo - noise:
+                    break
+                if rho <= _MIN_STEP:  # no step is accepted: keep the sites, and stop
+                    new = state
+                    break
+                rho *= 0.5
+                halvings += 1
+        change = new.elbo - state.elbo
+        state = new
+        if abs(change) < max(tol, noise) and site_change < site_tol:
+            converged = True
+            break
+        if (rho < _STALL_STEP and abs(change) <= noise) or rho <= _MIN_STEP:
+            # no step raises the bound above its rounding: it is at its optimum as far as
+            # floating point can tell (ill-conditioned K: long length-scales, large
+            # sigma_f), where the fixed-point map itself is only good to about site_change;
+            # accepted as converged within ten times site_tol, and said so
+            rounding_limited = site_change < _ROUNDING_FACTOR * site_tol
+            converged = rounding_limited
+            break
+        rho = min(1.0, 2.0 * rho)
+    return BoundRun(state, converged, rounding_limited, iterations, float(change),
+                    float(site_change), accelerated, halvings, rho)  # fmt: skip
+
+
+def bound_message(run: BoundRun, tol: float, site_tol: float) -> str:
+    """How :func:`maximize_bound` ended, for ``Convergence.message`` and warnings."""
+    if run.converged:
+        return (
+            f"converged after {run.iterations} iterations ({run.accelerated} extrapolated, "
+            f"{run.halvings} step halvings): bound change {run.change:.2e}, site change "
+            f"{run.site_change:.2e}"
+            + (" (the limit of rounding: no step raises the bound)" if run.rounding_limited else "")
+        )
+    return (
+        f"not converged after {run.iterations} iterations (bound change {run.change:.2e}, "
+        f"site change {run.site_change:.2e}; tol {tol:g}, site_tol {site_tol:g}; last step "
+        f"{run.rho:.1e}): raise max_iter, or check the hyperparameters for an extreme scale"
+    )
 
 
 class SitePosterior(GaussianPosterior):

@@ -35,6 +35,7 @@ precisions and linear coefficients, ``sW = W^1/2``, ``alpha = K^-1 (mu - m)``.
 from __future__ import annotations
 
 import warnings
+from functools import partial
 from typing import NamedTuple
 
 import numpy as np
@@ -49,7 +50,7 @@ from .._validation import (
 from ..kernels import Kernel
 from ..likelihoods import Likelihood
 from ..posterior import Convergence
-from ._sites import GaussianSites, SitePosterior, anderson, gaussian_sites
+from ._sites import GaussianSites, SitePosterior, bound_message, gaussian_sites, maximize_bound
 
 __all__ = ["KLPosterior", "check_options", "infer"]
 
@@ -69,15 +70,6 @@ CAPABILITIES = frozenset({"evidence", "evidence_gradient", "bound"})
 #: The likelihoods it takes (by name).
 LIKELIHOODS = frozenset({"probit", "logistic", "gaussian"})
 
-# the smallest step before the iteration gives up (the ELBO cannot be raised further)
-_MIN_STEP = 1e-12
-# below this step, a bound that no longer changes beyond its rounding has stalled ...
-_STALL_STEP = 1e-6
-# ... and is converged at the limit of rounding if the sites are within this many site_tol
-_ROUNDING_FACTOR = 10.0
-# past iterates the Anderson extrapolation combines
-_ANDERSON_MEMORY = 5
-
 
 class _State(NamedTuple):
     """q at sites (W, b), E_q[log p(y_i | f_i)] with its derivatives, and the bound."""
@@ -86,6 +78,10 @@ class _State(NamedTuple):
     expected: tuple[np.ndarray, np.ndarray, np.ndarray]  # E_i, dE/dmu, dE/dv
     elbo: float
     noise: float  # the bound's rounding: a few ulps of the terms it sums
+
+    W = property(lambda self: self.q.W)
+    b = property(lambda self: self.q.b)
+    mu = property(lambda self: self.q.mu)
 
 
 def _state(K, y, lik, m, W, b) -> _State:
@@ -180,68 +176,11 @@ def infer(
         warm = _state(K, y, likelihood, m, W0, b0)
         if warm.elbo >= state.elbo:
             state = warm
-    rho, converged, change, site_change = 1.0, False, np.inf, np.inf
-    iterations = halvings = accelerated = 0
-    rounding_limited = False
-    history: list[tuple[np.ndarray, np.ndarray]] = []  # (x, F(x) - x) for Anderson
-    for iterations in range(1, max_iter + 1):  # noqa: B007 (reported after the loop)
-        _, dE_dmu, dE_dv = state.expected
-        W_fix = np.maximum(-2.0 * dE_dv, 0.0)  # (>= 0 for a log-concave likelihood)
-        b_fix = dE_dmu + W_fix * state.q.mu
-        site_change = max(  # relative to the sites' size (they reach 1e3 and more)
-            np.max(np.abs(W_fix - state.q.W) / (1.0 + np.abs(W_fix))),
-            np.max(np.abs(b_fix - state.q.b) / (1.0 + np.abs(b_fix))),
-        )
-        noise = state.noise
-        x = np.concatenate([state.q.W, state.q.b])
-        history = [*history[-_ANDERSON_MEMORY:], (x, np.concatenate([W_fix, b_fix]) - x)]
-        new = None
-        if len(history) > 1 and rho == 1.0:  # try the Anderson-extrapolated sites first
-            trial = anderson(history)
-            trial[:n] = np.maximum(trial[:n], 0.0)
-            if np.all(np.isfinite(trial)):
-                candidate = _state(K, y, likelihood, m, trial[:n], trial[n:])
-                if candidate.elbo >= state.elbo - noise:
-                    new, accelerated = candidate, accelerated + 1
-        if new is None:
-            history = history[-1:]  # the extrapolation failed: start its memory afresh
-            while True:  # the natural-gradient step, halved until the bound does not drop
-                W = (1.0 - rho) * state.q.W + rho * W_fix
-                b = (1.0 - rho) * state.q.b + rho * b_fix
-                new = _state(K, y, likelihood, m, W, b)
-                if new.elbo >= state.elbo - noise:
-                    break
-                if rho <= _MIN_STEP:  # no step is accepted: keep the sites, and stop
-                    new = state
-                    break
-                rho *= 0.5
-                halvings += 1
-        change = new.elbo - state.elbo
-        state = new
-        if abs(change) < max(tol, noise) and site_change < site_tol:
-            converged = True
-            break
-        if (rho < _STALL_STEP and abs(change) <= noise) or rho <= _MIN_STEP:
-            # no step raises the bound above its rounding: it is at its optimum as far as
-            # floating point can tell (ill-conditioned K: long length-scales, large
-            # sigma_f), where the fixed-point map itself is only good to about site_change;
-            # accepted as converged within ten times site_tol, and said so
-            rounding_limited = site_change < _ROUNDING_FACTOR * site_tol
-            converged = rounding_limited
-            break
-        rho = min(1.0, 2.0 * rho)
-    if converged:
-        message = (
-            f"converged after {iterations} iterations ({accelerated} extrapolated, {halvings} "
-            f"step halvings): bound change {change:.2e}, site change {site_change:.2e}"
-            + (" (the limit of rounding: no step raises the bound)" if rounding_limited else "")
-        )
-    else:
-        message = (
-            f"not converged after {iterations} iterations (bound change {change:.2e}, site "
-            f"change {site_change:.2e}; tol {tol:g}, site_tol {site_tol:g}; last step "
-            f"{rho:.1e}): raise max_iter, or check the hyperparameters for an extreme scale"
-        )
+    run = maximize_bound(partial(_state, K, y, likelihood, m), state, tol=tol,
+                         site_tol=site_tol, max_iter=max_iter)  # fmt: skip
+    state, converged = run.state, run.converged
+    message = bound_message(run, tol, site_tol)
+    if not converged:
         warnings.warn(f"KL {message}", RuntimeWarning, stacklevel=2)
     return KLPosterior(
         X,
@@ -254,9 +193,9 @@ def infer(
         sW=state.q.sW,
         L=state.q.L,
         log_marginal_likelihood=state.elbo,
-        convergence=Convergence(converged, iterations, float(change), message),
+        convergence=Convergence(converged, run.iterations, float(run.change), message),
         W=state.q.W,
         b=state.q.b,
         v=state.q.v,
-        rounding_limited=rounding_limited,
+        rounding_limited=run.rounding_limited,
     )

@@ -35,7 +35,7 @@ import scipy.linalg
 from .._validation import any_value, check_positive, count, option_checker
 from ..kernels import Kernel
 from ..likelihoods import Likelihood
-from ..numerics import cho_solve, solve_lower, solve_lower_transpose
+from ..numerics import cho_solve, solve_lower_transpose
 from ..posterior import Convergence, FITCPrior, FITCSites, Posterior
 from ..posterior.sparse import CHUNK_ELEMENTS, inducing_names
 from ._inducing import SPARSE_OPTION_CHECKS, SPARSE_OPTIONS, choose_inducing
@@ -305,7 +305,3 @@ def infer(
         convergence=Convergence(run.converged, run.iterations, float(run.change), message),
         optimize_inducing=checked["optimize_inducing"],
     )
-
-
-def _unused(L, x):  # pragma: no cover - placeholder removed below
-    return solve_lower(L, x)

@@ -134,9 +134,10 @@ class FITCSites:
     """Sigma = (K~^-1 + W)^-1 for site precisions ``W`` >= 0 on a FITC prior, factorised
     once: one M x M Cholesky of A = I + V diag(w) V^T (module note)."""
 
-    def __init__(self, prior: FITCPrior, W: np.ndarray) -> None:
+    def __init__(self, prior: FITCPrior, W: np.ndarray, Lam: np.ndarray | None = None) -> None:
         self.prior, self.W = prior, W
-        self.d = 1.0 + prior.Lam * W
+        self.Lam = prior.Lam if Lam is None else Lam  # (SVGP's sites act on h: Lambda = 0)
+        self.d = 1.0 + self.Lam * W
         self.w = W / self.d
         Vw = prior.V * np.sqrt(self.w)
         A = Vw @ Vw.T
@@ -152,14 +153,14 @@ class FITCSites:
 
     def mean(self, p: np.ndarray) -> np.ndarray:
         """Sigma p: the mean of g = f - m under sites with linear coefficients ``p``."""
-        V, Lam, d = self.prior.V, self.prior.Lam, self.d
+        V, Lam, d = self.prior.V, self.Lam, self.d
         u = cho_solve(self.L_A, V @ (p / d))
         return (V.T @ u + Lam * p) / d
 
     def diag_sigma(self) -> np.ndarray:
         """diag Sigma = |L_A^-1 v_i|^2 / d_i^2 + Lambda_i / d_i."""
         C = solve_lower(self.L_A, self.prior.V)
-        return np.einsum("ij,ij->j", C, C) / self.d**2 + self.prior.Lam / self.d
+        return np.einsum("ij,ij->j", C, C) / self.d**2 + self.Lam / self.d
 
 
 class SparsePosterior(Posterior):
