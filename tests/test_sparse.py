@@ -6,6 +6,7 @@ from __future__ import annotations
 import tracemalloc
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import gpc_compare as gc
@@ -321,3 +322,34 @@ def test_a_large_fit_never_allocates_an_n_by_n_array(method):
         tracemalloc.stop()
     assert post.convergence.converged and np.all(np.isfinite(grad))
     assert peak < 100e6, f"peak {peak / 1e6:.0f} MB"
+
+
+def test_a_study_skips_dense_jobs_beyond_memory_and_says_so(tmp_path, monkeypatch):
+    """The runner skips a dense engine's job whose n x n matrices would not fit (status
+    "skipped", no traceback), runs the sparse engine's, and the report lists the skip."""
+    from gpc_compare.cli import main
+    from gpc_compare.study import worker
+
+    path = tmp_path / "big.toml"
+    path.write_text(
+        'name = "big"\nseed = 1\nlikelihood = "probit"\n'
+        'datasets = [{name = "breast_cancer", subsample = 120}]\n'
+        '[kernel]\nname = "squared_exponential"\nlengthscale = "sqrt_d"\n'
+        '[hyperparameters]\npolicy = "fixed"\n[splits]\nkind = "kfold"\nn_splits = 2\n'
+        "[engines.laplace]\n[engines.fitc_ep]\ninducing = 10\n"
+    )
+
+    # 60 training cases need 6 * 8 * 60^2 = 173 kB: pretend 100 kB are available
+    def small(n):
+        return _validation.dense_memory_problem(n, available=100_000)
+
+    monkeypatch.setattr(worker, "dense_memory_problem", small)
+    assert main(["run", str(path), "--output", str(tmp_path / "out"), "--workers", "1"]) == 0
+    out = tmp_path / "out" / "big"
+    jobs = pd.read_csv(out / "jobs.csv")
+    assert sorted(jobs.status) == ["ok", "ok", "skipped", "skipped"]
+    assert set(jobs[jobs.status == "skipped"].engine) == {"laplace"}
+    assert jobs[jobs.status == "skipped"].error.str.contains("n = 60 training cases").all()
+    report = (out / "report.md").read_text()
+    assert "2 skipped as too large for their engine" in report
+    assert "## Jobs skipped" in report and "breast_cancer split 0 laplace: n = 60" in report

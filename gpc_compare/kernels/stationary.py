@@ -230,15 +230,17 @@ class _Stationary(Kernel):
         shift = X.mean(axis=0)
         S, T = (X - shift) / ell, (Z - shift) / ell
         r2 = cdist(S, T, "sqeuclidean")
-        E = C * (self.variance * self._g(r2))
+        A = self.variance * self._g(r2)
+        E = C * A
         e_rows, e_cols = E.sum(axis=1), E.sum(axis=0)
         ET_S = E.T @ S
         traces = []
         if not self._lengthscale.fixed:
             t = (S * S).T @ e_rows - 2.0 * np.sum(T * ET_S, axis=0) + (T * T).T @ e_cols
             traces.extend(t if self.ard else [float(np.sum(t))])
-        if not self._variance.fixed:  # dK/d log sigma_f^2 = K
-            traces.append(float(np.vdot(C, self.variance * self._kappa(r2))))
+        if not self._variance.fixed:  # dK/d log sigma_f^2 = K (= A for the squared exponential)
+            K = A if self._g_is_kappa else self.variance * self._kappa(r2)
+            traces.append(float(np.vdot(C, K)))
         inputs = (ET_S - e_cols[:, None] * T) / ell
         return np.asarray(traces, dtype=float), inputs
 

@@ -74,6 +74,7 @@ def report_markdown(
     n_ok = int((jobs.status == "ok").sum())
     failed = jobs[jobs.status == "failed"]
     not_run = jobs[jobs.status == "not run"]
+    skipped = jobs[jobs.status == "skipped"]  # a dense engine beyond the memory available
     kernel = dict(config.kernel)
     splits = config.splits
     split_text = {
@@ -119,7 +120,9 @@ def report_markdown(
             f"{dict(o) or '(defaults)'}"
             for e, o in config.engines.items()
         ),
-        f"- Jobs: {len(jobs)} ({n_ok} finished, {len(failed)} failed, {len(not_run)} not run); "
+        f"- Jobs: {len(jobs)} ({n_ok} finished, {len(failed)} failed, {len(not_run)} not run"
+        + (f", {len(skipped)} skipped as too large for their engine" if len(skipped) else "")
+        + "); "
         f"the table is `results.csv` ({len(table)} rows), per-job status in `jobs.csv`",
         *(f"- Gold-standard evidence: {e} {dict(o)}" for e, o in config.evidence.items()),
         "",
@@ -259,6 +262,14 @@ def report_markdown(
 
     lines += _timings(table, datasets, engines + estimators)
 
+    if len(skipped):
+        lines += ["## Jobs skipped", "",
+                  "A dense engine needs its n x n matrices in memory; where they would not fit "
+                  "the job was skipped (a sparse engine takes that n):", ""]  # fmt: skip
+        for _, row in skipped.iterrows():
+            lines.append(f"- {row['dataset']} split {row['split']} {row['engine']}: "
+                         f"{str(row['error']).removeprefix('skipped: ')}")  # fmt: skip
+        lines += [""]
     if len(failed) or len(not_run):
         lines += ["## Jobs that did not finish", ""]
         for _, row in pd.concat([failed, not_run]).iterrows():

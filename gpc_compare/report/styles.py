@@ -33,6 +33,10 @@ ENGINE_STYLE = {
     "kl": ("tab:red", "v", "KL"),
     "vb": ("tab:brown", "P", "VB"),
     "mcmc": ("tab:green", "^", "MCMC"),
+    # the sparse engines: each in a lighter shade of its dense counterpart's colour
+    "fitc_laplace": ("tab:cyan", "o", "FITC-Laplace"),
+    "fitc_ep": ("goldenrod", "s", "FITC-EP"),
+    "svgp": ("salmon", "v", "SVGP"),
 }
 
 
@@ -41,7 +45,7 @@ _EXTRA_STYLES = [
     ("tab:gray", "h"),
     ("tab:pink", "X"),
     ("tab:olive", "<"),
-    ("tab:cyan", ">"),
+    ("darkslateblue", ">"),
 ]
 _label_styles: dict[str, tuple[str, str, str]] = {}
 

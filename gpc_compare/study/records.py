@@ -97,9 +97,9 @@ def check_record(record: Any, path: Path) -> str | None:
                 return f"{key!r} is {record[key]!r}, not a {kind.__name__}"
     if record["id"] != path.stem:
         return f"its id {record['id']!r} is not its file name's"
-    if record["status"] not in ("ok", "failed"):
-        return f"status {record['status']!r} is neither 'ok' nor 'failed'"
-    if record["status"] == "failed":
+    if record["status"] not in ("ok", "failed", "skipped"):
+        return f"status {record['status']!r} is not 'ok', 'failed' or 'skipped'"
+    if record["status"] in ("failed", "skipped"):
         return None
     hp = record["hyperparameters"]
     names, values = hp.get("names"), hp.get("values")

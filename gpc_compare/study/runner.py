@@ -209,7 +209,7 @@ def _run_locked(config, output, result_dir, workers, scheduler, retry_failed, pr
         save_record(record, jobs_dir)
         records[job.id] = record
         active.discard(job.id)
-        if record["status"] == "ok":
+        if record["status"] in ("ok", "skipped"):  # (skipped: too large for its engine)
             bar.done += 1
         else:
             bar.failed += 1

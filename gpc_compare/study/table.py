@@ -139,10 +139,14 @@ def _at_bound(job, rec: Mapping[str, Any]) -> str:
     hp = rec["hyperparameters"]
     if hp["from"] in ("fixed", "grid") or not hp["names"]:
         return ""
+    # (a sparse engine's fitted inducing inputs, ``inducing[j,k]``, last, have no bounds)
+    bounded = [i for i, name in enumerate(hp["names"]) if not name.startswith("inducing[")]
+    names = [hp["names"][i] for i in bounded]
+    values = [hp["values"][i] for i in bounded]
     bounds = make_kernel(job.kernel, rec["d"]).bounds
-    if len(hp["names"]) > bounds.shape[0]:  # the constant prior mean
+    if len(names) > bounds.shape[0]:  # the constant prior mean
         bounds = np.vstack([bounds, [MEAN_BOUNDS]])
-    hits = at_bounds(hp["names"], hp["values"], bounds[: len(hp["names"])])
+    hits = at_bounds(names, values, bounds[: len(names)])
     return "; ".join(f"{name} {side}" for name, side, _ in hits)
 
 

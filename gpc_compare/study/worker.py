@@ -20,6 +20,7 @@ import numpy as np
 from .. import datasets as gc_datasets
 from .. import metrics
 from .._fit import fit
+from .._validation import dense_memory_problem
 from ..engines import capabilities, get_engine
 from ..evidence import EvidenceEstimate, ais, prepare
 from ..likelihoods import get_likelihood
@@ -77,6 +78,9 @@ def run_job(job: Job, shared: Mapping[str, Any] | None = None) -> dict[str, Any]
         with threadpool_limits(limits=1, user_api="blas"):
             record.update((_run if job.kind == "engine" else _run_evidence)(job, shared))
         record["status"] = "ok"
+    except _Skipped as why:  # too large for the engine: said in the report, not an error
+        record["status"] = "skipped"
+        record["error"] = str(why)
     except Exception as exc:  # recorded, and the study goes on
         record["status"] = "failed"
         record["error"] = f"{type(exc).__name__}: {exc}"
@@ -110,8 +114,17 @@ def _problem(job: Job, shared: Mapping[str, Any] | None):
     return X_train, data.y[train], X_test, data.y[test], kernel, mean, origin
 
 
+class _Skipped(Exception):
+    """A job that cannot run here by design (a dense engine's n x n matrices would not fit
+    in memory): its record says why, with status ``"skipped"``."""
+
+
 def _run(job: Job, shared: Mapping[str, Any] | None) -> dict[str, Any]:
     X_train, y_train, X_test, y_test, kernel, mean, origin = _problem(job, shared)
+    if "sparse" not in capabilities(job.method):
+        problem = dense_memory_problem(y_train.size)
+        if problem is not None:
+            raise _Skipped(f"skipped: {problem}")
     options = dict(job.options)
     objective = options.pop("objective", "evidence")
     optimize = job.optimize
@@ -158,11 +171,7 @@ def _run(job: Job, shared: Mapping[str, Any] | None) -> dict[str, Any]:
         "d": int(X_train.shape[1]),
         "base_rate": base_rate,
         "metrics": scores if held_out else {},
-        "hyperparameters": {
-            "names": list(post.hyperparameter_names),
-            "values": _floats(post.hyperparameters),
-            "from": origin,
-        },
+        "hyperparameters": _hyperparameters(post, origin),
         "timings": {
             "fit_seconds": fit_seconds,  # one fit at the hyperparameters used
             "select_seconds": select_seconds,  # the hyperparameter search, when this job ran one
@@ -181,6 +190,13 @@ def _run(job: Job, shared: Mapping[str, Any] | None) -> dict[str, Any]:
             "var_test": _floats(var_test),
             "mean_train": _floats(post.latent_mean),
             "var_train": _floats(post.latent_var),
+        }
+    if "sparse" in capabilities(job.method):
+        out["inducing"] = {
+            "M": int(post.inducing.shape[0]),
+            "optimized": bool(post.optimize_inducing),
+            "jitter": float(post.jitter),
+            "values": [_floats(z) for z in post.inducing],
         }
     out.update(post.record())  # convergence, evidence (and its se), engine-specific facts
     if optimize:
@@ -361,6 +377,20 @@ def _netcdf_bytes(idata) -> bytes:
         path = Path(tmp) / "idata.nc"
         idata.to_netcdf(str(path), groups=keep)
         return path.read_bytes()
+
+
+def _hyperparameters(post, origin: str) -> dict[str, Any]:
+    """The posterior's hyperparameters as the records hold them: the kernel's and the
+    mean, comparable across engines; a sparse engine's inducing inputs (fitted ones are
+    hyperparameters too, ``inducing[j,k]``) go to the record's ``inducing`` instead."""
+    keep = [
+        i for i, name in enumerate(post.hyperparameter_names) if not name.startswith("inducing[")
+    ]
+    return {
+        "names": [post.hyperparameter_names[i] for i in keep],
+        "values": _floats(np.asarray(post.hyperparameters)[keep]),
+        "from": origin,
+    }
 
 
 def _floats(a: np.ndarray) -> list[float]:
