@@ -264,12 +264,12 @@ def test_kmeans_plus_plus_choice_is_seeded_and_from_the_data():
     assert all(any(np.array_equal(z, x) for x in X) for z in Z)
     np.testing.assert_array_equal(Z, choose_inducing(X, 7, 11))
     assert choose_inducing(X, None, 0).shape == (50, 3)  # min(n, 128)
+    np.testing.assert_array_equal(choose_inducing(X, 500, 0), X)  # M >= n: every input
 
 
 @pytest.mark.parametrize(
     "options,message",
     [
-        ({"inducing": 500}, "exceeds the number of training inputs"),
         ({"inducing": np.zeros((4, 3))}, "inducing has 3 columns but X has 2"),
         ({"inducing": np.array([[0.0, np.nan]])}, "NaN"),
         ({"inducing": 0}, "count >= 1"),

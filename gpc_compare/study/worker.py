@@ -10,8 +10,10 @@ from __future__ import annotations
 import platform
 import time
 import traceback
+import tracemalloc
 import warnings
 from collections.abc import Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -114,6 +116,22 @@ def _problem(job: Job, shared: Mapping[str, Any] | None):
     return X_train, data.y[train], X_test, data.y[test], kernel, mean, origin
 
 
+@contextmanager
+def _peak_memory(enabled: bool):
+    """Trace allocations while the block runs (when ``enabled``); the list it yields then
+    holds the peak in MiB. Tracing stops however the block ends."""
+    out: list[float] = []
+    if not enabled:
+        yield out
+        return
+    tracemalloc.start()
+    try:
+        yield out
+        out.append(tracemalloc.get_traced_memory()[1] / 2**20)
+    finally:
+        tracemalloc.stop()
+
+
 class _Skipped(Exception):
     """A job that cannot run here by design (a dense engine's n x n matrices would not fit
     in memory): its record says why, with status ``"skipped"``."""
@@ -134,7 +152,10 @@ def _run(job: Job, shared: Mapping[str, Any] | None) -> dict[str, Any]:
     if optimize:
         fit_kwargs = {"n_restarts": job.n_restarts, "random_seed": job.seed, "objective": objective}
         options.pop("random_seed", None)
-    with warnings.catch_warnings(record=True) as caught:
+    # peak memory of the fit and predictions (NumPy's allocations included); not for the
+    # samplers, whose compiled code allocates outside Python's view
+    trace = "draws" not in capabilities(job.method) and not tracemalloc.is_tracing()
+    with _peak_memory(trace) as peak, warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         t0 = time.perf_counter()
         post = fit(
@@ -155,6 +176,7 @@ def _run(job: Job, shared: Mapping[str, Any] | None) -> dict[str, Any]:
             log_p = post.log_predictive(X_test, y_test)
             mean_test, var_test = post.predict_latent(X_test)
         t2 = time.perf_counter()
+    peak_mb = peak[0] if trace else None
     base_rate = float(np.mean(y_train == 1))
     fit_seconds, select_seconds = t1 - t0, 0.0
     if optimize and np.isfinite(post.optimization.fit_seconds):  # the search apart from one fit
@@ -176,6 +198,7 @@ def _run(job: Job, shared: Mapping[str, Any] | None) -> dict[str, Any]:
             "fit_seconds": fit_seconds,  # one fit at the hyperparameters used
             "select_seconds": select_seconds,  # the hyperparameter search, when this job ran one
             "predict_seconds": t2 - t1,
+            "peak_memory_mb": peak_mb,  # (None: not measured)
         },
         "warnings": sorted({f"{w.category.__name__}: {w.message}" for w in caught}),
     }
