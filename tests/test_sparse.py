@@ -353,3 +353,34 @@ def test_a_study_skips_dense_jobs_beyond_memory_and_says_so(tmp_path, monkeypatc
     report = (out / "report.md").read_text()
     assert "2 skipped as too large for their engine" in report
     assert "## Jobs skipped" in report and "breast_cancer split 0 laplace: n = 60" in report
+
+
+def test_the_scale_study_loads_and_its_summaries_compute():
+    """studies/scale_*.toml load and expand (every engine and data set known); the
+    script's summaries on a made-up table: the smallest M within 0.01 nats of the full
+    engine, and the growth exponent of a cost that is exactly c n^1.5."""
+    from gpc_compare.study import expand, load_study
+
+    from .helpers import STUDIES, study_script
+
+    jobs = {part: expand(load_study(STUDIES / f"scale_{part}.toml")) for part in
+            ("full", "sparse", "dense")}  # fmt: skip
+    assert len(jobs["sparse"]) == 12 * 9 and len(jobs["dense"]) == 2 * 4
+    assert {j.method for j in jobs["full"]} >= {"laplace", "ep", "kl", "mcmc", "svgp", "fitc_ep"}
+    scale = study_script("scale")
+    rows = []
+    runs = [("laplace", np.nan, -0.30), ("fitc_laplace", 32, -0.33),
+            ("fitc_laplace", 128, -0.305), ("fitc_laplace", 512, -0.3001)]  # fmt: skip
+    for n in (500, 2000, 8000):
+        for method, M, lp in runs:
+            rows.append({"dataset": f"ripley_{n}", "method": method, "M": M, "n_train": n,
+                         "mean_log_predictive": lp, "fit_seconds": 1e-4 * n**1.5})  # fmt: skip
+    summary = pd.DataFrame(rows)
+    close = scale.closest_m(summary)
+    assert list(close.smallest_M) == [128, 128, 128]
+    np.testing.assert_allclose(close.gap_at_32, 0.03)
+    growth = scale.growth_exponents(summary)
+    np.testing.assert_allclose(growth.exponent, 1.5)
+    assert "FITC-Laplace** comes within 0.01 nats per case of Laplace at M = 128" in " ".join(
+        scale.finding(close, growth)
+    )

@@ -27,6 +27,7 @@ __all__ = [
     "BoundRun",
     "anderson",
     "bound_message",
+    "check_site_warm_start",
     "gaussian_sites",
     "maximize_bound",
     "marginal_variances",
@@ -192,6 +193,26 @@ _STALL_STEP = 1e-6
 _ROUNDING_FACTOR = 10.0
 # past iterates the Anderson extrapolation combines
 _ANDERSON_MEMORY = 5
+
+
+def check_site_warm_start(
+    warm_start, n: int, names: str = "(W, b)"
+) -> tuple[np.ndarray, np.ndarray]:
+    """A warm start of Gaussian sites, ``names`` = (precisions, linear coefficients): two
+    finite arrays of shape (n,), the precisions >= 0 (copies), or a ValueError saying so
+    (EP's (ttau, tnu), the variational engines' (W, b), as ``posterior.warm_start`` gives)."""
+    try:
+        a, b = (np.array(v, dtype=float) for v in warm_start)
+    except (TypeError, ValueError):
+        a = b = np.zeros(0)
+    if (a.shape != (n,) or b.shape != (n,) or np.any(a < 0)
+            or not (np.all(np.isfinite(a)) and np.all(np.isfinite(b)))):  # fmt: skip
+        first = names.strip("()").split(",")[0]
+        raise ValueError(
+            f"warm_start must be a pair {names} of finite arrays of shape ({n},) with "
+            f"{first} >= 0, as posterior.warm_start gives"
+        )
+    return a, b
 
 
 class BoundRun(NamedTuple):

@@ -48,7 +48,7 @@ from ..likelihoods import Likelihood, Probit
 from ..numerics import cho_solve, chol_B, inverse_from_triangular_inverse, probit_ratio, solve_lower
 from ..posterior import Convergence, GaussianPosterior
 from ._ep_sites import ep_log_evidence, probit_site_jacobian, sequential_sweep, site_update
-from ._sites import anderson, marginal_variances_and_inverse
+from ._sites import anderson, check_site_warm_start, marginal_variances_and_inverse
 
 __all__ = ["EPPosterior", "check_options", "infer"]
 
@@ -360,20 +360,7 @@ def infer(
     K = check_kernel_matrix(kernel, X)
     rng = np.random.default_rng(0 if random_seed is None else random_seed)
     if warm_start is not None:
-        try:
-            ttau, tnu = (np.asarray(a, dtype=float).copy() for a in warm_start)
-        except (TypeError, ValueError):
-            ttau = tnu = np.zeros(0)
-        if (
-            ttau.shape != (n,)
-            or tnu.shape != (n,)
-            or np.any(ttau < 0)
-            or not (np.all(np.isfinite(ttau)) and np.all(np.isfinite(tnu)))
-        ):
-            raise ValueError(
-                f"warm_start must be a pair (ttau, tnu) of finite arrays of shape ({n},) "
-                "with ttau >= 0, as posterior.warm_start gives"
-            )
+        ttau, tnu = check_site_warm_start(warm_start, n, "(ttau, tnu)")
     else:
         ttau, tnu = np.zeros(n), np.zeros(n)
     state = _SiteState(K, y, likelihood, ttau, tnu, m)

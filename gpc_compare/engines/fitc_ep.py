@@ -29,6 +29,7 @@ from ..likelihoods import Likelihood
 from ..posterior import Convergence, FITCPrior, FITCSites, SparsePosterior
 from ._ep_sites import ep_log_evidence
 from ._inducing import SPARSE_OPTION_CHECKS, SPARSE_OPTIONS, choose_inducing
+from ._sites import check_site_warm_start
 from .ep import _Run
 
 __all__ = ["FITCEPPosterior", "check_options", "infer"]
@@ -175,16 +176,7 @@ def infer(
 
     state = make_state(np.zeros(n), np.zeros(n))
     if warm_start is not None:
-        try:
-            ttau, tnu = (np.asarray(a, dtype=float).copy() for a in warm_start)
-        except (TypeError, ValueError):
-            ttau = tnu = np.zeros(0)
-        if (ttau.shape != (n,) or tnu.shape != (n,) or np.any(ttau < 0)
-                or not (np.all(np.isfinite(ttau)) and np.all(np.isfinite(tnu)))):  # fmt: skip
-            raise ValueError(
-                f"warm_start must be a pair (ttau, tnu) of finite arrays of shape ({n},) "
-                "with ttau >= 0, as posterior.warm_start gives"
-            )
+        ttau, tnu = check_site_warm_start(warm_start, n, "(ttau, tnu)")
         warm = make_state(ttau, tnu)
         if warm.log_marginal_likelihood > state.log_marginal_likelihood:
             state = warm

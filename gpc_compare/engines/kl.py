@@ -50,7 +50,14 @@ from .._validation import (
 from ..kernels import Kernel
 from ..likelihoods import Likelihood
 from ..posterior import Convergence
-from ._sites import GaussianSites, SitePosterior, bound_message, gaussian_sites, maximize_bound
+from ._sites import (
+    GaussianSites,
+    SitePosterior,
+    bound_message,
+    check_site_warm_start,
+    gaussian_sites,
+    maximize_bound,
+)
 
 __all__ = ["KLPosterior", "check_options", "infer"]
 
@@ -167,13 +174,7 @@ def infer(
     K = check_kernel_matrix(kernel, X)
     state = _state(K, y, likelihood, m, np.zeros(n), np.zeros(n))  # q = the prior
     if warm_start is not None:
-        W0, b0 = (np.asarray(a, dtype=float) for a in warm_start)
-        finite = np.all(np.isfinite(W0) & (W0 >= 0)) and np.all(np.isfinite(b0))
-        if W0.shape != (n,) or b0.shape != (n,) or not finite:
-            raise ValueError(
-                f"warm_start must be (W, b), two arrays of shape ({n},) with W >= 0 and finite"
-            )
-        warm = _state(K, y, likelihood, m, W0, b0)
+        warm = _state(K, y, likelihood, m, *check_site_warm_start(warm_start, n))
         if warm.elbo >= state.elbo:
             state = warm
     run = maximize_bound(partial(_state, K, y, likelihood, m), state, tol=tol,

@@ -32,27 +32,35 @@ from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 import scipy.linalg
 
-from .._validation import any_value, check_positive, count, option_checker
+from .._validation import any_value, check_positive, count, option_checker, optional
 from ..kernels import Kernel
 from ..likelihoods import Likelihood
-from ..numerics import cho_solve, solve_lower_transpose
-from ..posterior import Convergence, FITCPrior, FITCSites, Posterior
-from ..posterior.sparse import CHUNK_ELEMENTS, inducing_names
+from ..numerics import cho_solve, cholesky, solve_lower, solve_lower_transpose
+from ..posterior import Convergence, FITCPrior
+from ..posterior.sparse import InducingPosterior
 from ._inducing import SPARSE_OPTION_CHECKS, SPARSE_OPTIONS, choose_inducing
-from ._sites import bound_message, maximize_bound
+from ._sites import bound_message, check_site_warm_start, maximize_bound
 
 if TYPE_CHECKING:
-    import arviz
+    pass
 
 __all__ = ["SVGPPosterior", "check_options", "infer"]
 
 #: How this engine is named in messages.
 LABEL = "SVGP"
 #: Options ``gc.fit(method="svgp", ...)`` accepts, with their defaults.
-OPTIONS = {**SPARSE_OPTIONS, "tol": 1e-10, "site_tol": 1e-6, "max_iter": 1000, "warm_start": None}
+OPTIONS = {
+    **SPARSE_OPTIONS,
+    "batch_size": None,
+    "tol": 1e-10,
+    "site_tol": 1e-6,
+    "max_iter": 1000,
+    "warm_start": None,
+}
 #: How each option is checked (:func:`check_options`).
 OPTION_CHECKS = {
     **SPARSE_OPTION_CHECKS,
+    "batch_size": optional(count(1)),
     "tol": check_positive,
     "site_tol": check_positive,
     "max_iter": count(1),
@@ -72,7 +80,7 @@ class _State(NamedTuple):
 
     W: np.ndarray
     b: np.ndarray
-    sites: FITCSites  # A = I + V diag(W) V^T, factorised
+    L_A: np.ndarray  # chol(A), A = I + V diag(W) V^T = S^-1
     m_v: np.ndarray  # E[v] = A^-1 V (b - W m)
     mu: np.ndarray  # E[f_i]
     var: np.ndarray  # Var[f_i]
@@ -82,23 +90,36 @@ class _State(NamedTuple):
 
 
 def _state(prior: FITCPrior, y, lik, m: float, W: np.ndarray, b: np.ndarray) -> _State:
-    sites = FITCSites(prior, W, Lam=np.zeros_like(W))  # sites on h: d = 1, A = I + V W V^T
-    m_v = cho_solve(sites.L_A, prior.V @ (b - W * m))
-    mu = m + prior.V.T @ m_v
-    # Var f_i = (k_ii - |a_i|^2) + a_i^T A^-1 a_i: FITC's Lambda plus h's posterior variance
-    var = prior.Lam + sites.diag_sigma()
-    expected = lik.expected_log_prob(y, mu, var)
-    L_inv = scipy.linalg.lapack.dtrtri(sites.L_A, lower=1)[0]
+    """Two passes over V's blocks: A and V (b - W m), then the marginals of q(f_i)."""
+    M = prior.Z.shape[0]
+    A, c, r = np.eye(M), np.zeros(M), b - W * m
+    for i, V in prior.blocks():
+        Vw = V * np.sqrt(W[i])
+        A += Vw @ Vw.T
+        c += V @ r[i]
+    L_A = cholesky(A, what="I + V W V^T")
+    m_v = cho_solve(L_A, c)
+    mu, var = np.empty_like(W), np.empty_like(W)
+    expected = tuple(np.empty_like(W) for _ in range(3))  # E_i, dE/dmu, dE/dvar
+    for i, V in prior.blocks():
+        mu[i] = m + V.T @ m_v
+        C = solve_lower(L_A, V)
+        # Var f_i = (k_ii - |a_i|^2) + a_i^T A^-1 a_i: FITC's Lambda plus h's variance
+        var[i] = prior.Lam[i] + np.einsum("ij,ij->j", C, C)
+        # (by block too: the quadrature's nodes x cases arrays stay a block's size)
+        for out, part in zip(expected, lik.expected_log_prob(y[i], mu[i], var[i]), strict=True):
+            out[i] = part
+    L_inv = scipy.linalg.lapack.dtrtri(L_A, lower=1)[0]
     tr_S = float(np.sum(L_inv**2))  # tr A^-1
-    log_det_A = 2.0 * float(np.log(np.diag(sites.L_A)).sum())
+    log_det_A = 2.0 * float(np.log(np.diag(L_A)).sum())
     # KL(N(m_v, S) || N(0, I)) = 1/2 (tr S + m_v^T m_v - M - log|S|), S = A^-1
-    kl = 0.5 * (tr_S + float(m_v @ m_v) - m_v.size + log_det_A)
+    kl = 0.5 * (tr_S + float(m_v @ m_v) - M + log_det_A)
     e_sum = float(expected[0].sum())
     noise = 1e-13 * (1.0 + float(np.abs(expected[0]).sum()) + tr_S + abs(log_det_A))
-    return _State(W, b, sites, m_v, mu, var, expected, e_sum - kl, noise)
+    return _State(W, b, L_A, m_v, mu, var, expected, e_sum - kl, noise)
 
 
-class SVGPPosterior(Posterior):
+class SVGPPosterior(InducingPosterior):
     """The SVGP approximation q(f) = int p(f | u) q(u) du: the Posterior contract.
 
     ``log_marginal_likelihood`` is the bound at its optimum (a lower bound on the
@@ -111,34 +132,22 @@ class SVGPPosterior(Posterior):
 
     def __init__(self, X, y, kernel, likelihood, mean, *, prior: FITCPrior, state: _State,
                  convergence: Convergence, optimize_inducing: bool) -> None:  # fmt: skip
-        super().__init__(X, y, kernel, likelihood, mean)
-        self.prior, self._state = prior, state
+        super().__init__(X, y, kernel, likelihood, mean, prior=prior,
+                         optimize_inducing=optimize_inducing)  # fmt: skip
+        self._state = state
         self.convergence = convergence
-        self.optimize_inducing = bool(optimize_inducing)
 
-    inducing = property(lambda self: self.prior.Z, doc="The inducing inputs Z, shape (M, d).")
-    jitter = property(lambda self: self.prior.jitter)
     q_mean = property(lambda self: self._state.m_v.copy(), doc="E[v], shape (M,).")
 
     @property
     def q_cov(self) -> np.ndarray:
         """S = (I + V diag(W) V^T)^-1, the covariance of the whitened v, shape (M, M)."""
-        return cho_solve(self._state.sites.L_A, np.eye(self._state.m_v.size))
+        return cho_solve(self._state.L_A, np.eye(self._state.m_v.size))
 
     @property
     def warm_start(self) -> tuple[np.ndarray, np.ndarray]:
         """The sites (W, b): pass as ``warm_start`` to start a nearby fit from here."""
         return self._state.W.copy(), self._state.b.copy()
-
-    @property
-    def hyperparameter_names(self) -> list[str]:
-        extra = inducing_names(*self.inducing.shape) if self.optimize_inducing else []
-        return super().hyperparameter_names + extra
-
-    @property
-    def hyperparameters(self) -> np.ndarray:
-        extra = self.inducing.ravel() if self.optimize_inducing else np.zeros(0)
-        return np.concatenate([super().hyperparameters, extra])
 
     @property
     def log_marginal_likelihood(self) -> float:
@@ -178,17 +187,15 @@ class SVGPPosterior(Posterior):
         (:meth:`Kernel.cross_gradient_terms`). d/dm = sum g1.
         """
         prior, st = self.prior, self._state
-        V, L, S = prior.V, prior.L_uu, self.q_cov
+        L, S = prior.L_uu, self.q_cov
         _, g1, g2 = st.expected
         S_I = S - np.eye(S.shape[0])
         theta = self.kernel.diag_gradient(self.X) @ g2
         dZ = np.zeros_like(self.inducing, dtype=float)
         GVt = np.zeros_like(S)
-        rows = max(1, CHUNK_ELEMENTS // S.shape[0])
-        for start in range(0, V.shape[1], rows):
-            i = slice(start, start + rows)
-            Gamma = np.outer(st.m_v, g1[i]) + 2.0 * (S_I @ V[:, i]) * g2[i]
-            GVt += Gamma @ V[:, i].T
+        for i, V in prior.blocks():
+            Gamma = np.outer(st.m_v, g1[i]) + 2.0 * (S_I @ V) * g2[i]
+            GVt += Gamma @ V.T
             t, z = self.kernel.cross_gradient_terms(self.X[i], self.inducing,
                                                     solve_lower_transpose(L, Gamma).T)  # fmt: skip
             theta += t
@@ -211,33 +218,13 @@ class SVGPPosterior(Posterior):
         exactly; the correlations of f given u (K - Q's off-diagonal) are left out, as
         FITC's prior leaves them out, so that a draw costs O(n M) and no n x n matrix."""
         rng = np.random.default_rng(random_seed)
-        st, V = self._state, self.prior.V
+        st = self._state
         z = rng.standard_normal((st.m_v.size, draws))
-        v = st.m_v[:, None] + solve_lower_transpose(st.sites.L_A, z)
-        e = rng.standard_normal((draws, V.shape[1])) * np.sqrt(self.prior.Lam)
-        return self.prior_mean + (V.T @ v).T + e
-
-    def to_inference_data(
-        self, draws: int = 1000, random_seed: int | np.random.Generator | None = None
-    ) -> arviz.InferenceData:
-        """Draws of f at the training inputs (:meth:`sample_latent`) as an InferenceData,
-        as :meth:`GaussianPosterior.to_inference_data` (``attrs`` add M and the jitter)."""
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", FutureWarning)  # arviz's refactor notice
-            import arviz as az
-
-        f = self.sample_latent(draws, random_seed)
-        n = self.X.shape[0]
-        return az.from_dict(
-            posterior={"f": f[None]},
-            observed_data={"y": self.y},
-            coords={"obs": np.arange(n)},
-            dims={"f": ["obs"], "y": ["obs"]},
-            attrs={"method": self.method, "kernel": repr(self.kernel),
-                   "likelihood": self.likelihood.name,
-                   "log_marginal_likelihood": self.log_marginal_likelihood,
-                   "inducing_points": int(self.inducing.shape[0]), "jitter": self.jitter},
-        )  # fmt: skip
+        v = st.m_v[:, None] + solve_lower_transpose(st.L_A, z)
+        f = rng.standard_normal((draws, st.mu.size)) * np.sqrt(self.prior.Lam)
+        for i, V in self.prior.blocks():
+            f[:, i] += (V.T @ v).T
+        return self.prior_mean + f
 
 
 def infer(
@@ -251,6 +238,7 @@ def infer(
     optimize_inducing: bool = OPTIONS["optimize_inducing"],
     jitter: float = OPTIONS["jitter"],
     random_seed: int | np.random.Generator | None = OPTIONS["random_seed"],
+    batch_size: int | None = OPTIONS["batch_size"],
     tol: float = OPTIONS["tol"],
     site_tol: float = OPTIONS["site_tol"],
     max_iter: int = OPTIONS["max_iter"],
@@ -264,14 +252,20 @@ def infer(
         As for :func:`gpc_compare.engines.kl.infer`.
     inducing, optimize_inducing, jitter, random_seed
         As for :func:`gpc_compare.engines.fitc_laplace.infer`.
+    batch_size : int, optional
+        Form K_uf for this many training inputs at a time and never keep the n x M matrix
+        (:class:`~gpc_compare.posterior.FITCPrior`): memory O(M^2 + batch_size M) beyond
+        O(n) vectors, for n whose n x M matrices would not fit, at about twice the time
+        (each pass recomputes the kernel). The result is the same as without: every pass
+        is over all n cases (deterministic, not stochastic minibatches).
     tol, site_tol, max_iter, warm_start
         As for the KL engine (the sites (W, b) act on h = V^T v).
     """
     checked = check_options({"inducing": inducing, "optimize_inducing": optimize_inducing,
-                             "jitter": jitter, "tol": tol, "site_tol": site_tol,
-                             "max_iter": max_iter})  # fmt: skip
+                             "jitter": jitter, "batch_size": batch_size, "tol": tol,
+                             "site_tol": site_tol, "max_iter": max_iter})  # fmt: skip
     Z = choose_inducing(X, checked["inducing"], random_seed)
-    prior = FITCPrior(kernel, X, Z, checked["jitter"])
+    prior = FITCPrior(kernel, X, Z, checked["jitter"], batch_size=checked["batch_size"])
     n = X.shape[0]
     m = 0.0 if mean is None else float(mean)
 
@@ -280,13 +274,7 @@ def infer(
 
     state = make_state(np.zeros(n), np.zeros(n))  # q(v) = N(0, I), the prior
     if warm_start is not None:
-        W0, b0 = (np.asarray(a, dtype=float) for a in warm_start)
-        finite = np.all(np.isfinite(W0) & (W0 >= 0)) and np.all(np.isfinite(b0))
-        if W0.shape != (n,) or b0.shape != (n,) or not finite:
-            raise ValueError(
-                f"warm_start must be (W, b), two arrays of shape ({n},) with W >= 0 and finite"
-            )
-        warm = make_state(W0, b0)
+        warm = make_state(*check_site_warm_start(warm_start, n))
         if warm.elbo >= state.elbo:
             state = warm
     run = maximize_bound(make_state, state, tol=checked["tol"], site_tol=checked["site_tol"],

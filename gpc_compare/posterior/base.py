@@ -185,6 +185,31 @@ class Posterior(ABC):
     def to_inference_data(self, *args, **kwargs) -> arviz.InferenceData:
         """The posterior of f at the training inputs as an ArviZ InferenceData."""
 
+    def _draws_inference_data(self, f: np.ndarray, **attrs: Any) -> arviz.InferenceData:
+        """Draws ``f`` (draws, n) of f at the training inputs as an InferenceData: groups
+        ``posterior`` (``f``, one chain, dimension ``obs``) and ``observed_data`` (``y``);
+        ``attrs`` name the method, kernel and likelihood, give the log marginal likelihood,
+        and add ``attrs``."""
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)  # arviz's refactor notice
+            import arviz as az
+
+        return az.from_dict(
+            posterior={"f": f[None]},
+            observed_data={"y": self.y},
+            coords={"obs": np.arange(self.X.shape[0])},
+            dims={"f": ["obs"], "y": ["obs"]},
+            attrs={
+                "method": self.method,
+                "kernel": repr(self.kernel),
+                "likelihood": self.likelihood.name,
+                "log_marginal_likelihood": self.log_marginal_likelihood,
+                **attrs,
+            },
+        )
+
     def record(self) -> dict[str, Any]:
         """The facts a study stores about this fit, JSON-ready.
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
 from functools import cached_property
 from typing import TYPE_CHECKING
 
@@ -177,21 +176,4 @@ class GaussianPosterior(Posterior):
         ``attrs`` name the method, kernel and likelihood and give the log marginal
         likelihood.
         """
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", FutureWarning)  # arviz's refactor notice
-            import arviz as az
-
-        f = self.sample_latent(draws, random_seed)
-        n = self.X.shape[0]
-        return az.from_dict(
-            posterior={"f": f[None]},
-            observed_data={"y": self.y},
-            coords={"obs": np.arange(n)},
-            dims={"f": ["obs"], "y": ["obs"]},
-            attrs={
-                "method": self.method,
-                "kernel": repr(self.kernel),
-                "likelihood": self.likelihood.name,
-                "log_marginal_likelihood": self.log_marginal_likelihood,
-            },
-        )
+        return self._draws_inference_data(self.sample_latent(draws, random_seed))

@@ -26,7 +26,6 @@ Woodbury, with no W^-1 (sites with W_i = 0 are fine). Every formula needs W >= 0
 
 from __future__ import annotations
 
-import warnings
 from functools import cached_property
 from typing import TYPE_CHECKING
 
@@ -41,7 +40,7 @@ from .base import Convergence, Posterior
 if TYPE_CHECKING:
     import arviz
 
-__all__ = ["FITCPrior", "FITCSites", "SparsePosterior", "inducing_names"]
+__all__ = ["FITCPrior", "FITCSites", "InducingPosterior", "SparsePosterior", "inducing_names"]
 
 #: The gradient's n x M products are formed in blocks of rows of about this many entries.
 CHUNK_ELEMENTS = 2**18
@@ -56,20 +55,40 @@ class FITCPrior:
     """K~ = V^T V + diag(Lambda) from the inducing inputs ``Z`` (module note).
 
     Supports ``K~ @ x`` and ``diagonal()``, the parts of an n x n matrix that Newton's
-    iteration uses.
+    iteration uses, and :meth:`blocks`, V in blocks of columns. With ``batch_size`` V is
+    never stored (``V`` is None): each pass over :meth:`blocks` forms K_uf for
+    ``batch_size`` training inputs at a time, O(M^2 + batch_size M) memory beyond O(n)
+    vectors, for n whose n x M matrices would not fit (SVGP only: FITC's sites need V).
     """
 
-    def __init__(self, kernel: Kernel, X: np.ndarray, Z: np.ndarray, jitter: float) -> None:
+    def __init__(self, kernel: Kernel, X: np.ndarray, Z: np.ndarray, jitter: float,
+                 batch_size: int | None = None) -> None:  # fmt: skip
         self.kernel, self.X, self.Z, self.jitter = kernel, X, Z, float(jitter)
+        self.batch_size = batch_size
         Kuu = kernel(Z)
         self.snu2 = self.jitter * float(np.mean(np.diag(Kuu)))
         Kuu[np.diag_indices_from(Kuu)] += self.snu2
         self.L_uu = cholesky(Kuu, what="K_uu + snu^2 I (the inducing inputs' covariance)")
-        self.V = solve_lower(self.L_uu, kernel(Z, X))  # (M, n): Q = V^T V
         self.k_diag = kernel.diag(X)
+        self.V = None if batch_size else solve_lower(self.L_uu, kernel(Z, X))  # (M, n)
         # Lambda = diag(K - Q) >= snu^2-sized in exact arithmetic; below zero only by
         # rounding (an inducing input on a training input), where it is 0
-        self.Lam = np.maximum(self.k_diag - np.einsum("ij,ij->j", self.V, self.V), 0.0)
+        q_diag = np.empty_like(self.k_diag)
+        for i, V in self.blocks():
+            q_diag[i] = np.einsum("ij,ij->j", V, V)
+        self.Lam = np.maximum(self.k_diag - q_diag, 0.0)
+
+    def blocks(self):
+        """(rows, V[:, rows]) for consecutive blocks of training inputs: views of the stored
+        V (about ``CHUNK_ELEMENTS`` entries each), or formed ``batch_size`` at a time."""
+        n, M = self.X.shape[0], self.Z.shape[0]
+        rows = self.batch_size or max(1, CHUNK_ELEMENTS // M)
+        for start in range(0, n, rows):
+            i = slice(start, min(start + rows, n))
+            if self.V is not None:
+                yield i, self.V[:, i]
+            else:
+                yield i, solve_lower(self.L_uu, self.kernel(self.Z, self.X[i]))
 
     @cached_property
     def scratch(self) -> np.ndarray:
@@ -141,9 +160,10 @@ class FITCSites:
     """Sigma = (K~^-1 + W)^-1 for site precisions ``W`` >= 0 on a FITC prior, factorised
     once: one M x M Cholesky of A = I + V diag(w) V^T (module note)."""
 
-    def __init__(self, prior: FITCPrior, W: np.ndarray, Lam: np.ndarray | None = None) -> None:
-        self.prior, self.W = prior, W
-        self.Lam = prior.Lam if Lam is None else Lam  # (SVGP's sites act on h: Lambda = 0)
+    def __init__(self, prior: FITCPrior, W: np.ndarray) -> None:
+        if prior.V is None:
+            raise ValueError("FITC's sites need V: a FITCPrior without batch_size")
+        self.prior, self.W, self.Lam = prior, W, prior.Lam
         self.d = 1.0 + self.Lam * W
         self.w = W / self.d
         Vw = np.multiply(prior.V, np.sqrt(self.w), out=prior.scratch)
@@ -173,14 +193,58 @@ class FITCSites:
         return np.einsum("ij,ij->i", Ct, Ct) / self.d**2 + self.Lam / self.d
 
 
-class SparsePosterior(Posterior):
+class InducingPosterior(Posterior):
+    """What every sparse posterior shares: the inducing inputs ``Z`` (``inducing``, on
+    ``prior``, a :class:`FITCPrior`), whose coordinates are hyperparameters with
+    ``optimize_inducing`` (``inducing[j,k]``, after the kernel's and the mean), and the
+    export of joint draws (``sample_latent``) to InferenceData."""
+
+    def __init__(self, X, y, kernel, likelihood, mean, *, prior: FITCPrior,
+                 optimize_inducing: bool) -> None:  # fmt: skip
+        super().__init__(X, y, kernel, likelihood, mean)
+        self.prior = prior
+        self.optimize_inducing = bool(optimize_inducing)
+
+    @property
+    def inducing(self) -> np.ndarray:
+        """The inducing inputs Z, shape (M, d)."""
+        return self.prior.Z
+
+    @property
+    def jitter(self) -> float:
+        """snu^2 / mean(diag K_uu), as given."""
+        return self.prior.jitter
+
+    @property
+    def hyperparameter_names(self) -> list[str]:
+        extra = inducing_names(*self.inducing.shape) if self.optimize_inducing else []
+        return super().hyperparameter_names + extra
+
+    @property
+    def hyperparameters(self) -> np.ndarray:
+        extra = self.inducing.ravel() if self.optimize_inducing else np.zeros(0)
+        return np.concatenate([super().hyperparameters, extra])
+
+    def sample_latent(self, draws: int, random_seed=None) -> np.ndarray:  # pragma: no cover
+        raise NotImplementedError
+
+    def to_inference_data(
+        self, draws: int = 1000, random_seed: int | np.random.Generator | None = None
+    ) -> arviz.InferenceData:
+        """Draws of f at the training inputs (:meth:`sample_latent`) as an InferenceData,
+        as :meth:`GaussianPosterior.to_inference_data`; ``attrs`` add M and the jitter."""
+        f = self.sample_latent(draws, random_seed)
+        return self._draws_inference_data(
+            f, inducing_points=int(self.inducing.shape[0]), jitter=self.jitter
+        )
+
+
+class SparsePosterior(InducingPosterior):
     """A Gaussian posterior on the FITC prior: N(f | m + K~ alpha, (K~^-1 + W)^-1).
 
     Predictions use FITC's predictive prior (GPML's ``apxSparse``): k* = Q_*f, the exact
     k(x*, x*), so mean* = m + K_*u beta and var* = k** - K_*u S K_u*, with beta = P alpha
-    and S = P R P^T (M and M x M: O(M^2) per test point). ``inducing`` holds Z; with
-    ``optimize_inducing`` its coordinates are hyperparameters (``inducing[j,k]``, after the
-    kernel's and the mean).
+    and S = P R P^T (M and M x M: O(M^2) per test point).
     """
 
     def __init__(
@@ -198,30 +262,11 @@ class SparsePosterior(Posterior):
         convergence: Convergence,
         optimize_inducing: bool,
     ) -> None:
-        super().__init__(X, y, kernel, likelihood, mean)
-        self.prior, self.sites, self.alpha = prior, sites, alpha
+        super().__init__(X, y, kernel, likelihood, mean, prior=prior,
+                         optimize_inducing=optimize_inducing)  # fmt: skip
+        self.sites, self.alpha = sites, alpha
         self._log_marginal_likelihood = float(log_marginal_likelihood)
         self.convergence = convergence
-        self.optimize_inducing = bool(optimize_inducing)
-
-    @property
-    def inducing(self) -> np.ndarray:
-        """The inducing inputs Z, shape (M, d)."""
-        return self.prior.Z
-
-    @property
-    def jitter(self) -> float:
-        return self.prior.jitter
-
-    @property
-    def hyperparameter_names(self) -> list[str]:
-        extra = inducing_names(*self.inducing.shape) if self.optimize_inducing else []
-        return super().hyperparameter_names + extra
-
-    @property
-    def hyperparameters(self) -> np.ndarray:
-        extra = self.inducing.ravel() if self.optimize_inducing else np.zeros(0)
-        return np.concatenate([super().hyperparameters, extra])
 
     @property
     def log_marginal_likelihood(self) -> float:
@@ -271,29 +316,3 @@ class SparsePosterior(Posterior):
         du = solve_lower_transpose(sites.L_A, z)
         e = rng.standard_normal((draws, g.size)) * np.sqrt(Lam / d)
         return self.prior_mean + g + (V.T @ du).T / d + e
-
-    def to_inference_data(
-        self, draws: int = 1000, random_seed: int | np.random.Generator | None = None
-    ) -> arviz.InferenceData:
-        """Draws of f at the training inputs (:meth:`sample_latent`) as an InferenceData,
-        as :meth:`GaussianPosterior.to_inference_data` (``attrs`` add M and the jitter)."""
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", FutureWarning)  # arviz's refactor notice
-            import arviz as az
-
-        f = self.sample_latent(draws, random_seed)
-        n = self.X.shape[0]
-        return az.from_dict(
-            posterior={"f": f[None]},
-            observed_data={"y": self.y},
-            coords={"obs": np.arange(n)},
-            dims={"f": ["obs"], "y": ["obs"]},
-            attrs={
-                "method": self.method,
-                "kernel": repr(self.kernel),
-                "likelihood": self.likelihood.name,
-                "log_marginal_likelihood": self.log_marginal_likelihood,
-                "inducing_points": int(self.inducing.shape[0]),
-                "jitter": self.jitter,
-            },
-        )
