@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validation import check_class_labels, check_count, check_random_seed, check_X, check_Xy
+from ._validation import (
+    check_class_labels,
+    check_count,
+    check_dense_memory,
+    check_random_seed,
+    check_X,
+    check_Xy,
+)
 from .engines import engines_with, get_engine
 from .engines._inducing import choose_inducing
 from .hyperparameters import maximize
@@ -155,6 +162,8 @@ def fit(
         def value(post):
             return post.loo_log_predictive
 
+    if "sparse" not in can:  # refused before anything n x n is formed, once per fit
+        check_dense_memory(X.shape[0])
     if "sparse" in can:
         # the inducing inputs chosen once (k-means++ seeded here), so every evaluation of
         # an optimisation and the final posterior share them

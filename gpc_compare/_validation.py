@@ -246,15 +246,29 @@ DENSE_MATRICES = 6
 
 
 def available_memory() -> int | None:
-    """Bytes of memory available to a new allocation (Linux's MemAvailable, else the free
-    physical pages), or None where neither can be read."""
+    """Bytes of memory available to a new allocation: Linux's MemAvailable, capped by a
+    container's (cgroup v2) limit less its usage; else the free physical pages; None
+    where none can be read."""
+    available = None
     try:
         with open("/proc/meminfo") as fh:
             for line in fh:
                 if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
+                    available = int(line.split()[1]) * 1024
     except (OSError, ValueError, IndexError):
         pass
+    try:
+        with open("/sys/fs/cgroup/memory.max") as fh:
+            limit = fh.read().strip()
+        with open("/sys/fs/cgroup/memory.current") as fh:
+            used = int(fh.read().strip())
+        if limit != "max":
+            room = int(limit) - used
+            available = room if available is None else min(available, room)
+    except (OSError, ValueError):
+        pass
+    if available is not None:
+        return available
     try:
         import os
 
@@ -287,9 +301,9 @@ def check_dense_memory(n: int) -> None:
 
 def check_kernel_matrix(kernel, X: np.ndarray) -> np.ndarray:
     """K = kernel(X), which must be finite: inputs or hyperparameters so extreme that it
-    overflows give a ValueError here rather than a NaN evidence later. An n too large for
-    a dense engine's memory is refused first (:func:`check_dense_memory`)."""
-    check_dense_memory(X.shape[0])
+    overflows give a ValueError here rather than a NaN evidence later. (An n too large for
+    a dense engine's memory is refused once, before a fit or an optimisation starts:
+    :func:`check_dense_memory`, called by ``gc.fit`` and the study worker.)"""
     with np.errstate(over="ignore", invalid="ignore"):
         K = kernel(X)
     if not np.all(np.isfinite(K)):

@@ -27,7 +27,7 @@ class GPClassifier(ClassifierMixin, BaseEstimator):
 
     Parameters
     ----------
-    method : {"laplace", "ep", "kl", "vb", "mcmc"}
+    method : {"laplace", "ep", "kl", "vb", "mcmc", "fitc_laplace", "fitc_ep", "svgp"}
         The posterior engine (``gpc-compare list engines``; "vb" takes the logistic
         likelihood only).
     kernel : Kernel, optional

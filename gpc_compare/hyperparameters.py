@@ -207,7 +207,12 @@ def maximize(
     if options.get("optimize_inducing"):
         # a sparse engine's inducing inputs (chosen by gc.fit) join theta, unbounded; the
         # restarts draw the kernel's and the mean's values and start every input from Z
-        Z0 = np.asarray(options["inducing"], dtype=float)
+        Z0 = np.asarray(options.get("inducing"), dtype=float)
+        if Z0.ndim != 2 or Z0.shape[1] != X.shape[1]:
+            raise ValueError(
+                "optimize_inducing=True needs the inducing inputs as an (M, d) array (gc.fit "
+                f"chooses them from a count); got {options.get('inducing')!r}"
+            )
         inducing_shape = Z0.shape
         names = names + inducing_names(*Z0.shape)
         free = np.full((Z0.size, 2), [-np.inf, np.inf])

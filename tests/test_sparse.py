@@ -384,3 +384,46 @@ def test_the_scale_study_loads_and_its_summaries_compute():
     assert "FITC-Laplace** comes within 0.01 nats per case of Laplace at M = 128" in " ".join(
         scale.finding(close, growth)
     )
+
+
+def test_a_skipped_source_skips_its_dependants_and_a_rerun_keeps_them(tmp_path, monkeypatch):
+    """With policy "shared" and the source a dense engine too large for memory, the sparse
+    engine that needs its hyperparameters is skipped too (not failed), and a rerun, with or
+    without retrying failures, counts them as finished."""
+    from gpc_compare import study
+    from gpc_compare.study import worker
+
+    path = tmp_path / "shared.toml"
+    path.write_text(
+        'name = "shared"\nseed = 1\nlikelihood = "probit"\n'
+        'datasets = [{name = "breast_cancer", subsample = 120}]\n'
+        '[kernel]\nname = "squared_exponential"\nlengthscale = "sqrt_d"\n'
+        '[hyperparameters]\npolicy = "shared"\nsource = "laplace"\nn_restarts = 0\n'
+        '[splits]\nkind = "kfold"\nn_splits = 2\n[engines.laplace]\n[engines.fitc_ep]\n'
+        "inducing = 10.0\n"  # (a whole-number float is a count)
+    )
+
+    def small(n):
+        return _validation.dense_memory_problem(n, available=100_000)
+
+    monkeypatch.setattr(worker, "dense_memory_problem", small)
+    summary = study.run_study(path, tmp_path / "out", workers=1)
+    assert (summary.done, summary.failed) == (4, 0)
+    jobs = pd.read_csv(tmp_path / "out" / "shared" / "jobs.csv")
+    assert (jobs.status == "skipped").all()
+    assert jobs[jobs.engine == "fitc_ep"].error.str.contains("which was skipped").all()
+    for retry in (True, False):
+        again = study.run_study(path, tmp_path / "out", workers=1, retry_failed=retry)
+        assert (again.skipped, again.done, again.failed, again.failed_earlier) == (4, 0, 0, [])
+
+
+def test_inducing_counts_and_maximize_messages():
+    X, y = toy_data(n=30, d=2)
+    assert gc.fit(X, y, method="fitc_ep", inducing=5.0).inducing.shape == (5, 2)
+    with pytest.raises(ValueError, match="count of inducing inputs"):
+        gc.fit(X, y, method="fitc_ep", inducing=True)
+    from gpc_compare.hyperparameters import maximize
+
+    with pytest.raises(ValueError, match=r"optimize_inducing=True needs the inducing inputs"):
+        maximize(fitc_ep, X, y, SquaredExponential(), get_likelihood("probit"), None,
+                 optimize_inducing=True, inducing=8)  # fmt: skip

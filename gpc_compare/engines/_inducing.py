@@ -34,7 +34,13 @@ def _check_inducing(value: object, name: str) -> Any:
     """An inducing-point count (int >= 1) or an (M, d) array of finite inputs."""
     if value is None:
         return None
-    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+    if isinstance(value, (bool, np.bool_)):
+        raise ValueError(
+            f"{name} must be a count of inducing inputs or an (M, d) array, got {value}"
+        )
+    if isinstance(value, (float, np.floating)) and float(value).is_integer():
+        value = int(value)  # (a count written 128.0)
+    if isinstance(value, (int, np.integer)):
         if value < 1:
             raise ValueError(f"{name} must be a count >= 1 or an (M, d) array, got {value}")
         return int(value)

@@ -186,6 +186,7 @@ def infer(
     out = run.iterate(state, "parallel", checked["damping"] or 1.0, adaptive,
                       checked["max_sweeps"], accelerate=True)  # fmt: skip
     state, sweeps = out.state, out.sweeps
+    prior.drop_scratch()  # (the posterior keeps V and Z, not the work buffer)
     if not np.isfinite(state.log_marginal_likelihood):
         raise FloatingPointError(
             "FITC-EP produced a non-finite evidence (a cavity lost positive precision); "

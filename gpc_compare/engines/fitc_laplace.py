@@ -147,6 +147,7 @@ def infer(
                          max_iter=checked["max_iter"], stacklevel=2)  # fmt: skip
     derivs = res.extra[1]
     sites = FITCSites(prior, -derivs[2])  # factorised at the final mode
+    prior.drop_scratch()  # (the posterior keeps V and Z, not the work buffer)
     # R&W eq. 3.32: log q(y | X) = -Psi - 1/2 log|B|
     lml = -res.psi - 0.5 * sites.log_det_B
     return FITCLaplacePosterior(

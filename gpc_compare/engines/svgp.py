@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import warnings
 from functools import cached_property
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 import scipy.linalg
@@ -40,9 +40,6 @@ from ..posterior import Convergence, FITCPrior
 from ..posterior.sparse import InducingPosterior
 from ._inducing import SPARSE_OPTION_CHECKS, SPARSE_OPTIONS, choose_inducing
 from ._sites import bound_message, check_site_warm_start, maximize_bound
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = ["SVGPPosterior", "check_options", "infer"]
 
@@ -155,11 +152,11 @@ class SVGPPosterior(InducingPosterior):
 
     @property
     def latent_mean(self) -> np.ndarray:
-        return self._state.mu
+        return self._state.mu.copy()
 
     @property
     def latent_var(self) -> np.ndarray:
-        return self._state.var
+        return self._state.var.copy()
 
     @cached_property
     def _predictive(self) -> tuple[np.ndarray, np.ndarray]:

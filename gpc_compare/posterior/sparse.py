@@ -92,9 +92,15 @@ class FITCPrior:
 
     @cached_property
     def scratch(self) -> np.ndarray:
-        """An (M, n) work buffer the sites reuse for their n x M temporaries (a fresh one at
-        each of the hundreds of factorisations of a fit costs page faults); never kept."""
-        return np.empty_like(self.V)
+        """An (M, n) work buffer (C order, so that its transpose is the Fortran array BLAS
+        solves in place) the sites reuse for their n x M temporaries: a fresh one at each of
+        a fit's factorisations costs page faults. The engines drop it when a fit ends
+        (:meth:`drop_scratch`), so a posterior does not keep it."""
+        return np.empty(self.V.shape)
+
+    def drop_scratch(self) -> None:
+        """Release :attr:`scratch` (rebuilt if asked for again)."""
+        self.__dict__.pop("scratch", None)
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -187,7 +193,7 @@ class FITCSites:
     def diag_sigma(self) -> np.ndarray:
         """diag Sigma = |L_A^-1 v_i|^2 / d_i^2 + Lambda_i / d_i."""
         np.copyto(self.prior.scratch, self.prior.V)
-        # C^T = V^T L_A^-T, in place on the buffer's Fortran view (BLAS dtrsm)
+        # C^T = V^T L_A^-T, in place on the C-order buffer's Fortran view (BLAS dtrsm)
         Ct = blas.dtrsm(1.0, self.L_A, self.prior.scratch.T, side=1, lower=1, trans_a=1,
                         overwrite_b=1)  # fmt: skip
         return np.einsum("ij,ij->i", Ct, Ct) / self.d**2 + self.Lam / self.d

@@ -142,6 +142,9 @@ def _profile(job, rec, method: str, n_points: int, half_width: float) -> list[Pr
     theta0 = np.asarray(rec["hyperparameters"]["values"], dtype=float)
     bounds = np.vstack([kernel.bounds, [MEAN_BOUNDS]])[: len(names)]
     options = {k: v for k, v in job.options.items() if k not in ("objective",)}
+    if rec.get("inducing"):  # a sparse engine: at the job's own inducing inputs, held
+        options["inducing"] = np.asarray(rec["inducing"]["values"], dtype=float)
+        options.pop("optimize_inducing", None)
     warm = "warm_start" in get_engine(method).OPTIONS and "warm_start" not in options
     out = []
     for name in shown_hyperparameters(names):

@@ -228,8 +228,21 @@ def failure_record(job: Job, exc: BaseException) -> dict[str, Any]:
     }
 
 
-def failed_dependency(job: Job, source: Job | None) -> dict[str, Any]:
-    """The record of a job not run because the job whose hyperparameters it needs failed."""
+def failed_dependency(
+    job: Job, source: Job | None, source_record: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The record of a job not run because the job whose hyperparameters it needs failed
+    (status "failed"), or was skipped as too large for its engine (status "skipped", the
+    same reason)."""
     what = source.describe() if source is not None else job.depends_on
+    if source_record is not None and source_record.get("status") == "skipped":
+        record = failure_record(job, RuntimeError(""))
+        record.pop("traceback")
+        record["status"] = "skipped"
+        reason = str(source_record.get("error", "")).removeprefix("skipped: ")
+        record["error"] = (
+            f"skipped: it needs the hyperparameters of {what}, which was skipped ({reason})"
+        )
+        return record
     exc = RuntimeError(f"not run: it needs the hyperparameters of {what}, which failed")
     return failure_record(job, exc)

@@ -176,8 +176,8 @@ def _run_locked(config, output, result_dir, workers, scheduler, retry_failed, pr
     finished = {
         j.id
         for j in jobs
-        if j.id in records and (records[j.id]["status"] == "ok" or not retry_failed)
-    }
+        if j.id in records and (records[j.id]["status"] in ("ok", "skipped") or not retry_failed)
+    }  # (a skipped job, too large for its engine, is not retried: it would be skipped again)
     todo = [j for j in jobs if j.id not in finished]
     by_id = {j.id: j for j in jobs}
     bar = _Progress(len(jobs), len(finished), progress)
@@ -229,7 +229,7 @@ def _run_locked(config, output, result_dir, workers, scheduler, retry_failed, pr
                 is_ready, dep = ready(job)
                 if is_ready and dep is not None and dep["status"] != "ok":
                     pending.remove(job)
-                    finish(job, failed_dependency(job, by_id[job.depends_on]))
+                    finish(job, failed_dependency(job, by_id[job.depends_on], dep))
                     progressed = True
             chosen = next_jobs(pending, running.values(), executor.capacity,
                                lambda j: ready(j)[0])  # fmt: skip
@@ -252,7 +252,8 @@ def _run_locked(config, output, result_dir, workers, scheduler, retry_failed, pr
                     record = future.result()
                 except Exception as exc:  # the worker itself died
                     record = failure_record(job, exc)
-                cost.observe(job, time.perf_counter() - started[job.id])
+                if record["status"] != "skipped":  # (a skip costs nothing: no estimate)
+                    cost.observe(job, time.perf_counter() - started[job.id])
                 finish(job, record)
                 bar.last.append(f"{job.describe()}: {record['status']}")
             if not pending:
@@ -277,7 +278,7 @@ def _run_locked(config, output, result_dir, workers, scheduler, retry_failed, pr
         failed_earlier=[
             f"{j.describe()}: {records[j.id].get('error', '')}"
             for j in jobs
-            if j.id in finished and records[j.id]["status"] != "ok"
+            if j.id in finished and records[j.id]["status"] == "failed"
         ],
         set_aside=set_aside_notes,
     )
