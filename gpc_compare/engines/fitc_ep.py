@@ -112,8 +112,12 @@ class FITCEPPosterior(SparsePosterior):
         self.tau_cav, self.nu_cav = state.tau_cav, state.nu_cav
 
     @property
+    def latent_mean(self) -> np.ndarray:
+        return self._state.mu.copy()  # (m + Sigma p, as the last sweep computed it)
+
+    @property
     def latent_var(self) -> np.ndarray:
-        return self._state.dSigma
+        return self._state.dSigma.copy()
 
     @property
     def warm_start(self) -> tuple[np.ndarray, np.ndarray]:

@@ -160,17 +160,12 @@ class SVGPPosterior(InducingPosterior):
 
     @cached_property
     def _predictive(self) -> tuple[np.ndarray, np.ndarray]:
+        """beta = L^-T m_v and C = L^-T (I - S) L^-1 (the class note)."""
         L = self.prior.L_uu
         beta = solve_lower_transpose(L, self._state.m_v)  # L^-T m_v
         D = np.eye(beta.size) - self.q_cov
         C = solve_lower_transpose(L, solve_lower_transpose(L, D).T)  # L^-T (I - S) L^-1
         return beta, 0.5 * (C + C.T)
-
-    def _predict_latent(self, Xs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        beta, C = self._predictive
-        Ksu = self.kernel(Xs, self.inducing)
-        var = self.kernel.diag(Xs) - np.einsum("ij,ij->i", Ksu @ C, Ksu)
-        return self.prior_mean + Ksu @ beta, np.maximum(var, 0.0)
 
     @cached_property
     def log_marginal_likelihood_gradient(self) -> np.ndarray:

@@ -138,7 +138,7 @@ class FITCPrior:
         P, V, w = self.P, self.V, sites.w
         Pw = V * w  # V diag(w): R = diag(w) - Pw^T A^-1 Pw
         APw_PT = cho_solve(sites.L_A, Pw @ P.T)  # A^-1 Pw P^T, (M, M)
-        g_diag = r_coef * (w - np.einsum("ij,ij->j", Pw, cho_solve(sites.L_A, Pw)))
+        g_diag = r_coef * (w - w * w * sites.h_var)  # diag R = w - w^2 diag(V^T A^-1 V)
         for a, b in G_lowrank:
             g_diag += a * b
         lowrank = [(a, b, P @ a, P @ b) for a, b in G_lowrank]
@@ -190,13 +190,19 @@ class FITCSites:
         u = cho_solve(self.L_A, V @ (p / d))
         return (V.T @ u + Lam * p) / d
 
-    def diag_sigma(self) -> np.ndarray:
-        """diag Sigma = |L_A^-1 v_i|^2 / d_i^2 + Lambda_i / d_i."""
+    @cached_property
+    def h_var(self) -> np.ndarray:
+        """diag(V^T A^-1 V) = |L_A^-1 v_i|^2 (the diagonal Sigma and the gradient's
+        diag R are made of), computed once."""
         np.copyto(self.prior.scratch, self.prior.V)
         # C^T = V^T L_A^-T, in place on the C-order buffer's Fortran view (BLAS dtrsm)
         Ct = blas.dtrsm(1.0, self.L_A, self.prior.scratch.T, side=1, lower=1, trans_a=1,
                         overwrite_b=1)  # fmt: skip
-        return np.einsum("ij,ij->i", Ct, Ct) / self.d**2 + self.Lam / self.d
+        return np.einsum("ij,ij->i", Ct, Ct)
+
+    def diag_sigma(self) -> np.ndarray:
+        """diag Sigma = |L_A^-1 v_i|^2 / d_i^2 + Lambda_i / d_i."""
+        return self.h_var / self.d**2 + self.Lam / self.d
 
 
 class InducingPosterior(Posterior):
@@ -230,6 +236,17 @@ class InducingPosterior(Posterior):
     def hyperparameters(self) -> np.ndarray:
         extra = self.inducing.ravel() if self.optimize_inducing else np.zeros(0)
         return np.concatenate([super().hyperparameters, extra])
+
+    @property
+    def _predictive(self) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover
+        """(beta, C) with mean* = m + K_*u beta and var* = k** - K_*u C K_u*."""
+        raise NotImplementedError
+
+    def _predict_latent(self, Xs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        beta, C = self._predictive
+        Ksu = self.kernel(Xs, self.inducing)
+        var = self.kernel.diag(Xs) - np.einsum("ij,ij->i", Ksu @ C, Ksu)
+        return self.prior_mean + Ksu @ beta, np.maximum(var, 0.0)
 
     def sample_latent(self, draws: int, random_seed=None) -> np.ndarray:  # pragma: no cover
         raise NotImplementedError
@@ -287,18 +304,13 @@ class SparsePosterior(InducingPosterior):
         return self.sites.diag_sigma()
 
     @cached_property
-    def _beta_S(self) -> tuple[np.ndarray, np.ndarray]:
+    def _predictive(self) -> tuple[np.ndarray, np.ndarray]:
+        """beta = P alpha and C = P R P^T (FITC's predictive prior k* = Q_*f)."""
         P, sites = self.prior.P, self.sites
         Pw = self.prior.V * sites.w
         Pw_PT = Pw @ P.T  # V diag(w) P^T, (M, M)
-        S = (P * sites.w) @ P.T - Pw_PT.T @ cho_solve(sites.L_A, Pw_PT)  # P R P^T
-        return P @ self.alpha, 0.5 * (S + S.T)
-
-    def _predict_latent(self, Xs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        beta, S = self._beta_S
-        Ksu = self.kernel(Xs, self.inducing)
-        var = self.kernel.diag(Xs) - np.einsum("ij,ij->i", Ksu @ S, Ksu)
-        return self.prior_mean + Ksu @ beta, np.maximum(var, 0.0)
+        C = (P * sites.w) @ P.T - Pw_PT.T @ cho_solve(sites.L_A, Pw_PT)  # P R P^T
+        return P @ self.alpha, 0.5 * (C + C.T)
 
     def _gradient(self, lowrank: list, extra_mean: float = 0.0) -> np.ndarray:
         """The gradient of the evidence <G, dK~> with G = sum sym(a b^T) - R / 2 (the
