@@ -389,18 +389,9 @@ def infer(
             "EP produced a non-finite evidence (a cavity lost positive precision); "
             "try schedule='sequential' or stronger damping"
         )
-    state, sweeps, converged = out.state, out.sweeps, out.converged
-    change, site_change = out.change, out.site_change
-    if converged:
-        message = (
-            f"converged after {sweeps} sweeps ({ran}): evidence change {change:.2e}, "
-            f"site change {site_change:.2e}"
-        )
-    else:
-        message = (
-            f"not converged after {sweeps} sweeps ({ran}; evidence change {change:.2e}, "
-            f"site change {site_change:.2e}; tol {tol:g}, site_tol {site_tol:g})"
-        )
+    state, sweeps, converged, change = out.state, out.sweeps, out.converged, out.change
+    message = out.message(ran, tol, site_tol)
+    if not converged:
         warnings.warn(f"EP {message}", RuntimeWarning, stacklevel=2)
     return EPPosterior(
         X,
@@ -428,6 +419,15 @@ class _Outcome(NamedTuple):
     change: float
     site_change: float
     why: str = ""
+
+    def message(self, ran: str, tol: float, site_tol: float) -> str:
+        """How the run ended, for ``Convergence.message`` (``ran``: the schedule(s))."""
+        if self.converged:
+            return (f"converged after {self.sweeps} sweeps ({ran}): evidence change "
+                    f"{self.change:.2e}, site change {self.site_change:.2e}")  # fmt: skip
+        return (f"not converged after {self.sweeps} sweeps ({ran}; evidence change "
+                f"{self.change:.2e}, site change {self.site_change:.2e}; tol {tol:g}, "
+                f"site_tol {site_tol:g})")  # fmt: skip
 
 
 class _Run:

@@ -196,12 +196,8 @@ def infer(
             "FITC-EP produced a non-finite evidence (a cavity lost positive precision); "
             "try a fixed damping below 1, e.g. damping=0.5"
         )
-    if out.converged:
-        message = (f"converged after {sweeps} sweeps (parallel): evidence change "
-                   f"{out.change:.2e}, site change {out.site_change:.2e}")  # fmt: skip
-    else:
-        message = (f"not converged after {sweeps} sweeps (parallel; evidence change "
-                   f"{out.change:.2e}, site change {out.site_change:.2e})")  # fmt: skip
+    message = out.message("parallel", checked["tol"], checked["site_tol"])
+    if not out.converged:
         warnings.warn(f"FITC-EP {message}", RuntimeWarning, stacklevel=2)
     return FITCEPPosterior(
         X,
