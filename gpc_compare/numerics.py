@@ -31,6 +31,7 @@ __all__ = [
     "log_sigmoid_d2",
     "newton_1d",
     "probit_ratio",
+    "add_outer",
     "sigmoid",
 ]
 
@@ -241,6 +242,24 @@ def inverse_from_triangular_inverse(Linv: np.ndarray) -> np.ndarray:
     inv = np.tril(inv)
     inv += np.tril(inv, -1).T
     return inv
+
+
+def add_outer(A: np.ndarray, c: float, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """A += c x y^T in place (BLAS ``dger``: one pass over A, no n x n temporary).
+
+    ``A`` must be a C- or Fortran-contiguous float64 array; returned for chaining.
+    """
+    x = np.ascontiguousarray(x, dtype=float)
+    y = np.ascontiguousarray(y, dtype=float)
+    if A.flags.f_contiguous:
+        out = scipy.linalg.blas.dger(c, x, y, a=A, overwrite_a=1)
+    elif A.flags.c_contiguous:  # A^T is Fortran-ordered: A^T += c y x^T
+        out = scipy.linalg.blas.dger(c, y, x, a=A.T, overwrite_a=1)
+    else:
+        raise ValueError("add_outer needs a contiguous array")
+    if not np.shares_memory(out, A):  # pragma: no cover - only if BLAS copied
+        A[...] = out if A.flags.f_contiguous else out.T
+    return A
 
 
 def solve_lower(L: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -395,7 +395,9 @@ def test_auto_schedule_is_parallel_where_parallel_converges(data):
     auto = gc.fit(X, y, method="ep", kernel=k)
     par = gc.fit(X, y, method="ep", kernel=k, schedule="parallel")
     assert auto.convergence.schedule == "parallel" and auto.convergence.converged
-    assert auto.log_marginal_likelihood == par.log_marginal_likelihood
+    # the same fixed point: each run stops at the first state within the tolerances
+    # (tol = 1e-10 on the evidence), and Anderson's steps reach it by another path
+    assert auto.log_marginal_likelihood == pytest.approx(par.log_marginal_likelihood, abs=1e-10)
     assert ep.OPTIONS["schedule"] == "auto"
 
 

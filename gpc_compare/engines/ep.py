@@ -45,7 +45,14 @@ from .._validation import (
 )
 from ..kernels import Kernel
 from ..likelihoods import Likelihood, Probit
-from ..numerics import cho_solve, chol_B, inverse_from_triangular_inverse, probit_ratio, solve_lower
+from ..numerics import (
+    add_outer,
+    cho_solve,
+    chol_B,
+    inverse_from_triangular_inverse,
+    probit_ratio,
+    solve_lower,
+)
 from ..posterior import Convergence, GaussianPosterior
 from ._ep_sites import ep_log_evidence, probit_site_jacobian, sequential_sweep, site_update
 from ._sites import anderson, check_site_warm_start, marginal_variances_and_inverse
@@ -256,7 +263,8 @@ class EPPosterior(GaussianPosterior):
         A = np.eye(n) - self._Sigma * self.ttau[None, :]
         M = A.T @ (a[:, None] * A)
         u, v = A.T @ b, A.T @ self._state.p
-        M += 0.5 * (np.multiply.outer(u, v) + np.multiply.outer(v, u))  # u^T dK v, dK symmetric
+        add_outer(M, 0.5, u, v)  # u^T dK v, dK symmetric
+        add_outer(M, 0.5, v, u)
         grads = list(self.kernel.gradient_terms(self.X, M, K=self.K)[0])
         if self.mean is not None:
             grads.append(float(b @ A.sum(axis=1)))
@@ -471,6 +479,16 @@ class _Run:
                     lik, y, state.tau_cav, state.nu_cav, (state.tilted_mean, state.tilted_var)
                 )
                 up_ttau = np.maximum(up_ttau, 0.0)  # tau~ kept non-negative
+                # this state's own residual: where it and the last evidence change are within
+                # the tolerances, the state is converged as it stands (no further state,
+                # i.e. no further factorisation, needed to say so)
+                residual = max(np.max(np.abs(up_ttau - ttau)), np.max(np.abs(up_tnu - tnu)))
+                if (
+                    sweeps > self.min_sweeps
+                    and change < max(self.tol, state.noise)
+                    and residual < self.site_tol
+                ):
+                    return _Outcome(state, sweeps - 1, True, change, residual)
                 new_ttau = (1 - damping) * ttau + damping * up_ttau
                 new_tnu = (1 - damping) * tnu + damping * up_tnu
             new_state, candidate = None, False

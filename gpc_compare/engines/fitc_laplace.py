@@ -136,20 +136,34 @@ def infer(
         derivs = likelihood.derivatives(y, g + m)
         return _objective(alpha, g, derivs[0]), (g, derivs)
 
+    factor: list[FITCSites] = []  # the last factorisation, for chord steps
+
     def direction(alpha: np.ndarray, at: tuple) -> np.ndarray:
-        g, (_, d1, d2, _) = at
-        W = -d2
-        b = W * g + d1  # R&W Alg. 3.1 line 6
-        return b - FITCSites(prior, W).R(prior @ b)  # lines 7-8: b - sW B^-1 sW K~ b
+        factor[:] = [FITCSites(prior, -at[1][2])]
+        return chord(alpha, at)
+
+    def chord(alpha: np.ndarray, at: tuple) -> np.ndarray:
+        # R&W Alg. 3.1 lines 6-8 with the last factorised W: b - sW B^-1 sW K~ b
+        g, (_, d1, _, _) = at
+        sites = factor[0]
+        b = sites.W * g + d1
+        return b - sites.R(prior @ b)
 
     alpha, psi, at = _newton.start(state, (X.shape[0],), warm_start, "alpha", candidates=True)
     res = _newton.newton(state, direction, alpha, psi, at, prior, tol=checked["tol"],
-                         max_iter=checked["max_iter"], stacklevel=2)  # fmt: skip
+                         max_iter=checked["max_iter"], stacklevel=2, chord=chord)  # fmt: skip
     derivs = res.extra[1]
     sites = FITCSites(prior, -derivs[2])  # factorised at the final mode
     prior.drop_scratch()  # (the posterior keeps V and Z, not the work buffer)
     # R&W eq. 3.32: log q(y | X) = -Psi - 1/2 log|B|
     lml = -res.psi - 0.5 * sites.log_det_B
+    convergence = Convergence(
+        res.converged,
+        res.iterations,
+        res.change,
+        res.message,
+        factorizations=res.factorizations + 1,
+    )  # (the last factorisation is at the mode)
     return FITCLaplacePosterior(
         X,
         y,
@@ -160,7 +174,7 @@ def infer(
         sites=sites,
         alpha=res.x,
         log_marginal_likelihood=lml,
-        convergence=Convergence(res.converged, res.iterations, res.change, res.message),
+        convergence=convergence,
         optimize_inducing=checked["optimize_inducing"],
         derivatives=derivs,
     )

@@ -177,17 +177,25 @@ def infer(
         derivs = lik.derivatives(y, f)
         return _objective(alpha, f, m, derivs[0]), (f, derivs)
 
+    factor: list[np.ndarray] = []  # (W, sW, L) of the last factorisation, for chord steps
+
     def direction(alpha: np.ndarray, at: tuple) -> np.ndarray:
-        f, (lp, d1, d2, _) = at
-        W = -d2
+        W = -at[1][2]
         sW = np.sqrt(W)
-        L = chol_B(K, sW)
-        b = W * (f - m) + d1  # R&W Alg. 3.1 line 6
-        return b - sW * cho_solve(L, sW * (K @ b))  # lines 7-8: Newton step in alpha
+        factor[:] = W, sW, chol_B(K, sW)
+        return chord(alpha, at)
+
+    def chord(alpha: np.ndarray, at: tuple) -> np.ndarray:
+        # R&W Alg. 3.1 lines 6-8 with the last factorised W (the Newton step when W is the
+        # current one): alpha_new = b - sW B^-1 sW K b, b = W (f - m) + grad log p(y | f)
+        f, (_, d1, _, _) = at
+        W, sW, L = factor
+        b = W * (f - m) + d1
+        return b - sW * cho_solve(L, sW * (K @ b))
 
     alpha, psi, at = _newton.start(state, (n,), warm_start, "alpha", candidates=True)
     res = _newton.newton(state, direction, alpha, psi, at, K, tol=tol, max_iter=max_iter,
-                         stacklevel=2)  # fmt: skip
+                         stacklevel=2, chord=chord)  # fmt: skip
     alpha, psi, (_, derivs) = res.x, res.psi, res.extra
 
     # factorise once more at the final mode: the evidence needs B at f^ exactly
@@ -198,6 +206,13 @@ def infer(
     # R&W Alg. 3.1 line 10 / eq. 3.32 / Bishop 6.90:
     # log q(y|X) = -1/2 alpha^T (f^ - m) + sum log p(y|f^) - sum log diag L
     lml = -psi - float(np.log(np.diag(L)).sum())
+    convergence = Convergence(
+        res.converged,
+        res.iterations,
+        res.change,
+        res.message,
+        factorizations=res.factorizations + 1,
+    )  # (the last factorisation is at the mode)
     return LaplacePosterior(
         X,
         y,
@@ -209,7 +224,7 @@ def infer(
         sW=sW,
         L=L,
         log_marginal_likelihood=lml,
-        convergence=Convergence(res.converged, res.iterations, res.change, res.message),
+        convergence=convergence,
         W=W,
         derivatives=derivs,
     )

@@ -166,20 +166,30 @@ class _Stationary(Kernel):
         traces, products = [], []
         var_trace, var_product = None, None
         A = None
+        # A with its diagonal zeroed. For the squared exponential A = K: with no V, K is
+        # used as it is (G's diagonal zeroed instead); with V, A V must be exact (taking
+        # diag(K) V off K V would lose it where K is nearly diagonal), so K is copied and
+        # K V = A V + diag(K) V follows from it
+        K_diag = None
         if not self._lengthscale.fixed:
             if r2 is None:  # the squared exponential: g = kappa, A = K
-                A = K.copy()
+                K_diag = np.diag(K).copy()
+                A = K if V is None else K.copy()
             else:
                 A = self.variance * self._g(r2)
+            if A is not K:
+                np.fill_diagonal(A, 0.0)
         if not self._variance.fixed:  # dK/d log sigma_f^2 = K
             if K is None:
-                K = A if A is not None and self._g_is_kappa else self.variance * self._kappa(r2)
+                K = self.variance * self._kappa(r2)
             var_trace = float(np.vdot(M, K))
-            var_product = None if V is None else K @ V
+            if V is not None and K_diag is None:  # (else from A V below)
+                var_product = K @ V
         if A is not None:
-            np.fill_diagonal(A, 0.0)  # (after K's use: A may be K)
             S = (X - X.mean(axis=0)) / self._lengthscale.value
             G = M * A
+            if A is K:
+                np.fill_diagonal(G, 0.0)
             GS = G @ S
             t = 2.0 * (S * S).T @ G.sum(axis=1) - 2.0 * np.sum(S * GS, axis=0)
             traces.extend(t if self.ard else [float(np.sum(t))])
@@ -189,6 +199,8 @@ class _Stationary(Kernel):
                 S2V = (S[:, :, None] ** 2 * V[:, None, :]).reshape(n, d * k)
                 AV = A @ np.column_stack([V, SV, S2V])
                 Av = AV[:, :k]
+                if K_diag is not None and var_trace is not None:
+                    var_product = Av + K_diag[:, None] * V
                 ASV = AV[:, k : k + d * k].reshape(n, d, k)
                 AS2V = AV[:, k + d * k :].reshape(n, d, k)
                 P = (S * S)[:, :, None] * Av[:, None, :] - 2.0 * S[:, :, None] * ASV + AS2V

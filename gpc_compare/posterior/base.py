@@ -37,6 +37,10 @@ class Convergence(NamedTuple):
     schedule : str or None
         The schedule that ran, where an engine has several (EP: "parallel", "sequential",
         or "parallel (...), then sequential" when its default fell back); else None.
+    factorizations : int or None
+        The O(n^3) (sparse: O(n M^2)) factorisations done, where an engine counts them
+        (binary Laplace: one per Newton step, none per chord step, and one at the mode);
+        else None.
     """
 
     converged: bool
@@ -44,6 +48,7 @@ class Convergence(NamedTuple):
     last_change: float
     message: str
     schedule: str | None = None
+    factorizations: int | None = None
 
 
 @dataclass(frozen=True)

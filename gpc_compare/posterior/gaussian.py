@@ -9,7 +9,7 @@ import numpy as np
 
 from ..kernels import Kernel
 from ..likelihoods import Likelihood
-from ..numerics import JITTER, cho_inverse, cholesky, solve_lower
+from ..numerics import JITTER, add_outer, cho_inverse, cholesky, solve_lower
 from .base import Convergence, Posterior
 
 if TYPE_CHECKING:
@@ -130,12 +130,11 @@ class GaussianPosterior(Posterior):
         (else None).
         """
         alpha = self.alpha
-        M = np.multiply.outer(0.5 * alpha, alpha)
-        M -= 0.5 * self._R
+        M = np.multiply(self._R, -0.5)
+        add_outer(M, 0.5, alpha, alpha)  # (rank-one updates in place: no n x n temporaries)
         if v is not None:
-            uv = np.multiply.outer(0.5 * u, v)
-            M += uv
-            M += uv.T
+            add_outer(M, 0.5, u, v)
+            add_outer(M, 0.5, v, u)
         traces, products = self.kernel.gradient_terms(
             self.X, M, None if v is None else v[:, None], K=self.K
         )
