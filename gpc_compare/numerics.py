@@ -227,10 +227,19 @@ def cho_inverse(L: np.ndarray) -> np.ndarray:
     inv, info = scipy.linalg.lapack.dpotri(L, lower=1)
     if info != 0:
         raise np.linalg.LinAlgError(f"dpotri failed (info = {info}): L is singular")
-    # dpotri fills the lower triangle only: mirror it
-    inv = np.tril(inv)
-    inv += np.tril(inv, -1).T
-    return inv
+    return _mirror_lower(inv)  # (dpotri fills the lower triangle only)
+
+
+def _mirror_lower(A: np.ndarray, block: int = 128) -> np.ndarray:
+    """A's lower triangle copied onto its upper one, in place, by blocks of columns (no
+    n x n temporary: at n = 500 each fresh n x n array costs page faults as well)."""
+    n = A.shape[0]
+    for j in range(0, n, block):
+        e = min(j + block, n)
+        D = A[j:e, j:e]
+        D[...] = np.tril(D) + np.tril(D, -1).T
+        A[j:e, e:] = A[e:, j:e].T
+    return A
 
 
 def inverse_from_triangular_inverse(Linv: np.ndarray) -> np.ndarray:
@@ -239,9 +248,7 @@ def inverse_from_triangular_inverse(Linv: np.ndarray) -> np.ndarray:
     inv, info = scipy.linalg.lapack.dlauum(Linv, lower=1)
     if info != 0:  # pragma: no cover - dlauum fails only on bad arguments
         raise np.linalg.LinAlgError(f"dlauum failed (info = {info})")
-    inv = np.tril(inv)
-    inv += np.tril(inv, -1).T
-    return inv
+    return _mirror_lower(inv)
 
 
 def add_outer(A: np.ndarray, c: float, x: np.ndarray, y: np.ndarray) -> np.ndarray:

@@ -189,8 +189,10 @@ class EPPosterior(GaussianPosterior):
         marginal variances computed (one ``dlauum``, not a ``dpotri``)."""
         if self._state.Linv is None:
             return super()._R
-        Binv = inverse_from_triangular_inverse(self._state.Linv)
-        return self.sW[:, None] * Binv * self.sW[None, :]
+        R = inverse_from_triangular_inverse(self._state.Linv)
+        R *= self.sW[:, None]  # (in place: no further n x n arrays)
+        R *= self.sW[None, :]
+        return R
 
     @property
     def warm_start(self) -> tuple[np.ndarray, np.ndarray]:

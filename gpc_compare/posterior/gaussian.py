@@ -87,7 +87,10 @@ class GaussianPosterior(Posterior):
     @cached_property
     def _R(self) -> np.ndarray:
         """R = sW B^-1 sW = (K + W^-1)^-1 (R&W eq. 3.27 ff.), from one ``dpotri`` of L."""
-        return self.sW[:, None] * cho_inverse(self.L) * self.sW[None, :]
+        R = cho_inverse(self.L)
+        R *= self.sW[:, None]  # (in place: no further n x n arrays)
+        R *= self.sW[None, :]
+        return R
 
     @cached_property
     def _diag_sigma(self) -> np.ndarray:
