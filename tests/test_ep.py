@@ -425,3 +425,26 @@ def test_gradient_R_from_the_last_sweeps_triangular_inverse(data):
     assert post._state.Linv is not None
     direct = post.sW[:, None] * cho_inverse(post.L) * post.sW[None, :]
     np.testing.assert_allclose(post._R, direct, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("sf2", [1.0, 100.0])
+def test_parallel_ep_stops_at_a_state_within_its_own_tolerances(data, sf2):
+    """The parallel (and "auto") schedule returns the first state whose own residual (the
+    site update at its cavities, R&W eq. 3.59, minus its sites) is below site_tol and
+    whose evidence moved by less than tol into it: no further factorisation to confirm."""
+    from gpc_compare.engines._ep_sites import site_update
+
+    X, y = data
+    k = SquaredExponential(0.8, sf2)
+    tight = gc.fit(X, y, method="ep", kernel=k, **TIGHT)
+    for schedule in ("parallel", "auto"):
+        post = gc.fit(X, y, method="ep", kernel=k, schedule=schedule)
+        assert post.convergence.converged
+        up_tau, up_nu = site_update(Probit(), post.y, post.tau_cav, post.nu_cav)
+        residual = max(np.max(np.abs(np.maximum(up_tau, 0.0) - post.ttau)),
+                       np.max(np.abs(up_nu - post.tnu)))  # fmt: skip
+        assert residual < ep.OPTIONS["site_tol"]
+        assert f"site change {residual:.2e}" in post.convergence.message
+        assert post.log_marginal_likelihood == pytest.approx(
+            tight.log_marginal_likelihood, abs=1e-8
+        )

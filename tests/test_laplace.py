@@ -300,3 +300,28 @@ def test_warm_start_at_moves_the_mode_to_first_order():
     (plain_1, moved_1), (plain_2, moved_2) = errors
     assert 5 < plain_1 / plain_2 < 20  # first order
     assert moved_1 / moved_2 > 50 and moved_2 < 0.05 * plain_2  # second order
+
+
+@pytest.mark.parametrize("sf2", [1.0, 100.0, 1e4])
+@pytest.mark.parametrize("lik", [Probit(), Logistic()])
+def test_chord_steps_reach_the_newton_mode(sf2, lik, monkeypatch):
+    """Chord steps (the last Cholesky factor reused while it contracts) reach the mode
+    Newton's steps alone reach, to the evidence's tolerance, with no more factorisations."""
+    X, y = toy_data(n=80, d=3, seed=11)
+    k = SquaredExponential(0.7, sf2)
+    chord = laplace.infer(X, y, k, lik, 0.2)
+    newton = _newton.newton
+    monkeypatch.setattr(_newton, "newton", lambda *a, chord=None, **kw: newton(*a, **kw))
+    plain = laplace.infer(X, y, k, lik, 0.2)
+    assert chord.convergence.converged and plain.convergence.converged
+    assert chord.log_marginal_likelihood == pytest.approx(plain.log_marginal_likelihood, abs=1e-9)
+    np.testing.assert_allclose(chord.latent_mean, plain.latent_mean, rtol=0,
+                               atol=1e-6 * np.abs(plain.latent_mean).max())  # fmt: skip
+    np.testing.assert_allclose(
+        chord.log_marginal_likelihood_gradient,
+        plain.log_marginal_likelihood_gradient,
+        rtol=1e-6,
+        atol=1e-8,
+    )
+    assert chord.convergence.factorizations <= plain.convergence.factorizations
+    assert plain.convergence.factorizations == plain.convergence.iterations + 1

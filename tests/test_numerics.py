@@ -5,8 +5,18 @@ from __future__ import annotations
 import mpmath
 import numpy as np
 import pytest
+import scipy.linalg
 
-from gpc_compare.numerics import cholesky, log_phi, log_sigmoid, newton_1d, probit_ratio
+from gpc_compare.numerics import (
+    add_outer,
+    cho_inverse,
+    cholesky,
+    inverse_from_triangular_inverse,
+    log_phi,
+    log_sigmoid,
+    newton_1d,
+    probit_ratio,
+)
 
 mpmath.mp.dps = 60
 
@@ -80,3 +90,31 @@ def test_newton_1d_finds_the_root_where_plain_newton_fails() -> None:
     # g = arctan(0.3), h = -1 / 1.09
     one = newton_1d(grad_hess, -10.0, 10.0, max_iter=1)
     assert one == pytest.approx(np.arctan(0.3) * 1.09, abs=1e-15)
+
+
+@pytest.mark.parametrize("n", [1, 7, 127, 128, 129, 300])
+def test_inverses_from_the_factor_are_symmetric_and_exact(n):
+    """cho_inverse (dpotri) and inverse_from_triangular_inverse (dlauum) mirror LAPACK's
+    lower triangle in place by blocks of 128 columns: sizes about the block."""
+    rng = np.random.default_rng(n)
+    G = rng.normal(size=(n, n))
+    A = G @ G.T + n * np.eye(n)
+    L = scipy.linalg.cholesky(A, lower=True)
+    exact = np.linalg.inv(A)
+    Linv = scipy.linalg.lapack.dtrtri(L, lower=1)[0]
+    for inv in (cho_inverse(L), inverse_from_triangular_inverse(Linv)):
+        np.testing.assert_array_equal(inv, inv.T)
+        np.testing.assert_allclose(inv, exact, rtol=0, atol=1e-13 * np.abs(exact).max())
+
+
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_add_outer_updates_in_place(order):
+    rng = np.random.default_rng(1)
+    A = np.asarray(rng.normal(size=(5, 4)), order=order)
+    x, y = rng.normal(size=5), rng.normal(size=4)
+    expected = A + 0.3 * np.outer(x, y)
+    out = add_outer(A, 0.3, x, y)
+    assert out is A
+    np.testing.assert_allclose(A, expected, rtol=1e-15, atol=1e-15)
+    with pytest.raises(ValueError, match="contiguous"):
+        add_outer(np.zeros((6, 6))[::2], 1.0, np.ones(3), np.ones(6))
