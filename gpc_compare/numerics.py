@@ -20,6 +20,7 @@ from scipy import special
 __all__ = [
     "JITTER",
     "LOG_2PI",
+    "add_outer",
     "cho_inverse",
     "cho_solve",
     "chol_B",
@@ -31,7 +32,6 @@ __all__ = [
     "log_sigmoid_d2",
     "newton_1d",
     "probit_ratio",
-    "add_outer",
     "sigmoid",
 ]
 

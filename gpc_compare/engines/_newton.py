@@ -17,12 +17,16 @@ A caller may also give ``chord``: the step from the last factorised Hessian, hel
 (the chord, or simplified Newton, method; Kelley 1995, ch. 5). Near the mode W hardly
 changes between iterations, so a step that reuses the last Cholesky factor (two
 triangular solves, O(n^2)) contracts the error by a factor rho ~ |f - f^| where a Newton
-step (a new O(n^3) factorisation) would square it. Chord steps are taken after a full
-step while the last one contracted by at most ``CHORD_RATE``; otherwise the next
-iteration factorises again. Since a chord step converges linearly, it counts as
-converged when its predicted remaining error rho * |step| / (1 - rho) is below ``tol``
-(besides Psi's change below tol and the step below sqrt(tol)): the mode is then as
-accurate as after the quadratic Newton step the test was written for.
+step (a new O(n^3) factorisation) would square it. A chord step follows every full
+Newton step, and further ones follow while each shrinks the step by ``CHORD_RATE`` or
+better (rho, estimated by the ratio of successive steps); otherwise, or after a damped
+step, the next iteration factorises again. Since a chord step converges linearly, it
+counts as converged only if it was taken whole and its predicted remaining error
+rho |step| / (1 - rho), times the largest prior variance max K_ii, is below ``tol``
+(besides Psi's change below tol and the step below sqrt(tol)). The scale is there because
+the evidence moves with f through 1/2 sum_i Sigma_ii d3_i (R&W eq. 5.23), Sigma_ii up to
+K_ii: an error in f below tol is not an evidence accurate to tol at a large signal
+variance.
 """
 
 from __future__ import annotations
@@ -150,6 +154,7 @@ def newton(
     newton_df = prev_df = np.inf
     use_chord = False  # (the first step factorises)
     factorizations = 0
+    scale = max(1.0, float(np.max(np.abs(K.diagonal())))) if chord is not None else 1.0
     while it < max_iter:
         it += 1
         factorizations += not use_chord
@@ -174,13 +179,16 @@ def newton(
                 psi_c, extra_c, cand = psi, extra, x
                 break
         change = max(psi - psi_c, 0.0)
+        rose = max(psi_c - psi, 0.0)  # (a small Newton step taken whole despite rounding)
         x, psi, extra = cand, psi_c, extra_c
         was_chord = use_chord
         rate = newton_df / prev_df if prev_df > 0 else 0.0
         use_chord = chord is not None and s == 1.0 and (not was_chord or rate <= CHORD_RATE)
         # a chord step converges linearly: what is left after it is about rate / (1 - rate)
-        # times the step just taken (see the module note)
-        settled = not was_chord or (rate < 1.0 and rate * newton_df < tol * (1.0 - rate))
+        # times the step just taken, if it was taken whole (see the module note)
+        settled = not was_chord or (
+            s == 1.0 and rate < 1.0 and rate * newton_df * scale < tol * (1.0 - rate)
+        )
         if change < tol and newton_df < np.sqrt(tol) and settled:
             converged = True
             message = (
@@ -188,6 +196,7 @@ def newton(
                 f"{it - factorizations} chord steps): Psi "
                 f"changed by {change:.2e} < tol = {tol:g}, "
                 f"{'chord' if was_chord else 'Newton'} step in f {newton_df:.1e}"
+                + (f" (taken whole: Psi rose by {rose:.1e}, within its rounding)" if rose else "")
             )
             break
         if not was_chord and s < 1.0 and change <= slack and newton_df > 0.5 * prev_df:

@@ -534,8 +534,24 @@ class _Run:
             if stop_on_oscillation and damping < AUTO_MIN_DAMPING:
                 why = f"oscillating: damping fell to {damping:g}"
                 return _Outcome(state, sweeps, False, change, site_change, why)
+        if schedule != "sequential" and state.tilted_mean is not None:
+            # the last state's own residual, as at the top of a sweep (no factorisation)
+            residual = self._residual(state, ttau, tnu)
+            if (
+                sweeps >= self.min_sweeps
+                and change < max(self.tol, state.noise)
+                and (residual < self.site_tol)
+            ):
+                return _Outcome(state, sweeps, True, change, residual)
         why = "" if sweeps < max_sweeps else f"not converged in {max_sweeps} sweeps"
         return _Outcome(state, sweeps, False, change, site_change, why)
+
+    def _residual(self, state: _SiteState, ttau: np.ndarray, tnu: np.ndarray) -> float:
+        """max |site update at the state's cavities - its sites| (R&W eq. 3.59)."""
+        up_ttau, up_tnu = site_update(
+            self.lik, self.y, state.tau_cav, state.nu_cav, (state.tilted_mean, state.tilted_var)
+        )
+        return max(np.max(np.abs(np.maximum(up_ttau, 0.0) - ttau)), np.max(np.abs(up_tnu - tnu)))
 
     def _extrapolate(self, history: list) -> _SiteState | None:
         """The state at Anderson's extrapolation of the parallel site iteration, or None

@@ -161,6 +161,8 @@ class _Stationary(Kernel):
         """
         n = X.shape[0]
         r2 = None
+        if K is None and self._g_is_kappa and not self._lengthscale.fixed:
+            K = self.variance * self._kappa(self._r2(X, None))  # (A = K: one exponential)
         if K is None or not self._g_is_kappa:
             r2 = self._r2(X, None)
         traces, products = [], []
