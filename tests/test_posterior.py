@@ -130,7 +130,12 @@ def test_every_engine_records_what_it_can(any_post):
     expected |= {"loo_log_predictive"} if "loo" in caps else set()
     expected |= {"diagnostics", "reference_evidence"} if "draws" in caps else set()
     assert set(record) == expected
-    assert set(record["convergence"]) == {"converged", "iterations"}
+    counted = post.convergence.factorizations is not None  # (Laplace and FITC-Laplace)
+    assert set(record["convergence"]) == {"converged", "iterations"} | (
+        {"factorizations"} if counted else set()
+    )
+    if counted:
+        assert record["convergence"]["factorizations"] == post.convergence.factorizations >= 1
     assert record["log_evidence"] == pytest.approx(post.log_marginal_likelihood)
     if "draws" in caps:  # an estimate with its standard error
         assert record["log_evidence_se"] == post.log_marginal_likelihood_se > 0

@@ -218,7 +218,8 @@ class Posterior(ABC):
     def record(self) -> dict[str, Any]:
         """The facts a study stores about this fit, JSON-ready.
 
-        ``convergence`` (``converged``, ``iterations``), ``log_evidence`` (None where the
+        ``convergence`` (``converged``, ``iterations``, and ``factorizations`` where the
+        engine counts them), ``log_evidence`` (None where the
         engine did not estimate it) and ``log_evidence_se`` (None for a deterministic
         approximation); engines add what only they give (EP's ``loo_log_predictive``,
         MCMC's ``diagnostics``).
@@ -228,8 +229,11 @@ class Posterior(ABC):
             log_evidence: float | None = float(self.log_marginal_likelihood)
         except ValueError:  # e.g. MCMC without evidence=True
             log_evidence = None
+        convergence = {"converged": bool(conv.converged), "iterations": int(conv.iterations)}
+        if getattr(conv, "factorizations", None) is not None:
+            convergence["factorizations"] = int(conv.factorizations)
         return {
-            "convergence": {"converged": bool(conv.converged), "iterations": int(conv.iterations)},
+            "convergence": convergence,
             "log_evidence": log_evidence,
             "log_evidence_se": None,
         }
