@@ -38,6 +38,8 @@ from typing import Any
 
 import numpy as np
 
+from ..posterior import Convergence
+
 __all__ = ["CHORD_RATE", "NewtonResult", "check_warm_start", "newton", "start"]
 
 #: A chord step is tried again only if the last step shrank the step in f by at least this
@@ -78,6 +80,12 @@ class NewtonResult:
     change: float
     message: str
     factorizations: int = 0
+
+    def convergence(self) -> Convergence:
+        """The record of a fit that factorises once more at the mode (binary Laplace,
+        FITC-Laplace): ``factorizations`` counts that one too."""
+        return Convergence(self.converged, self.iterations, self.change, self.message,
+                           factorizations=self.factorizations + 1)  # fmt: skip
 
 
 def check_warm_start(warm_start, shape: tuple[int, ...], name: str) -> np.ndarray:

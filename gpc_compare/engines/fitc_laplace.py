@@ -21,7 +21,7 @@ import numpy as np
 from .._validation import any_value, check_positive, count, option_checker
 from ..kernels import Kernel
 from ..likelihoods import Likelihood
-from ..posterior import Convergence, FITCPrior, FITCSites, SparsePosterior
+from ..posterior import FITCPrior, FITCSites, SparsePosterior
 from . import _newton
 from ._inducing import SPARSE_OPTION_CHECKS, SPARSE_OPTIONS, choose_inducing
 
@@ -157,13 +157,6 @@ def infer(
     prior.drop_scratch()  # (the posterior keeps V and Z, not the work buffer)
     # R&W eq. 3.32: log q(y | X) = -Psi - 1/2 log|B|
     lml = -res.psi - 0.5 * sites.log_det_B
-    convergence = Convergence(
-        res.converged,
-        res.iterations,
-        res.change,
-        res.message,
-        factorizations=res.factorizations + 1,
-    )  # (the last factorisation is at the mode)
     return FITCLaplacePosterior(
         X,
         y,
@@ -174,7 +167,7 @@ def infer(
         sites=sites,
         alpha=res.x,
         log_marginal_likelihood=lml,
-        convergence=convergence,
+        convergence=res.convergence(),
         optimize_inducing=checked["optimize_inducing"],
         derivatives=derivs,
     )

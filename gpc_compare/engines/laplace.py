@@ -35,7 +35,7 @@ from .._validation import (
 from ..kernels import Kernel
 from ..likelihoods import Likelihood, Softmax
 from ..numerics import cho_solve, chol_B
-from ..posterior import Convergence, GaussianPosterior
+from ..posterior import GaussianPosterior
 from . import _newton
 from .laplace_softmax import SoftmaxLaplacePosterior, infer_softmax
 
@@ -206,13 +206,6 @@ def infer(
     # R&W Alg. 3.1 line 10 / eq. 3.32 / Bishop 6.90:
     # log q(y|X) = -1/2 alpha^T (f^ - m) + sum log p(y|f^) - sum log diag L
     lml = -psi - float(np.log(np.diag(L)).sum())
-    convergence = Convergence(
-        res.converged,
-        res.iterations,
-        res.change,
-        res.message,
-        factorizations=res.factorizations + 1,
-    )  # (the last factorisation is at the mode)
     return LaplacePosterior(
         X,
         y,
@@ -224,7 +217,7 @@ def infer(
         sW=sW,
         L=L,
         log_marginal_likelihood=lml,
-        convergence=convergence,
+        convergence=res.convergence(),
         W=W,
         derivatives=derivs,
     )
