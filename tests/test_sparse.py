@@ -11,7 +11,7 @@ import pytest
 
 import gpc_compare as gc
 from gpc_compare import _validation
-from gpc_compare.engines import ep, fitc_ep, fitc_laplace, laplace
+from gpc_compare.engines import ep, fitc_ep, fitc_laplace, laplace, svgp
 from gpc_compare.engines._inducing import choose_inducing
 from gpc_compare.kernels import Constant, Linear, Matern52, SquaredExponential
 from gpc_compare.kernels.dot_product import NeuralNetwork
@@ -302,19 +302,23 @@ def test_dense_engines_refuse_an_n_beyond_memory(monkeypatch):
     assert np.isfinite(post.log_marginal_likelihood)
 
 
-@pytest.mark.parametrize("method", ["fitc_laplace", "fitc_ep"])
-def test_a_large_fit_never_allocates_an_n_by_n_array(method):
+@pytest.mark.parametrize(
+    ("method", "likelihood"),
+    [("fitc_laplace", "probit"), ("fitc_ep", "probit"), ("svgp", "logistic")],
+)
+def test_a_large_fit_never_allocates_an_n_by_n_array(method, likelihood):
     """n = 20,000, M = 100: one n x n float64 array would be 3.2 GB; the fit, its gradient
     and predictions peak below 100 MB, six n x M arrays of 16 MB (measured: 67 MB; V and
     P = K_uu^-1 K_uf are kept, the gradient's n x M products are formed in row blocks)."""
+    engine = {**SPARSE, "svgp": svgp}[method]
     rng = np.random.default_rng(7)
     X = rng.normal(size=(20_000, 2))
     y = np.where(X[:, 0] + 0.5 * rng.normal(size=20_000) > 0, 1, -1)
     Z = choose_inducing(X, 100, 0)
     tracemalloc.start()
     try:
-        post = SPARSE[method].infer(X, y, SquaredExponential(1.0, 1.0), get_likelihood("probit"),
-                                    None, inducing=Z, optimize_inducing=True)  # fmt: skip
+        post = engine.infer(X, y, SquaredExponential(1.0, 1.0), get_likelihood(likelihood),
+                            None, inducing=Z, optimize_inducing=True)  # fmt: skip
         grad = post.log_marginal_likelihood_gradient
         post.predict_proba(X[:1000])
         _, peak = tracemalloc.get_traced_memory()

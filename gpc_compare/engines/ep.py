@@ -440,6 +440,11 @@ class _Outcome(NamedTuple):
                 f"site_tol {site_tol:g})")  # fmt: skip
 
 
+def _distance(up_ttau, up_tnu, ttau, tnu) -> float:
+    """The largest change of any site parameter, max(|up_ttau - ttau|, |up_tnu - tnu|)."""
+    return max(np.max(np.abs(up_ttau - ttau)), np.max(np.abs(up_tnu - tnu)))
+
+
 class _Run:
     """Sweeps of one schedule from a state until converged (R&W Alg. 3.5 lines 3-14)."""
 
@@ -476,20 +481,12 @@ class _Run:
             if schedule == "sequential":
                 new_ttau, new_tnu = sequential_sweep(K, y, lik, state, ttau, tnu, damping, self.rng)
             else:
-                # the state's tilted moments are those of these cavities: no recomputation
-                up_ttau, up_tnu = site_update(
-                    lik, y, state.tau_cav, state.nu_cav, (state.tilted_mean, state.tilted_var)
-                )
-                up_ttau = np.maximum(up_ttau, 0.0)  # tau~ kept non-negative
+                up_ttau, up_tnu = self._update(state)
                 # this state's own residual: where it and the last evidence change are within
                 # the tolerances, the state is converged as it stands (no further state,
                 # i.e. no further factorisation, needed to say so)
-                residual = max(np.max(np.abs(up_ttau - ttau)), np.max(np.abs(up_tnu - tnu)))
-                if (
-                    sweeps > self.min_sweeps
-                    and change < max(self.tol, state.noise)
-                    and residual < self.site_tol
-                ):
+                residual = _distance(up_ttau, up_tnu, ttau, tnu)
+                if self._converged(state, sweeps - 1, change, residual):
                     return _Outcome(state, sweeps - 1, True, change, residual)
                 new_ttau = (1 - damping) * ttau + damping * up_ttau
                 new_tnu = (1 - damping) * tnu + damping * up_tnu
@@ -513,12 +510,9 @@ class _Run:
             # (parallel: the residual of the site update at the old sites, whatever step
             # was taken)
             if schedule == "sequential":
-                step_ttau, step_tnu = new_ttau - ttau, new_tnu - tnu
+                site_change = _distance(new_ttau, new_tnu, ttau, tnu) / damping
             else:
-                step_ttau, step_tnu = up_ttau - ttau, up_tnu - tnu
-            site_change = max(np.max(np.abs(step_ttau)), np.max(np.abs(step_tnu)))
-            if schedule == "sequential":
-                site_change /= damping
+                site_change = residual
             if adaptive and site_change > previous_site_change:
                 if extrapolated:  # Anderson's residuals need not fall monotonically:
                     history = history[-1:]  # restart its memory rather than damp
@@ -528,30 +522,33 @@ class _Run:
             state, ttau, tnu = new_state, new_ttau, new_tnu
             if not np.isfinite(state.log_marginal_likelihood):
                 break  # the caller raises
-            evidence_tol = max(self.tol, state.noise)  # no tighter than its rounding
-            if sweeps >= self.min_sweeps and change < evidence_tol and site_change < self.site_tol:
+            if self._converged(state, sweeps, change, site_change):
                 return _Outcome(state, sweeps, True, change, site_change)
             if stop_on_oscillation and damping < AUTO_MIN_DAMPING:
                 why = f"oscillating: damping fell to {damping:g}"
                 return _Outcome(state, sweeps, False, change, site_change, why)
         if schedule != "sequential" and state.tilted_mean is not None:
             # the last state's own residual, as at the top of a sweep (no factorisation)
-            residual = self._residual(state, ttau, tnu)
-            if (
-                sweeps >= self.min_sweeps
-                and change < max(self.tol, state.noise)
-                and (residual < self.site_tol)
-            ):
+            residual = _distance(*self._update(state), ttau, tnu)
+            if self._converged(state, sweeps, change, residual):
                 return _Outcome(state, sweeps, True, change, residual)
         why = "" if sweeps < max_sweeps else f"not converged in {max_sweeps} sweeps"
         return _Outcome(state, sweeps, False, change, site_change, why)
 
-    def _residual(self, state: _SiteState, ttau: np.ndarray, tnu: np.ndarray) -> float:
-        """max |site update at the state's cavities - its sites| (R&W eq. 3.59)."""
+    def _update(self, state: _SiteState) -> tuple[np.ndarray, np.ndarray]:
+        """The parallel site update at the state's cavities (R&W eq. 3.59), tau~ kept
+        non-negative; the state's tilted moments are those of its cavities (no
+        recomputation)."""
         up_ttau, up_tnu = site_update(
             self.lik, self.y, state.tau_cav, state.nu_cav, (state.tilted_mean, state.tilted_var)
         )
-        return max(np.max(np.abs(np.maximum(up_ttau, 0.0) - ttau)), np.max(np.abs(up_tnu - tnu)))
+        return np.maximum(up_ttau, 0.0), up_tnu
+
+    def _converged(self, state: _SiteState, sweeps: int, change: float, site_change: float) -> bool:
+        """Whether a state reached after ``sweeps`` sweeps, the evidence having moved by
+        ``change`` into it and its sites ``site_change`` from their update, is converged."""
+        evidence_tol = max(self.tol, state.noise)  # no tighter than its rounding
+        return sweeps >= self.min_sweeps and change < evidence_tol and site_change < self.site_tol
 
     def _extrapolate(self, history: list) -> _SiteState | None:
         """The state at Anderson's extrapolation of the parallel site iteration, or None
