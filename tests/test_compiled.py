@@ -85,6 +85,34 @@ def test_the_density_and_its_gradient(likelihood, scale) -> None:
         assert np.all(np.isfinite(grad))
 
 
+def _slope(y, f, likelihood) -> np.ndarray:
+    """d log p(y | f) / df in float64, in SciPy."""
+    if isinstance(likelihood, Probit):  # y phi(f) / Phi(y f)
+        return y * np.exp(-0.5 * f**2 - 0.5 * np.log(2 * np.pi) - special.log_ndtr(y * f))
+    if isinstance(likelihood, Logistic):
+        return y * special.expit(-y * f)
+    return (y - f) / likelihood.variance
+
+
+@pytest.mark.parametrize("likelihood", LIKELIHOODS, ids=lambda lik: lik.name)
+@pytest.mark.parametrize("scale", [1.0, 1e3])
+def test_the_gradient_is_the_exact_one_within_single_precision_rounding(likelihood, scale) -> None:
+    """The gradient's H^T d is taken in float32 (the module note says why the sampler stays
+    exact): every component within the rounding bound of a length-n dot product in single
+    precision, (n + 2) u sum_i |H_ij| |d_i| with u = 2^-24 (d and H rounded, then n
+    products and sums), of the float64 gradient H^T d - z, d = d log p / df + T g - b."""
+    (H, g0, m, y, T, b), data = _problem(likelihood, scale)
+    n = H.shape[0]
+    for z in np.random.default_rng(2).standard_normal((3, H.shape[1])):
+        _, grad = _compiled.log_density(z, data)
+        g = g0 + H @ z
+        d = _slope(y, m + g, likelihood) + T * g - b
+        exact = H.T @ d - z
+        bound = (n + 2) * 2.0**-24 * (np.abs(H).T @ np.abs(d)) + 1e-15 * np.abs(exact)
+        assert np.all(np.abs(grad - exact) <= bound)
+        assert np.max(np.abs(grad - exact) / bound) > 1e-4  # (the float32 path: not exact)
+
+
 def test_pack_refuses_a_likelihood_it_has_no_density_for() -> None:
     with pytest.raises(ValueError, match="no compiled density"):
         _compiled.pack(np.eye(2), np.zeros(2), 0.0, np.ones(2), np.ones(2), np.ones(2), None)

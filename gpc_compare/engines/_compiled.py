@@ -18,6 +18,17 @@ likelihood) in one float64 buffer handed to nutpie as the model's user data. The
 functions follow the C interface nutpie uses for PyMC models (``CompiledPyMCModel``:
 ``logp(dim, x, grad, logp, data) -> status`` and ``expand(dim, n, x, f, data) -> status``).
 
+The gradient's product H^T d is taken in single precision, from a float32 copy of H kept
+in the same buffer: it is half of the density's arithmetic, and single precision does it
+in about half the time (at n = 300 the density 9% faster, a gradient in the sampler
+4-8%). The value stays exact, and the value is all that NUTS's choice of the next draw
+uses; a leapfrog step whose force depends on the position alone, rounded or not, is still
+reversible and volume-preserving, so the chain's stationary distribution is still the
+exact posterior (the argument for HMC's validity, Neal 2011, "MCMC using Hamiltonian
+dynamics", Handbook of MCMC ch. 5, asks nothing more of the force). The rounding, about
+1e-7 relative to |H|^T |d| (tested against its bound), perturbs the trajectories far less
+than the leapfrog's own error does.
+
 The probit's log Phi and its derivative phi / Phi are computed here as they are in
 :func:`gpc_compare.numerics.log_phi_d2` (the asymptotic series of the Mills ratio below
 z = -20, Abramowitz and Stegun 26.2.12) and tested against it: numba cannot call SciPy's
@@ -89,38 +100,43 @@ def _log_likelihood(code: int, y: float, f: float, variance: float) -> tuple[flo
 
 
 @numba.njit(cache=True)
+def _size(n: int, r: int) -> int:
+    """The buffer's length: the header, H, four n-vectors, H in float32 (two a float64)."""
+    return _HEADER + n * r + 4 * n + (n * r + 1) // 2
+
+
+@numba.njit(cache=True)
 def _unpack(data: np.ndarray):
     n, r = int(data[0]), int(data[1])
     o = _HEADER
     H = data[o : o + n * r].reshape((n, r))
     o += n * r
+    single = data[o + 4 * n : _size(n, r)].view(np.float32)[: n * r].reshape((n, r))
     return (
         H,
         data[o : o + n],
         data[o + n : o + 2 * n],
         data[o + 2 * n : o + 3 * n],
         data[o + 3 * n : o + 4 * n],
+        single,
     )
 
 
 @numba.njit(cache=True)
 def _log_density(z: np.ndarray, grad: np.ndarray, data: np.ndarray) -> float:
-    """The log density of z (up to a constant); its gradient is written to ``grad``."""
+    """The log density of z (up to a constant); its gradient, with H^T d in single
+    precision (see the module note), is written to ``grad``."""
     code, m, variance = int(data[2]), data[3], data[4]
-    H, g0, y, T, b = _unpack(data)
+    H, g0, y, T, b, H_single = _unpack(data)
     g = g0 + np.dot(H, z)
-    d = np.empty_like(g)
+    d = np.empty(g.shape[0], dtype=np.float32)
     value = 0.0
     for i in range(g.shape[0]):
         ll, dll = _log_likelihood(code, y[i], m + g[i], variance)
         value += ll + g[i] * (0.5 * T[i] * g[i] - b[i])  # p(y | f) / t(g)
         d[i] = dll + T[i] * g[i] - b[i]
-    grad[:] = np.dot(d, H) - z
+    grad[:] = np.dot(d, H_single) - z
     return value - 0.5 * np.dot(z, z)
-
-
-def _size(n: int, r: int) -> int:
-    return _HEADER + n * r + 4 * n
 
 
 _LOGP = numba.types.int64(
@@ -145,7 +161,7 @@ def _logp_cfunc(dim, x_ptr, grad_ptr, logp_ptr, data_ptr):  # pragma: no cover -
     n, r = int(head[0]), int(head[1])
     if dim != r:
         return -1
-    data = numba.carray(data_ptr, (_HEADER + n * r + 4 * n,), np.float64)
+    data = numba.carray(data_ptr, (_size(n, r),), np.float64)
     grad = numba.carray(grad_ptr, (r,))
     try:  # (as nutpie's own callbacks: an exception cannot cross the C boundary)
         value = _log_density(numba.carray(x_ptr, (r,)), grad, data)
@@ -164,8 +180,8 @@ def _expand_cfunc(dim, expanded, x_ptr, f_ptr, data_ptr):  # pragma: no cover - 
     n, r = int(head[0]), int(head[1])
     if dim != r or expanded != n:
         return -1
-    data = numba.carray(data_ptr, (_HEADER + n * r + 4 * n,), np.float64)
-    H, g0, _, _, _ = _unpack(data)
+    data = numba.carray(data_ptr, (_size(n, r),), np.float64)
+    H, g0, _, _, _, _ = _unpack(data)
     f = numba.carray(f_ptr, (n,))
     try:
         f[:] = head[3] + g0 + np.dot(H, numba.carray(x_ptr, (r,)))  # f = m + g0 + H z
@@ -213,13 +229,17 @@ def pack(
     -------
     ndarray
         float64, read-only: the header (n, r, the likelihood's code, m, the noise
-        variance), H row by row, g0, y, T and b.
+        variance), H row by row, g0, y, T, b, and H row by row in float32 (two values
+        to a float64, the last padded with a zero).
     """
     n, r = H.shape
     code, variance = _code(likelihood)
     head = np.array([n, r, code, m, variance], dtype=float)
     vectors = [np.asarray(v, dtype=float).reshape(n) for v in (g0, y, T, b)]
-    data = np.concatenate([head, np.ascontiguousarray(H, dtype=float).ravel(), *vectors])
+    single = np.zeros(2 * ((n * r + 1) // 2), dtype=np.float32)  # (an even count)
+    single[: n * r] = np.asarray(H, dtype=np.float32).ravel()
+    H = np.ascontiguousarray(H, dtype=float).ravel()
+    data = np.concatenate([head, H, *vectors, single.view(np.float64)])
     data.flags.writeable = False
     return data
 
@@ -234,7 +254,8 @@ def _checked(data: np.ndarray) -> np.ndarray:
 
 
 def log_density(z: np.ndarray, data: np.ndarray) -> tuple[float, np.ndarray]:
-    """The compiled log density of z (up to a constant) and its gradient, from Python.
+    """The compiled log density of z (up to a constant) and its gradient as nutpie gets it
+    (H^T d in single precision: see the module note), from Python.
 
     Parameters
     ----------
