@@ -52,6 +52,25 @@ def test_one_probit_point_matches_the_tilted_gaussian():
     assert post.diagnostics.passed
 
 
+@pytest.mark.parametrize("variance", [1.0, 1e4])
+def test_the_prior_factor_leaves_out_only_what_it_records(variance):
+    """K - G G^T is the discarded eigen-directions: positive semi-definite, no eigenvalue
+    above RANK_TOL times the mean prior variance, its trace the recorded ``dropped``; the
+    directions kept are every one above that level (a smooth kernel: fewer than n)."""
+    from gpc_compare.engines._whitening import RANK_TOL, prior_factor
+
+    X, _ = toy_data(n=80, d=2, seed=3)
+    K = SquaredExponential(1.0, variance)(X)
+    G, dropped = prior_factor(K)
+    level = RANK_TOL * variance
+    rest = np.linalg.eigvalsh(K - G @ G.T)
+    rounding = 1e-13 * variance
+    assert rest.min() > -rounding and rest.max() < level + rounding
+    assert abs(np.trace(K - G @ G.T) - dropped) < rounding * 80
+    assert 0 < dropped < 80 * level
+    assert G.shape[1] == int(np.sum(np.linalg.eigvalsh(K) > level)) < 80
+
+
 def test_the_whitening_gives_eps_and_laplaces_gaussians():
     """f = m + G (a + B z), z ~ N(0, I), has EP's (R&W eqs. 3.53-3.58) or Laplace's mean and
     covariance in the span of G: the coordinates NUTS moves in are the approximation whitened."""

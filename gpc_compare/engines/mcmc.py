@@ -2,8 +2,9 @@
 
 At fixed hyperparameters the model is written non-centred, f = m + L v with v ~ N(0, I)
 and L = chol(K) computed once outside the graph, or by default (``parameterization``) in
-the eigenbasis of K above the jitter level, whitened by EP's approximation (or Laplace's;
-:mod:`._whitening`): fewer dimensions, cheaper gradients and shorter NUTS trajectories;
+the eigenbasis of K (the directions above 1e-8 of its mean prior variance), whitened by
+EP's approximation (or Laplace's; :mod:`._whitening`): fewer dimensions, cheaper
+gradients and shorter NUTS trajectories;
 the likelihood is log Phi(y f) through PyMC's stable log normal CDF (probit),
 -softplus(-y f) (logistic), or a Normal with mean f and the noise variance (Gaussian: GP
 regression, sampled for checking against its closed form). NUTS runs on nutpie when it
@@ -230,13 +231,14 @@ def infer(
     parameterization : {"ep", "laplace", "prior"}, optional
         Fixed hyperparameters: "prior" is the non-centred f = m + L v, v ~ N(0, I),
         L = chol(K). "ep" and "laplace" write f = m + G u with K ~= G G^T from the
-        eigenvectors of K above the jitter the model already adds (for smooth kernels a
-        fraction of n: 191 of 300 in the benchmark), and whiten u by a Gaussian
+        eigenvectors of K above 1e-8 of the mean prior variance (for smooth kernels a
+        fraction of n: 165 of 300 in the benchmark), and whiten u by a Gaussian
         approximation of the posterior, u = a + B z, so that z is close to N(0, I) a
         posteriori: EP's, B B^T = (I + G^T diag(ttau) G)^-1, or Laplace's,
         B B^T = (I + G^T W G)^-1. A linear change of variables with a constant Jacobian:
-        all three sample the same posterior (up to prior variance at the jitter's level,
-        recorded as ``idata.attrs["dropped_prior_variance"]``). Default: "ep" ("laplace"
+        all three sample the same posterior (up to the prior variance of the directions
+        left out, recorded as ``idata.attrs["dropped_prior_variance"]``: 5e-8 of a total
+        300 in the benchmark). Default: "ep" ("laplace"
         for the softmax, which has no EP here). Laplace's covariance is far too narrow at
         large sigma_f (R&W section 3.4; Kuss and Rasmussen 2005), and NUTS then takes
         tiny steps in z: on digits 3 vs 5 (n = 292, sigma_f^2 = 1e5) "laplace" gave step
