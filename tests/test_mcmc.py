@@ -52,7 +52,7 @@ def test_one_probit_point_matches_the_tilted_gaussian():
     assert post.diagnostics.passed
 
 
-@pytest.mark.parametrize("variance", [1.0, 1e4])
+@pytest.mark.parametrize("variance", [0.01, 1.0, 1e4])
 def test_the_prior_factor_leaves_out_only_what_it_records(variance):
     """K - G G^T is the discarded eigen-directions: positive semi-definite, no eigenvalue
     above RANK_TOL times the mean prior variance, its trace the recorded ``dropped``; the

@@ -24,10 +24,13 @@ in about half the time (at n = 300 the density 9% faster, a gradient in the samp
 4-8%). The value stays exact, and the value is all that NUTS's choice of the next draw
 uses; a leapfrog step whose force depends on the position alone, rounded or not, is still
 reversible and volume-preserving, so the chain's stationary distribution is still the
-exact posterior (the argument for HMC's validity, Neal 2011, "MCMC using Hamiltonian
-dynamics", Handbook of MCMC ch. 5, asks nothing more of the force). The rounding, about
-1e-7 relative to |H|^T |d| (tested against its bound), perturbs the trajectories far less
-than the leapfrog's own error does.
+exact posterior (Neal 2011, "MCMC using Hamiltonian dynamics", Handbook of MCMC,
+sec. 5.5.5, on computing trajectories with approximations). nutpie uses the gradient
+nowhere else after tuning (during tuning, for its mass matrix). The rounding, about 1e-7
+relative to |H|^T |d| (tested against its bound), perturbs the trajectories far less than
+the leapfrog's own error does. Its limit is single precision's range: a d beyond 3e38
+(e.g. a Gaussian noise variance below ~1e-60) makes the gradient infinite, which nutpie
+refuses, and the engine falls back to PyMC's sampler and says so.
 
 The probit's log Phi and its derivative phi / Phi are computed here as they are in
 :func:`gpc_compare.numerics.log_phi_d2` (the asymptotic series of the Mills ratio below

@@ -27,14 +27,14 @@ __all__ = [
 
 #: Eigen-directions of K with prior variance below this fraction of the mean prior variance
 #: are left out of the sampled coordinates. Each carries a prior standard deviation under
-#: 1e-4 of f's (their total is recorded as the dropped prior variance: 5e-8 of the total
-#: prior variance 300 in bench_mcmc's n = 300 problem), far below what an MCMC run resolves
-#: (its Monte Carlo error of a posterior mean is ~1/20 of a posterior sd at the bulk ESS
-#: of 400 the diagnostics ask for) and below the jitter 1e-6 I that pm.gp.Latent and
-#: GPflow add to K by default. Every direction kept costs a column in each gradient's
-#: n x r products and lengthens NUTS's trajectories (the step size falls as r^-1/4):
-#: measured at n = 300, 1e-10 (the Cholesky jitter elsewhere) kept r = 189 directions,
-#: 1e-8 keeps 165, and the sampling takes 17% less time.
+#: 1e-4 of the mean prior sd of f (their total is recorded as the dropped prior variance:
+#: 5.4e-8 in bench_mcmc's n = 300 problem, whose total prior variance is 300), far below
+#: what an MCMC run resolves (its Monte Carlo error of a posterior mean is ~1/20 of a
+#: posterior sd at the bulk ESS of 400 the diagnostics ask for); a jitter of 1e-8 times
+#: the signal variance would blur the same directions. Every direction kept costs a
+#: column in each gradient's n x r products and lengthens NUTS's trajectories (the step
+#: size falls as r^-1/4): measured at n = 300, 1e-10 (the Cholesky jitter elsewhere) kept
+#: r = 189 directions, 1e-8 keeps 165, and the sampling takes 17% less time.
 RANK_TOL = 1e-8
 
 
@@ -51,7 +51,7 @@ def prior_factor(K: np.ndarray) -> tuple[np.ndarray, float]:
         The prior variance dropped (the sum of the discarded eigenvalues).
     """
     w, U = np.linalg.eigh(K)
-    keep = w > RANK_TOL * max(float(np.mean(np.diag(K))), 1.0)
+    keep = w > RANK_TOL * float(np.mean(np.diag(K)))  # (relative at any signal variance)
     return U[:, keep] * np.sqrt(w[keep]), float(np.clip(w[~keep], 0.0, None).sum())
 
 

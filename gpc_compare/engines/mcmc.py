@@ -237,8 +237,8 @@ def infer(
         posteriori: EP's, B B^T = (I + G^T diag(ttau) G)^-1, or Laplace's,
         B B^T = (I + G^T W G)^-1. A linear change of variables with a constant Jacobian:
         all three sample the same posterior (up to the prior variance of the directions
-        left out, recorded as ``idata.attrs["dropped_prior_variance"]``: 5e-8 of a total
-        300 in the benchmark). Default: "ep" ("laplace"
+        left out, recorded as ``idata.attrs["dropped_prior_variance"]``: 5.4e-8 in the
+        benchmark, whose total prior variance is 300). Default: "ep" ("laplace"
         for the softmax, which has no EP here). Laplace's covariance is far too narrow at
         large sigma_f (R&W section 3.4; Kuss and Rasmussen 2005), and NUTS then takes
         tiny steps in z: on digits 3 vs 5 (n = 292, sigma_f^2 = 1e5) "laplace" gave step
