@@ -230,7 +230,7 @@ class Posterior(ABC):
         except ValueError:  # e.g. MCMC without evidence=True
             log_evidence = None
         convergence = {"converged": bool(conv.converged), "iterations": int(conv.iterations)}
-        if getattr(conv, "factorizations", None) is not None:
+        if conv.factorizations is not None:
             convergence["factorizations"] = int(conv.factorizations)
         return {
             "convergence": convergence,

@@ -116,13 +116,13 @@ def _problem(job: Job, shared: Mapping[str, Any] | None):
 
 
 @contextmanager
-def _peak_memory(enabled: bool):
+def _peak_memory():
     """The block's peak resident memory above the process's at its start, in MiB, in the
     list it yields (empty where it cannot be measured): Linux's high-water mark VmHWM,
     reset first through /proc/self/clear_refs, so nothing slows the block (allocation
     tracing doubled small fits' times)."""
     out: list[float] = []
-    start = _proc_status_kib("VmRSS") if enabled else None
+    start = _proc_status_kib("VmRSS")
     try:
         with open("/proc/self/clear_refs", "w") as fh:
             fh.write("5")  # reset VmHWM to the current resident size
@@ -167,7 +167,7 @@ def _run(job: Job, shared: Mapping[str, Any] | None) -> dict[str, Any]:
         fit_kwargs = {"n_restarts": job.n_restarts, "random_seed": job.seed, "objective": objective}
         options.pop("random_seed", None)
     # peak resident memory of the fit and predictions, above the worker's at the start
-    with _peak_memory(True) as peak, warnings.catch_warnings(record=True) as caught:
+    with _peak_memory() as peak, warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         t0 = time.perf_counter()
         post = fit(
