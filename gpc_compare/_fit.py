@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ._validation import (
@@ -95,76 +97,29 @@ def fit(
         See :mod:`gpc_compare.posterior` for the contract.
     """
     lik = get_likelihood(likelihood)
-    multiclass = lik.latent_dim != 1  # one latent function per class (softmax)
-    classes = None
-    if multiclass:
-        X = check_X(X)
-        y, classes = check_class_labels(y)
-        if X.shape[0] != y.shape[0]:
-            raise ValueError(f"X has {X.shape[0]} samples but y has {y.shape[0]} labels")
-    else:
-        X, y = check_Xy(X, y, regression=lik.regression)
     engine = get_engine(method)
+    X, y, classes = _check_data(X, y, lik)
+    if lik.latent_dim != 1 and not engine.takes(lik):
+        raise ValueError(
+            f"{engine.label} is binary only here: for C classes use "
+            f"{_methods_with('multiclass')} with likelihood='softmax'"
+        )
+    engine.check_likelihood(lik)
+    can = engine.capabilities(lik)
     engine.check_options(options)  # (each engine's own check: unknown names, bad values)
     random_seed = check_random_seed(random_seed)
     kernel = SquaredExponential() if kernel is None else kernel
     if not isinstance(kernel, Kernel):
         raise ValueError(f"kernel must be a gpc_compare Kernel, got {type(kernel).__name__}")
     kernel.check_input_dim(X.shape[1])
-    can = engine.CAPABILITIES
-    if multiclass:
-        if "multiclass" not in can:
-            raise ValueError(
-                f"{engine.LABEL} is binary only here: for C classes use "
-                f"{_methods_with('multiclass')} with likelihood='softmax'"
-            )
-        if mean is not None:
-            raise ValueError(
-                "the softmax likelihood takes no prior mean (mean=None): a constant shared by "
-                "the C latent functions cancels in the softmax"
-            )
-    if mean is not None:
-        if np.ndim(mean) != 0:
-            raise ValueError(f"mean must be a single number (a constant prior mean), got {mean!r}")
-        try:
-            mean = float(mean)
-        except (TypeError, ValueError):
-            raise ValueError(f"mean must be a number, got {mean!r}") from None
-        if not np.isfinite(mean):
-            raise ValueError(f"mean must be finite, got {mean}")
+    mean = _check_mean(mean, lik)
     n_restarts = check_count(n_restarts, "n_restarts", minimum=0)
     if np.shape(mean_bounds) != (2,):
         raise ValueError(f"mean_bounds must be a pair (low, high), got {mean_bounds!r}")
-    if objective not in ("evidence", "loo", "loo_fixed_sites"):
-        raise ValueError(
-            f"objective must be 'evidence', 'loo' or 'loo_fixed_sites', got {objective!r}"
-        )
-    value_and_gradient = value = None
-    if objective in ("loo", "loo_fixed_sites"):
-        if "loo" not in can:
-            raise ValueError(
-                f"objective={objective!r} needs {_methods_with('loo')} (the cavity "
-                f"leave-one-out predictive), which the {engine.LABEL} engine does not give"
-            )
-        if lik.name != "probit":
-            raise ValueError(
-                f"objective={objective!r} needs the probit likelihood (its LOO gradient is "
-                "implemented for probit)"
-            )
-        if not optimize:
-            raise ValueError(f"objective={objective!r} applies to optimize=True")
-
-        total = objective == "loo"  # "loo_fixed_sites": the gradient with the sites held fixed
-
-        def value_and_gradient(post):
-            return post.loo_log_predictive, post.loo_log_predictive_gradient(total=total)
-
-        def value(post):
-            return post.loo_log_predictive
-
+    objectives = _objective(objective, engine, lik, optimize)
     if "sparse" not in can:  # refused before anything n x n is formed, once per fit
         check_dense_memory(X.shape[0])
-    if "sparse" in can:
+    else:
         # the inducing inputs chosen once (k-means++ seeded here), so every evaluation of
         # an optimisation and the final posterior share them
         options["inducing"] = choose_inducing(X, options.get("inducing"), random_seed)
@@ -176,7 +131,7 @@ def fit(
             )
     if optimize and "evidence_gradient" not in can:
         raise ValueError(
-            f"optimize=True needs an evidence gradient, which the {engine.LABEL} engine does "
+            f"optimize=True needs an evidence gradient, which the {engine.label} engine does "
             f"not give: fit the hyperparameters with {_methods_with('evidence_gradient')} and "
             "pass the kernel"
         )
@@ -192,17 +147,75 @@ def fit(
             random_seed=random_seed,
             mean_bounds=mean_bounds,
             objective=objective,
-            value_and_gradient=value_and_gradient,
-            value=value,
+            **objectives,
             **options,
         )
     else:
-        if "random_seed" in engine.OPTIONS:  # the engine's own randomness, seeded likewise
-            options["random_seed"] = random_seed
-        post = engine.infer(X, y, kernel, lik, mean, **options)
+        post = engine.run(X, y, kernel, lik, mean, **engine.with_seed(options, random_seed))
     if classes is not None:
         post.classes_ = classes
     return post
+
+
+def _check_data(X: object, y: object, lik: Likelihood) -> tuple[np.ndarray, np.ndarray, Any]:
+    """The training set checked for ``lik``: X, y (labels in {-1, +1}, class indices, or
+    real targets) and the classes (softmax), else None."""
+    if lik.latent_dim == 1:
+        X, y = check_Xy(X, y, regression=lik.regression)
+        return X, y, None
+    X = check_X(X)
+    y, classes = check_class_labels(y)
+    if X.shape[0] != y.shape[0]:
+        raise ValueError(f"X has {X.shape[0]} samples but y has {y.shape[0]} labels")
+    return X, y, classes
+
+
+def _check_mean(mean: object, lik: Likelihood) -> float | None:
+    """The constant prior mean as a finite float, or None."""
+    if mean is None:
+        return None
+    if lik.latent_dim != 1:
+        raise ValueError(
+            "the softmax likelihood takes no prior mean (mean=None): a constant shared by "
+            "the C latent functions cancels in the softmax"
+        )
+    if np.ndim(mean) != 0:
+        raise ValueError(f"mean must be a single number (a constant prior mean), got {mean!r}")
+    try:
+        value = float(mean)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise ValueError(f"mean must be a number, got {mean!r}") from None
+    if not np.isfinite(value):
+        raise ValueError(f"mean must be finite, got {value}")
+    return value
+
+
+def _objective(objective: str, engine, lik: Likelihood, optimize: bool) -> dict[str, Any]:
+    """What ``optimize`` maximises, as :func:`maximize`'s ``value_and_gradient`` and
+    ``value`` (empty: the evidence)."""
+    if objective not in ("evidence", "loo", "loo_fixed_sites"):
+        raise ValueError(
+            f"objective must be 'evidence', 'loo' or 'loo_fixed_sites', got {objective!r}"
+        )
+    if objective == "evidence":
+        return {}
+    if "loo" not in engine.capabilities(lik):
+        raise ValueError(
+            f"objective={objective!r} needs {_methods_with('loo')} with the probit likelihood "
+            f"(the cavity leave-one-out predictive and its gradient), which the {engine.label} "
+            f"engine does not give with the {lik.name!r} likelihood"
+        )
+    if not optimize:
+        raise ValueError(f"objective={objective!r} applies to optimize=True")
+    total = objective == "loo"  # "loo_fixed_sites": the gradient with the sites held fixed
+
+    def value_and_gradient(post):
+        return post.loo_log_predictive, post.loo_log_predictive_gradient(total=total)
+
+    def value(post):
+        return post.loo_log_predictive
+
+    return {"value_and_gradient": value_and_gradient, "value": value}
 
 
 def _methods_with(capability: str) -> str:

@@ -369,7 +369,7 @@ def _report_command(args: argparse.Namespace) -> int:
 
 def _list_command(args: argparse.Namespace) -> int:
     from . import datasets
-    from .engines import ENGINES, capabilities
+    from .engines import capabilities, registered
     from .study import list_studies
 
     if args.what in ("datasets", "all"):
@@ -381,11 +381,12 @@ def _list_command(args: argparse.Namespace) -> int:
             )
     if args.what in ("engines", "all"):
         print("Engines (method=NAME):")
-        for name, module in ENGINES.items():
-            doc = (module.__doc__ or "").strip().splitlines()[0]
-            print(f"  {name:<8} {doc}")
-            print(f"  {'':<8} can: {', '.join(sorted(capabilities(name)))}")
-            print(f"  {'':<8} takes: {', '.join(sorted(module.LIKELIHOODS))}")
+        for name, engine in registered().items():
+            print(f"  {name:<8} {engine.label}: {engine.summary}")
+            for lik in engine.likelihoods:
+                print(f"  {'':<8} {lik}: {', '.join(sorted(capabilities(name, lik)))}")
+            options = ", ".join(f"{k}={v!r}" for k, v in engine.Options.defaults().items())
+            print(f"  {'':<8} options: {options}")
     if args.what in ("studies", "all"):
         print(f"Studies ({args.studies_dir}/*.toml and *.py; run with gpc-compare run FILE):")
         studies = list_studies(args.studies_dir)

@@ -113,7 +113,7 @@ class _NegativeObjective:
             move = getattr(self.previous, "warm_start_at", None)
             extra["warm_start"] = self.previous.warm_start if move is None else move(theta)
         t0 = time.perf_counter()
-        post = self.engine.infer(self.X, self.y, k, self.likelihood, m, **{**self.options, **extra})
+        post = self.engine.run(self.X, self.y, k, self.likelihood, m, **{**self.options, **extra})
         seconds = time.perf_counter() - t0
         value, grad = self.value_and_gradient(post)
         grad = np.asarray(grad, dtype=float)
@@ -172,7 +172,7 @@ def maximize(
     Parameters
     ----------
     engine : module
-        An engine module (``infer`` and ``OPTIONS``).
+        The engine (:class:`gpc_compare.engines.Engine`).
     X, y, kernel, likelihood, mean
         As for :func:`gpc_compare.fit`; ``kernel`` and ``mean`` give the first start.
     n_restarts : int
@@ -189,7 +189,7 @@ def maximize(
     value : callable, optional
         Maps a posterior to the objective alone (no gradient), for the final record.
     **options
-        Passed to ``engine.infer``.
+        The engine's options (:meth:`Engine.run`).
     """
     if n_restarts < 0:
         raise ValueError(f"n_restarts must be a whole number >= 0, got {n_restarts}")
@@ -229,12 +229,12 @@ def maximize(
             return post.log_marginal_likelihood, post.log_marginal_likelihood_gradient
 
     rng = np.random.default_rng(random_seed)
-    if "random_seed" in engine.OPTIONS and "random_seed" not in options:
+    if engine.seeded and options.get("random_seed") is None:
         # one fixed seed for the engine's own randomness, so that the objective is a
         # deterministic function of theta (a shared Generator would make it drift)
-        options["random_seed"] = int(rng.integers(2**32))
+        options = engine.with_seed(options, int(rng.integers(2**32)))
     if theta0.size == 0:  # nothing to fit
-        post = engine.infer(X, y, kernel, likelihood, mean, **options)
+        post = engine.run(X, y, kernel, likelihood, mean, **options)
         post.optimization = OptimizationResult(objective, names, theta0, value(post), True, 1, [])
         return post
 
@@ -244,7 +244,7 @@ def maximize(
         start = starts[0].copy()
         start[finite] = rng.uniform(bounds[finite, 0], bounds[finite, 1])
         starts.append(start)
-    uses_warm_start = "warm_start" in engine.OPTIONS and "warm_start" not in options
+    uses_warm_start = engine.takes_option("warm_start") and "warm_start" not in options
 
     runs: list[Restart] = []
     shared = _Evaluations()

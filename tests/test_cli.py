@@ -137,9 +137,18 @@ def test_list_engines_shows_what_each_can_do(capsys: pytest.CaptureFixture[str])
     assert main(["list", "engines"]) == 0
     out = capsys.readouterr().out
     lines = out.splitlines()
-    for name, must in (("laplace", "evidence_gradient"), ("ep", "loo"), ("mcmc", "draws")):
+    for name, lik, must in (
+        ("laplace", "softmax", "multiclass"),
+        ("ep", "probit", "loo"),
+        ("mcmc", "probit", "hyperparameter_sampling"),
+    ):
         at = next(k for k, line in enumerate(lines) if line.strip().startswith(name))
-        assert "can:" in lines[at + 1] and must in lines[at + 1]
+        row = next(line for line in lines[at + 1 :] if line.strip().startswith(f"{lik}:"))
+        assert must in row, row
+    # every option with its default, from the engine's one declaration
+    assert any(
+        line.strip() == "options: tol=1e-10, max_iter=100, warm_start=None" for line in lines
+    )
 
 
 def test_help_and_missing_command(capsys: pytest.CaptureFixture[str]) -> None:

@@ -90,11 +90,13 @@ def test_fixed_hyperparameters_stay_fixed():
 def _counting_engine(seen: list):
     """The Laplace engine, recording every hyperparameter point it is asked to fit."""
 
-    def infer(X, y, kernel, likelihood, mean=None, **options):
-        seen.append(np.append(kernel.theta, [] if mean is None else [mean]))
-        return laplace.infer(X, y, kernel, likelihood, mean, **options)
+    class Counting(laplace.LaplaceEngine):
+        def infer(self, problem, options):
+            k, mean = problem.kernel, problem.mean
+            seen.append(np.append(k.theta, [] if mean is None else [mean]))
+            return super().infer(problem, options)
 
-    return SimpleNamespace(OPTIONS=laplace.OPTIONS, infer=infer)
+    return Counting()
 
 
 def test_each_point_is_fitted_once_and_the_optimum_is_not_refitted():
@@ -177,7 +179,7 @@ def test_a_run_ending_near_a_bound_it_climbs_towards_is_tried_at_the_bound(peak,
             value += 1e-4 * theta[1]
         return value, g
 
-    engine = SimpleNamespace(OPTIONS=(), infer=lambda X, y, k, lik, m, **o: k)
+    engine = SimpleNamespace(run=lambda X, y, k, lik, m, **o: k)
     negative = _NegativeObjective(
         engine=engine, X=None, y=None, kernel=kernel, likelihood=None, has_mean=False,
         names=["l0", "l1", "v"], objective="evidence",

@@ -78,7 +78,10 @@ def reproducible(table: pd.DataFrame) -> pd.DataFrame:
         (('lengthscale = "sqrt_d"', 'lengthscale = "sqrt_d"\nard = "false"'), r"kernel\.ard"),
         (('name = "breast_cancer"', 'name = ["breast_cancer"]'), r"datasets\[0\]\.name"),
         (("[engines.ep]", '[engines.ep]\nmax_sweeps = "x"'), r"engines\.ep\.max_sweeps: must be"),
-        (('likelihood = "probit"', 'likelihood = "softmax"'), r"engines\.ep: the 'ep' engine"),
+        (
+            ('likelihood = "probit"', 'likelihood = "softmax"'),
+            r"engines\.ep: the EP engine \(method='ep'\) does not take the 'softmax'",
+        ),
         (("subsample = 80", "subsample = 80, label = 'bc'"), None),
         (("n_splits = 2", "n_splits = 40"), r"too few for 40 stratified folds"),
         (("[engines.laplace]", "[engines.laplace]\n[engines.mcmc]"), None),  # valid

@@ -239,7 +239,10 @@ def test_an_evidence_estimator_runs_at_the_source_engines_values(tmp_path: Path)
         (("[evidence.ais]\n", '[evidence.ep]\nmethod = "ais"\n'), r"evidence\.ep: 'ep' already"),
         (("temperatures = 1000", "temperatures = 100"), r"recheck\.temperatures: must exceed"),
         (("log_variance = {", "mean = [0.0, 1.0]\nlog_variance = {"), r"grid\.mean: a grid over"),
-        (("[engines.laplace]\n", "[engines.laplace]\n\n[engines.vb]\n"), r"engines\.vb: the 'vb'"),
+        (
+            ("[engines.laplace]\n", "[engines.laplace]\n\n[engines.vb]\n"),
+            r"engines\.vb: the VB engine \(method='vb'\) does not take",
+        ),
     ],
 )
 def test_evidence_labels_rechecks_and_mean_axes_are_checked(tmp_path: Path, edit, message):

@@ -271,7 +271,10 @@ def test_softmax_study_report(softmax_study: Path) -> None:
         (("seed = 1", "seed = 1\nmean = 0.0"), r"mean: the softmax likelihood takes no prior mean"),
         (("n_restarts = 0", 'n_restarts = 0\npolicy = "full_bayes"'), r"policy: 'full_bayes'"),
         (("[engines.laplace]", "[evidence.ais]\n[engines.laplace]"), r"evidence: the gold"),
-        (("[engines.laplace]", "[engines.laplace]\n[engines.ep]"), r"engines\.ep: the 'ep'"),
+        (
+            ("[engines.laplace]", "[engines.laplace]\n[engines.ep]"),
+            r"engines\.ep: the EP engine \(method='ep'\) does not take",
+        ),
         (('likelihood = "softmax"', 'likelihood = "probit"'), r"3 classes; likelihood = 'probit'"),
     ],
 )

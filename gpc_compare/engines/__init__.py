@@ -1,68 +1,136 @@
 """Posterior engines: one module per method, one signature, a declared capability set.
 
-Every engine module provides ``infer(X, y, kernel, likelihood, mean, **options)``
-returning a :class:`~gpc_compare.posterior.Posterior`, ``OPTIONS``, the options it
-accepts with their defaults, ``OPTION_CHECKS`` and ``check_options(options)``, which
-checks their values before any fit (``gc.fit`` and the study loader both call it),
-``CAPABILITIES``, what it can do (names in :data:`CAPABILITY_NAMES`), ``LIKELIHOODS``,
-the likelihoods it takes, and ``LABEL``, its name in messages. Callers ask
-:func:`capabilities` (``"evidence_gradient" in capabilities("ep")``), never the engine's
-name. :func:`get_engine` looks one up by name.
+Every engine is an :class:`Engine` (see :mod:`gpc_compare.engines._engine` for the
+contract): a name, one frozen options dataclass whose fields carry each option's default,
+check and doc, the likelihoods it takes with what it can do with each, and
+``infer(problem, options) -> Posterior``. Callers ask :func:`capabilities`
+(``"evidence_gradient" in capabilities("ep", "probit")``), never the engine's name.
+:func:`get_engine` looks one up by name; :func:`register` adds one (a new engine is one
+module that subclasses :class:`Engine`, and one call). Installed packages can also
+provide engines through the ``gpc_compare.engines`` entry-point group (each entry point
+names an :class:`Engine` subclass or instance), loaded the first time the registry is read.
 """
 
 from __future__ import annotations
 
-from types import ModuleType
+from collections.abc import Mapping
+from importlib.metadata import entry_points
 
-from . import ep, fitc_ep, fitc_laplace, kl, laplace, mcmc, svgp, vb
+from . import ep, fitc_ep, fitc_laplace, kl, mcmc, svgp, vb
+from ._engine import CAPABILITY_NAMES, Engine, EngineOptions, Problem, engine_options, option
+from ._legacy import legacy_engine
+from .laplace import ENGINE as _LAPLACE
 
-__all__ = ["CAPABILITY_NAMES", "ENGINES", "capabilities", "engines_with", "get_engine"]
+# TRANSITION: modules not yet converted to an Engine class are wrapped (removed when all are)
+_EP, _FITC_EP, _FITC_LAPLACE, _KL, _MCMC, _SVGP, _VB = (
+    getattr(m, "ENGINE", None) or legacy_engine(m)
+    for m in (ep, fitc_ep, fitc_laplace, kl, mcmc, svgp, vb)
+)
 
-ENGINES: dict[str, ModuleType] = {
-    "laplace": laplace,
-    "ep": ep,
-    "kl": kl,
-    "vb": vb,
-    "mcmc": mcmc,
-    "fitc_laplace": fitc_laplace,
-    "fitc_ep": fitc_ep,
-    "svgp": svgp,
+__all__ = [
+    "CAPABILITY_NAMES",
+    "ENGINES",
+    "Engine",
+    "EngineOptions",
+    "Problem",
+    "capabilities",
+    "engine_options",
+    "engines_with",
+    "get_engine",
+    "option",
+    "register",
+    "registered",
+    "unregister",
+]
+
+#: The registered engines by name, in registration order (read it, change it through
+#: :func:`register` and :func:`unregister`).
+ENGINES: dict[str, Engine] = {
+    e.name: e for e in (_LAPLACE, _EP, _KL, _VB, _MCMC, _FITC_LAPLACE, _FITC_EP, _SVGP)
 }
-
-#: What an engine may declare, and what each promise means.
-CAPABILITY_NAMES: dict[str, str] = {
-    "evidence": "always gives log_marginal_likelihood (an estimate of log p(y | X, theta))",
-    "evidence_gradient": (
-        "gives the exact gradient of its evidence, so it can select its own hyperparameters "
-        "(optimize=True); an engine without it runs at another engine's values"
-    ),
-    "bound": "its evidence is a lower bound on log p(y | X, theta) (variational methods)",
-    "loo": "gives the cavity leave-one-out predictive log-likelihood and its gradients",
-    "multiclass": "takes likelihood='softmax' (C >= 2 classes)",
-    "draws": "holds posterior draws: convergence diagnostics and the sampler's InferenceData",
-    "hyperparameter_sampling": "can sample the hyperparameters too (full_bayes=True)",
-    "reference": "a gold standard the approximations are measured against",
-    "sparse": (
-        "approximates the prior by M inducing inputs (inducing=M or an (M, d) array): "
-        "O(n M^2) time and O(n M) memory, for n beyond the dense engines' reach"
-    ),
-}
+_BUILT_IN = frozenset(ENGINES)
+_entry_points_loaded = False
 
 
-def get_engine(method: str) -> ModuleType:
-    """The engine module for ``method``, or a ValueError listing those available."""
+def register(engine: Engine | type[Engine], *, replace: bool = False) -> Engine:
+    """Add an engine to the registry, after which ``gc.fit(method=engine.name)``, studies,
+    the estimator and ``gpc-compare list engines`` take it.
+
+    Parameters
+    ----------
+    engine : Engine or Engine subclass
+        An instance, or a subclass taking no arguments.
+    replace : bool
+        Replace a registered engine of the same name (never a built-in one).
+
+    Returns
+    -------
+    Engine
+        The registered instance.
+    """
+    if isinstance(engine, type) and issubclass(engine, Engine):
+        engine = engine()
+    if not isinstance(engine, Engine):
+        raise ValueError(f"register takes an Engine (subclass or instance), got {engine!r}")
+    name = getattr(engine, "name", None)
+    if not isinstance(name, str) or not name.isidentifier() or name != name.lower():
+        raise ValueError(
+            f"an engine's name must be a lower-case identifier (it names files), got {name!r}"
+        )
+    if name in ENGINES and (name in _BUILT_IN or not replace):
+        raise ValueError(f"an engine named {name!r} is registered already")
+    if not isinstance(getattr(engine, "likelihoods", None), Mapping) or not engine.likelihoods:
+        raise ValueError(f"engine {name!r} must declare the likelihoods it takes")
+    ENGINES[name] = engine
+    return engine
+
+
+def unregister(name: str) -> None:
+    """Remove a registered engine (not a built-in one)."""
+    if name in _BUILT_IN:
+        raise ValueError(f"{name!r} is a built-in engine")
+    ENGINES.pop(name, None)
+
+
+def _load_entry_points() -> None:
+    """Register the engines installed packages provide (once)."""
+    global _entry_points_loaded
+    if _entry_points_loaded:
+        return
+    _entry_points_loaded = True
+    for point in entry_points(group="gpc_compare.engines"):
+        if point.name not in ENGINES:
+            register(point.load())
+
+
+def registered() -> dict[str, Engine]:
+    """The registered engines by name (the built-in ones, those :func:`register` added and
+    those installed packages provide), in registration order."""
+    _load_entry_points()
+    return dict(ENGINES)
+
+
+def get_engine(method: str | Engine) -> Engine:
+    """The engine called ``method`` (or ``method`` itself, an Engine), or a ValueError
+    listing those available."""
+    if isinstance(method, Engine):
+        return method
+    _load_entry_points()
     if isinstance(method, str) and method.lower() in ENGINES:
         return ENGINES[method.lower()]
     raise ValueError(f"method must be one of {sorted(ENGINES)}, got {method!r}")
 
 
-def capabilities(method: str) -> frozenset[str]:
+def capabilities(method: str, likelihood: str | None = None) -> frozenset[str]:
     """What an engine can do.
 
     Parameters
     ----------
     method : str
         An engine name (a key of :data:`ENGINES`).
+    likelihood : str, optional
+        With this likelihood (a ValueError if the engine does not take it); by default
+        with any it takes.
 
     Returns
     -------
@@ -74,9 +142,15 @@ def capabilities(method: str) -> frozenset[str]:
     ValueError
         For an unknown engine, listing those available.
     """
-    return get_engine(method).CAPABILITIES
+    return get_engine(method).capabilities(likelihood)
 
 
-def engines_with(capability: str) -> list[str]:
-    """The names of the engines that declare ``capability``, in registry order."""
-    return [name for name in ENGINES if capability in capabilities(name)]
+def engines_with(capability: str, likelihood: str | None = None) -> list[str]:
+    """The names of the engines that declare ``capability`` (with ``likelihood``, if
+    given), in registry order."""
+    _load_entry_points()
+    return [
+        name
+        for name, e in ENGINES.items()
+        if (likelihood is None or e.takes(likelihood)) and capability in e.capabilities(likelihood)
+    ]

@@ -22,35 +22,98 @@ the plus sign used below.
 from __future__ import annotations
 
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 
-from .._validation import (
-    any_value,
-    check_kernel_matrix,
-    check_positive,
-    count,
-    option_checker,
-)
-from ..kernels import Kernel
-from ..likelihoods import Likelihood, Softmax
+from .._validation import any_value, check_kernel_matrix, check_positive, count
+from ..likelihoods import Softmax
 from ..numerics import cho_solve, chol_B
 from ..posterior import GaussianPosterior
 from . import _newton
-from .laplace_softmax import SoftmaxLaplacePosterior, infer_softmax
+from ._engine import Engine, EngineOptions, Problem, engine_options, option
+from .laplace_softmax import infer_softmax
 
-__all__ = ["LaplacePosterior", "SoftmaxLaplacePosterior", "check_options", "infer"]
+__all__ = ["ENGINE", "LaplaceEngine", "LaplaceOptions", "LaplacePosterior", "infer"]
 
-#: How this engine is named in messages.
-LABEL = "Laplace"
-#: Options ``gc.fit(method="laplace", ...)`` accepts, with their defaults.
-OPTIONS = {"tol": 1e-10, "max_iter": 100, "warm_start": None}
-#: How each option is checked (:func:`check_options`).
-OPTION_CHECKS = {"tol": check_positive, "max_iter": count(1), "warm_start": any_value}
-#: What this engine can do (see :data:`gpc_compare.engines.CAPABILITY_NAMES`).
-CAPABILITIES = frozenset({"evidence", "evidence_gradient", "multiclass"})
-#: The likelihoods it takes (by name).
-LIKELIHOODS = frozenset({"probit", "logistic", "gaussian", "softmax"})
+
+@engine_options
+class LaplaceOptions(EngineOptions):
+    """Options of the Laplace engine (``gc.fit(method="laplace", ...)``)."""
+
+    tol: float = option(
+        1e-10,
+        check_positive,
+        "Newton stops when a step lowers Psi = -log p(y|f) - log p(f) by less than this and "
+        "the Newton step moves f by less than sqrt(tol); Newton's quadratic convergence then "
+        "leaves the evidence accurate to about tol.",
+    )
+    max_iter: int = option(
+        100, count(1), "Most Newton iterations; not converging by then warns and is recorded."
+    )
+    warm_start: Any = option(
+        None,
+        any_value,
+        "A previous Laplace posterior, or alpha to start from (shape (n,); softmax: (n, C)), "
+        "or k candidates (k, n) (e.g. previous.warm_start_at(theta)): the one with the lowest "
+        "Psi is used if it is no worse than alpha = 0.",
+    )
+
+
+_BINARY = frozenset({"evidence", "evidence_gradient"})
+
+
+class LaplaceEngine(Engine):
+    """The Laplace approximation: Newton's mode and the Gaussian at it (R&W section 3.4,
+    Alg. 3.1 and 5.1; section 3.5, Alg. 3.3 for the softmax)."""
+
+    name = "laplace"
+    label = "Laplace"
+    summary = "Gaussian at the posterior mode (R&W 3.4; softmax: 3.5)"
+    Options = LaplaceOptions
+    likelihoods = {
+        "probit": _BINARY,
+        "logistic": _BINARY,
+        "gaussian": _BINARY,
+        "softmax": _BINARY | {"multiclass"},
+    }
+
+    def infer(self, problem: Problem, options: LaplaceOptions) -> GaussianPosterior:
+        """The Laplace approximation at fixed hyperparameters (see :class:`Engine`).
+
+        With the softmax likelihood this is the multi-class approximation of R&W Alg. 3.3
+        (:mod:`gpc_compare.engines.laplace_softmax`): ``y`` holds class indices 0..C-1 and
+        ``mean`` must be None.
+        """
+        X, y, kernel, lik, mean = (
+            problem.X,
+            problem.y,
+            problem.kernel,
+            problem.likelihood,
+            problem.mean,
+        )
+        if isinstance(lik, Softmax):
+            return infer_softmax(
+                X,
+                y,
+                kernel,
+                lik,
+                mean,
+                tol=options.tol,
+                max_iter=options.max_iter,
+                warm_start=options.warm_start,
+            )
+        return _infer_binary(problem, options)
+
+
+#: The engine (registered by :mod:`gpc_compare.engines`).
+ENGINE = LaplaceEngine()
+
+
+def infer(X, y, kernel, likelihood, mean=None, **options) -> GaussianPosterior:
+    """The Laplace engine on checked arrays, options as keywords (:class:`LaplaceOptions`):
+    ``ENGINE.run``."""
+    return ENGINE.run(X, y, kernel, likelihood, mean, **options)
 
 
 class LaplacePosterior(GaussianPosterior):
@@ -116,61 +179,13 @@ def _objective(alpha: np.ndarray, f: np.ndarray, m: float, lp: np.ndarray) -> fl
     return 0.5 * float(alpha @ (f - m)) - float(lp.sum())
 
 
-#: The options checked before any fit, as ``gc.fit`` and a study's ``[engines.laplace]``
-#: are (``warm_start``'s shape is :func:`infer`'s: it knows n).
-check_options = option_checker(OPTION_CHECKS, "method 'laplace'")
-
-
-def infer(
-    X: np.ndarray,
-    y: np.ndarray,
-    kernel: Kernel,
-    likelihood: Likelihood | Softmax,
-    mean: float | None = None,
-    *,
-    tol: float = OPTIONS["tol"],
-    max_iter: int = OPTIONS["max_iter"],
-    warm_start: np.ndarray | None = None,
-) -> LaplacePosterior | SoftmaxLaplacePosterior:
-    """Fit the Laplace approximation at fixed hyperparameters.
-
-    With the softmax likelihood this is the multi-class approximation of R&W Alg. 3.3
-    (see :mod:`gpc_compare.engines.laplace_softmax`): ``y`` holds class indices
-    0..C-1, ``mean`` must be None and ``warm_start`` has shape (n, C).
-
-    Parameters
-    ----------
-    X : ndarray, shape (n, d)
-    y : ndarray, shape (n,), values in {-1, +1}
-    kernel : Kernel
-    likelihood : Likelihood
-    mean : float or None
-        Constant prior mean (a hyperparameter), or None for a fixed zero mean.
-    tol : float
-        Newton stops when a step lowers Psi = -log p(y|f) - log p(f) by less than this
-        and the Newton step moves f by less than sqrt(tol); Newton's quadratic
-        convergence then leaves the evidence accurate to about tol.
-    max_iter : int
-        Most Newton iterations; not converging by then warns and is recorded.
-    warm_start : ndarray, shape (n,) or (k, n), optional
-        alpha to start from (e.g. ``previous.warm_start``), or k candidates (e.g.
-        ``previous.warm_start_at(theta)``): the one with the lowest Psi is used if it is no
-        worse than alpha = 0.
-
-    Returns
-    -------
-    LaplacePosterior, or SoftmaxLaplacePosterior for the softmax likelihood
-    """
-    if isinstance(likelihood, Softmax):
-        return infer_softmax(
-            X, y, kernel, likelihood, mean, tol=tol, max_iter=max_iter, warm_start=warm_start
-        )
+def _infer_binary(problem: Problem, options: LaplaceOptions) -> LaplacePosterior:
+    """Binary (and Gaussian) Laplace: R&W Alg. 3.1, with chord steps (:mod:`._newton`)."""
+    X, y, lik, mean = problem.X, problem.y, problem.likelihood, problem.mean
+    tol, max_iter, warm_start = options.tol, options.max_iter, options.warm_start
     n = X.shape[0]
     m = 0.0 if mean is None else float(mean)
-    checked = check_options({"tol": tol, "max_iter": max_iter})
-    tol, max_iter = checked["tol"], checked["max_iter"]
-    K = check_kernel_matrix(kernel, X)
-    lik = likelihood
+    K = check_kernel_matrix(problem.kernel, X)
 
     def state(alpha: np.ndarray):
         f = K @ alpha + m
@@ -209,7 +224,7 @@ def infer(
     return LaplacePosterior(
         X,
         y,
-        kernel,
+        problem.kernel,
         lik,
         mean,
         K=K,

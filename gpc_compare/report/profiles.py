@@ -145,7 +145,7 @@ def _profile(job, rec, method: str, n_points: int, half_width: float) -> list[Pr
     if rec.get("inducing"):  # a sparse engine: at the job's own inducing inputs, held
         options["inducing"] = np.asarray(rec["inducing"]["values"], dtype=float)
         options.pop("optimize_inducing", None)
-    warm = "warm_start" in get_engine(method).OPTIONS and "warm_start" not in options
+    warm = get_engine(method).takes_option("warm_start") and "warm_start" not in options
     out = []
     for name in shown_hyperparameters(names):
         i = names.index(name)

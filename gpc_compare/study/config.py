@@ -209,11 +209,10 @@ def load_study(path: str | os.PathLike[str]) -> StudyConfig:
     datasets, dims = _parse_datasets(raw.get("datasets"), splits, seed, p, likelihood, raw)
     engines, methods = _parse_engines(raw.get("engines"), p)
     for label, method in methods.items():  # an engine that cannot take the likelihood
-        if likelihood not in get_engine(method).LIKELIHOODS:
-            raise _fail(
-                p, f"engines.{label}", f"the {method!r} engine takes the "
-                f"{sorted(get_engine(method).LIKELIHOODS)} likelihood(s), not {likelihood!r}"
-            )  # fmt: skip
+        try:
+            get_engine(method).check_likelihood(likelihood)
+        except ValueError as exc:
+            raise _fail(p, f"engines.{label}", str(exc)) from None
     try:  # one [kernel], or several [kernels.LABEL] as an axis (study.kernels_config)
         kernel, kernels = parse_kernels(raw)
     except ValueError as exc:

@@ -161,8 +161,7 @@ def _run(job: Job, shared: Mapping[str, Any] | None) -> dict[str, Any]:
     objective = options.pop("objective", "evidence")
     optimize = job.optimize
     fit_kwargs: dict[str, Any] = {}
-    if "random_seed" in get_engine(job.method).OPTIONS and "random_seed" not in options:
-        options["random_seed"] = job.seed % (2**32)
+    options = get_engine(job.method).with_seed(options, job.seed % (2**32))
     if optimize:
         fit_kwargs = {"n_restarts": job.n_restarts, "random_seed": job.seed, "objective": objective}
         options.pop("random_seed", None)
