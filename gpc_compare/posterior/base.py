@@ -201,6 +201,8 @@ class Posterior(ABC):
             warnings.simplefilter("ignore", FutureWarning)  # arviz's refactor notice
             import arviz as az
 
+        lml = self._evidence_or_none()
+        evidence = {} if lml is None else {"log_marginal_likelihood": lml}
         return az.from_dict(
             posterior={"f": f[None]},
             observed_data={"y": self.y},
@@ -210,7 +212,7 @@ class Posterior(ABC):
                 "method": self.method,
                 "kernel": repr(self.kernel),
                 "likelihood": self.likelihood.name,
-                "log_marginal_likelihood": self.log_marginal_likelihood,
+                **evidence,
                 **attrs,
             },
         )
@@ -225,10 +227,7 @@ class Posterior(ABC):
         MCMC's ``diagnostics``).
         """
         conv = self.convergence
-        try:
-            log_evidence: float | None = float(self.log_marginal_likelihood)
-        except ValueError:  # e.g. MCMC without evidence=True
-            log_evidence = None
+        log_evidence = self._evidence_or_none()
         convergence = {"converged": bool(conv.converged), "iterations": int(conv.iterations)}
         if conv.factorizations is not None:
             convergence["factorizations"] = int(conv.factorizations)
@@ -239,6 +238,14 @@ class Posterior(ABC):
         }
 
     # ------------------------------------------------------------------ helpers
+    def _evidence_or_none(self) -> float | None:
+        """The log marginal likelihood, or None where the engine estimated none (MCMC
+        without ``evidence=True``: its ``log_marginal_likelihood`` raises a ValueError)."""
+        try:
+            return float(self.log_marginal_likelihood)
+        except ValueError:
+            return None
+
     def _check_Xs(self, Xs: np.ndarray) -> np.ndarray:
         return check_X(Xs, name="Xs", n_features=self.X.shape[1])
 
@@ -255,8 +262,9 @@ class Posterior(ABC):
         return Xs, ys
 
     def __repr__(self) -> str:
+        lml = self._evidence_or_none()
+        evidence = "" if lml is None else f" log_marginal_likelihood={lml:.6g}"
         return (
             f"<{type(self).__name__} method={self.method!r} n={self.X.shape[0]} "
-            f"kernel={self.kernel!r} likelihood={self.likelihood.name!r} "
-            f"log_marginal_likelihood={self.log_marginal_likelihood:.6g}>"
+            f"kernel={self.kernel!r} likelihood={self.likelihood.name!r}{evidence}>"
         )
