@@ -42,11 +42,21 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG,
         description=(
-            "Approximate inference for Gaussian-process classification (Laplace, EP and the "
-            "MCMC reference), compared: run studies, write their reports, list what there is."
+            "Approximate inference for Gaussian-process classification (every engine of "
+            "`gpc-compare list engines` against the MCMC reference), compared: run studies, "
+            "write their reports, list what there is."
         ),
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    _add_run(sub)
+    _add_report(sub)
+    _add_compare(sub)
+    _add_list(sub)
+    return parser
+
+
+def _add_run(sub) -> None:
+    """``gpc-compare run``."""
     run = sub.add_parser(
         "run",
         help="run a study (resumable) and write its report",
@@ -101,6 +111,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.set_defaults(func=_run_command)
 
+
+def _add_report(sub) -> None:
+    """``gpc-compare report``."""
     report = sub.add_parser(
         "report",
         help="write the figures and report.md of a study's results",
@@ -109,8 +122,9 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("results", metavar="RESULTS_DIR", help="e.g. results/quick")
     report.set_defaults(func=_report_command)
 
-    _add_compare(sub)
 
+def _add_list(sub) -> None:
+    """``gpc-compare list``."""
     lister = sub.add_parser(
         "list",
         help="list the data sets, engines and studies",
@@ -127,8 +141,6 @@ def build_parser() -> argparse.ArgumentParser:
         "--studies-dir", default="studies", metavar="DIR", help="(default: %(default)s)"
     )
     lister.set_defaults(func=_list_command)
-
-    return parser
 
 
 def main(argv: Sequence[str | os.PathLike[str]] | None = None) -> int:
@@ -362,8 +374,11 @@ def _report_command(args: argparse.Namespace) -> int:
     for bad in damaged:
         print(f"{PROG}: could not read {bad}", file=sys.stderr)
     if damaged:
-        print(f"{PROG}: {len(damaged)} job record(s) left out of the report (listed at its "
-              "end): rerun the study to recompute them", file=sys.stderr)  # fmt: skip
+        print(
+            f"{PROG}: {len(damaged)} job record(s) left out of the report (listed at its "
+            "end): rerun the study to recompute them",
+            file=sys.stderr,
+        )
     return 0
 
 

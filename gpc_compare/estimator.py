@@ -9,7 +9,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._fit import fit as _fit
 from ._validation import check_random_seed
-from .engines import capabilities
+from .engines import get_engine
 from .kernels import Kernel, SquaredExponential
 from .likelihoods import Likelihood, get_likelihood
 
@@ -82,7 +82,11 @@ class GPClassifier(ClassifierMixin, BaseEstimator):
 
     def fit(self, X, y) -> GPClassifier:
         """Fit the posterior (and, with ``optimizer``, the hyperparameters) to (X, y)."""
-        if get_likelihood(self.likelihood).regression:
+        lik = get_likelihood(self.likelihood)
+        engine = get_engine(self.method)
+        engine.check_likelihood(lik)  # (the engine's declaration, as gc.fit's and a study's)
+        engine.check_options(self.engine_options or {})
+        if lik.regression:
             raise ValueError(
                 "GPClassifier is a classifier: the Gaussian likelihood is for regression; "
                 "use gpc_compare.fit(X, y, likelihood=Gaussian(variance=...)) instead"
@@ -111,15 +115,28 @@ class GPClassifier(ClassifierMixin, BaseEstimator):
             "random_seed": self.random_state,
         }
         optimize = self.optimizer is not None
-        if optimize and "evidence_gradient" not in capabilities(self.method):
+        if optimize and "evidence_gradient" not in engine.capabilities(lik):
             # no evidence gradient (MCMC): fit the hyperparameters by EP, then sample
-            ep = _fit(X, t, "laplace" if softmax else "ep", kernel, optimize=True,
-                      n_restarts=self.n_restarts_optimizer, **common)  # fmt: skip
+            ep = _fit(
+                X,
+                t,
+                "laplace" if softmax else "ep",
+                kernel,
+                optimize=True,
+                n_restarts=self.n_restarts_optimizer,
+                **common,
+            )
             kernel, common["mean"], optimize = ep.kernel, ep.mean, False
         self.posterior_ = _fit(
-            X, t, self.method, kernel, optimize=optimize,
-            n_restarts=self.n_restarts_optimizer, **common, **options,
-        )  # fmt: skip
+            X,
+            t,
+            self.method,
+            kernel,
+            optimize=optimize,
+            n_restarts=self.n_restarts_optimizer,
+            **common,
+            **options,
+        )
         self.kernel_ = self.posterior_.kernel
         return self
 

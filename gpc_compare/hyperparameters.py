@@ -14,11 +14,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from types import ModuleType
+from typing import Any
 
 import numpy as np
 import scipy.optimize
 
+from .engines import Engine
 from .kernels import Kernel
 from .likelihoods import Likelihood
 from .posterior import OptimizationResult, Posterior, Restart
@@ -83,7 +84,7 @@ class _NegativeObjective:
     leaves L-BFGS-B's test on the relative decrease of the objective as it was.)
     """
 
-    engine: ModuleType
+    engine: Engine
     X: np.ndarray
     y: np.ndarray
     kernel: Kernel
@@ -152,7 +153,7 @@ def _split(
 
 
 def maximize(
-    engine: ModuleType,
+    engine: Engine,
     X: np.ndarray,
     y: np.ndarray,
     kernel: Kernel,
@@ -194,30 +195,7 @@ def maximize(
     if n_restarts < 0:
         raise ValueError(f"n_restarts must be a whole number >= 0, got {n_restarts}")
     has_mean = mean is not None
-    names = kernel.hyperparameter_names + (["mean"] if has_mean else [])
-    bounds = kernel.bounds
-    theta0 = kernel.theta
-    if has_mean:
-        lo, hi = (float(b) for b in mean_bounds)
-        if not lo < hi:
-            raise ValueError(f"mean_bounds must be (low, high) with low < high, got {mean_bounds}")
-        bounds = np.vstack([bounds, [[lo, hi]]])
-        theta0 = np.append(theta0, float(mean))
-    inducing_shape = None
-    if options.get("optimize_inducing"):
-        # a sparse engine's inducing inputs (chosen by gc.fit) join theta, unbounded; the
-        # restarts draw the kernel's and the mean's values and start every input from Z
-        Z0 = np.asarray(options.get("inducing"), dtype=float)
-        if Z0.ndim != 2 or Z0.shape[1] != X.shape[1]:
-            raise ValueError(
-                "optimize_inducing=True needs the inducing inputs as an (M, d) array (gc.fit "
-                f"chooses them from a count); got {options.get('inducing')!r}"
-            )
-        inducing_shape = Z0.shape
-        names = names + inducing_names(*Z0.shape)
-        free = np.full((Z0.size, 2), [-np.inf, np.inf])
-        bounds = np.vstack([bounds, free])
-        theta0 = np.append(theta0, Z0.ravel())
+    names, bounds, theta0, inducing_shape = _search_space(kernel, mean, mean_bounds, X, options)
     if value is None:
 
         def value(post: Posterior) -> float:
@@ -238,12 +216,7 @@ def maximize(
         post.optimization = OptimizationResult(objective, names, theta0, value(post), True, 1, [])
         return post
 
-    starts = [np.clip(theta0, bounds[:, 0], bounds[:, 1])]
-    finite = np.all(np.isfinite(bounds), axis=1)
-    for _ in range(n_restarts):
-        start = starts[0].copy()
-        start[finite] = rng.uniform(bounds[finite, 0], bounds[finite, 1])
-        starts.append(start)
+    starts = _starts(theta0, bounds, n_restarts, rng)
     uses_warm_start = engine.takes_option("warm_start") and "warm_start" not in options
 
     runs: list[Restart] = []
@@ -282,6 +255,50 @@ def maximize(
         fit_seconds=fit_seconds,
     )
     return post
+
+
+def _search_space(
+    kernel: Kernel, mean: float | None, mean_bounds, X: np.ndarray, options: dict[str, Any]
+) -> tuple[list[str], np.ndarray, np.ndarray, tuple[int, int] | None]:
+    """What is fitted: names, bounds (p, 2) and start of the kernel's log hyperparameters,
+    the mean's (if one) and a sparse engine's inducing inputs (``optimize_inducing``:
+    unbounded), and the inducing inputs' shape (None when they are held)."""
+    names = kernel.hyperparameter_names + ([] if mean is None else ["mean"])
+    bounds = kernel.bounds
+    theta0 = kernel.theta
+    if mean is not None:
+        lo, hi = (float(b) for b in mean_bounds)
+        if not lo < hi:
+            raise ValueError(f"mean_bounds must be (low, high) with low < high, got {mean_bounds}")
+        bounds = np.vstack([bounds, [[lo, hi]]])
+        theta0 = np.append(theta0, float(mean))
+    if not options.get("optimize_inducing"):
+        return names, bounds, theta0, None
+    # a sparse engine's inducing inputs (chosen by gc.fit) join theta, unbounded; the
+    # restarts draw the kernel's and the mean's values and start every input from Z
+    Z0 = np.asarray(options.get("inducing"), dtype=float)
+    if Z0.ndim != 2 or Z0.shape[1] != X.shape[1]:
+        raise ValueError(
+            "optimize_inducing=True needs the inducing inputs as an (M, d) array (gc.fit "
+            f"chooses them from a count); got {options.get('inducing')!r}"
+        )
+    names = names + inducing_names(*Z0.shape)
+    bounds = np.vstack([bounds, np.full((Z0.size, 2), [-np.inf, np.inf])])
+    return names, bounds, np.append(theta0, Z0.ravel()), Z0.shape
+
+
+def _starts(
+    theta0: np.ndarray, bounds: np.ndarray, n_restarts: int, rng: np.random.Generator
+) -> list[np.ndarray]:
+    """The optimiser's starts: theta0 within the bounds, then ``n_restarts`` drawn
+    uniformly (in log space) within the finite bounds."""
+    starts = [np.clip(theta0, bounds[:, 0], bounds[:, 1])]
+    finite = np.all(np.isfinite(bounds), axis=1)
+    for _ in range(n_restarts):
+        start = starts[0].copy()
+        start[finite] = rng.uniform(bounds[finite, 0], bounds[finite, 1])
+        starts.append(start)
+    return starts
 
 
 def at_bounds(
@@ -360,7 +377,7 @@ def _run(negative: _NegativeObjective, start: np.ndarray, bounds: np.ndarray) ->
         bool(res.success),
         negative.calls,
         message,
-    )  # fmt: skip
+    )
 
 
 def _to_the_bounds(

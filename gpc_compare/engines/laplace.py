@@ -209,8 +209,9 @@ def _infer_binary(problem: Problem, options: LaplaceOptions) -> LaplacePosterior
         return b - sW * cho_solve(L, sW * (K @ b))
 
     alpha, psi, at = _newton.start(state, (n,), warm_start, "alpha", candidates=True)
-    res = _newton.newton(state, direction, alpha, psi, at, K, tol=tol, max_iter=max_iter,
-                         stacklevel=2, chord=chord)  # fmt: skip
+    res = _newton.newton(
+        state, direction, alpha, psi, at, K, tol=tol, max_iter=max_iter, stacklevel=2, chord=chord
+    )
     alpha, psi, (_, derivs) = res.x, res.psi, res.extra
 
     # factorise once more at the final mode: the evidence needs B at f^ exactly

@@ -47,10 +47,11 @@ shared forms the engines return.
 
 The Gaussian form
 -----------------
-Laplace and EP both approximate p(f | X, y) by N(f | m + K alpha, (K^-1 + W)^-1), held
-as (alpha, sW = W^1/2, L = chol(B)), B = I + sW K sW (R&W Alg. 3.1-3.2 and 3.5-3.6;
-for EP, W is the site precision diag(tau~)). :class:`GaussianPosterior` writes
-prediction, sampling and export once for both.
+Laplace, EP, KL and VB all approximate p(f | X, y) by N(f | m + K alpha, (K^-1 + W)^-1),
+held as (alpha, sW = W^1/2, L = chol(B)), B = I + sW K sW (R&W Alg. 3.1-3.2 and 3.5-3.6;
+for EP, W is the site precision diag(tau~); for KL and VB, the variational sites'
+precisions). :class:`GaussianPosterior` writes prediction, sampling and export once for
+all of them; the sparse engines share :mod:`.sparse`.
 
 Draws
 -----

@@ -1,4 +1,4 @@
-"""The Gaussian posterior shared by Laplace and EP: N(f | m + K alpha, (K^-1 + W)^-1)."""
+"""The Gaussian posterior shared by Laplace, EP, KL and VB: N(f | m + K alpha, (K^-1 + W)^-1)."""
 
 from __future__ import annotations
 

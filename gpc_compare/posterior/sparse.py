@@ -61,8 +61,14 @@ class FITCPrior:
     vectors, for n whose n x M matrices would not fit (SVGP only: FITC's sites need V).
     """
 
-    def __init__(self, kernel: Kernel, X: np.ndarray, Z: np.ndarray, jitter: float,
-                 batch_size: int | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        kernel: Kernel,
+        X: np.ndarray,
+        Z: np.ndarray,
+        jitter: float,
+        batch_size: int | None = None,
+    ) -> None:
         self.kernel, self.X, self.Z, self.jitter = kernel, X, Z, float(jitter)
         self.batch_size = batch_size
         Kuu = kernel(Z)
@@ -121,8 +127,9 @@ class FITCPrior:
         """P = (K_uu + snu^2 I)^-1 K_uf = L_uu^-T V, shape (M, n): Q = K_fu P."""
         return solve_lower_transpose(self.L_uu, self.V)
 
-    def gradient(self, G_lowrank: list[tuple[np.ndarray, np.ndarray]], sites: FITCSites,
-                 r_coef: float) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    def gradient(
+        self, G_lowrank: list[tuple[np.ndarray, np.ndarray]], sites: FITCSites, r_coef: float
+    ) -> tuple[np.ndarray, np.ndarray]:
         """<G, dK~/d theta_j> for every free kernel hyperparameter, and d<G, K~>/d Z, for
         G = sum_k (a_k b_k^T + b_k a_k^T) / 2 + r_coef R (``sites``' R), never formed.
 
@@ -196,8 +203,9 @@ class FITCSites:
         diag R are made of), computed once."""
         np.copyto(self.prior.scratch, self.prior.V)
         # C^T = V^T L_A^-T, in place on the C-order buffer's Fortran view (BLAS dtrsm)
-        Ct = blas.dtrsm(1.0, self.L_A, self.prior.scratch.T, side=1, lower=1, trans_a=1,
-                        overwrite_b=1)  # fmt: skip
+        Ct = blas.dtrsm(
+            1.0, self.L_A, self.prior.scratch.T, side=1, lower=1, trans_a=1, overwrite_b=1
+        )
         return np.einsum("ij,ij->i", Ct, Ct)
 
     def diag_sigma(self) -> np.ndarray:
@@ -211,8 +219,9 @@ class InducingPosterior(Posterior):
     ``optimize_inducing`` (``inducing[j,k]``, after the kernel's and the mean), and the
     export of joint draws (``sample_latent``) to InferenceData."""
 
-    def __init__(self, X, y, kernel, likelihood, mean, *, prior: FITCPrior,
-                 optimize_inducing: bool) -> None:  # fmt: skip
+    def __init__(
+        self, X, y, kernel, likelihood, mean, *, prior: FITCPrior, optimize_inducing: bool
+    ) -> None:
         super().__init__(X, y, kernel, likelihood, mean)
         self.prior = prior
         self.optimize_inducing = bool(optimize_inducing)
@@ -285,8 +294,9 @@ class SparsePosterior(InducingPosterior):
         convergence: Convergence,
         optimize_inducing: bool,
     ) -> None:
-        super().__init__(X, y, kernel, likelihood, mean, prior=prior,
-                         optimize_inducing=optimize_inducing)  # fmt: skip
+        super().__init__(
+            X, y, kernel, likelihood, mean, prior=prior, optimize_inducing=optimize_inducing
+        )
         self.sites, self.alpha = sites, alpha
         self._log_marginal_likelihood = float(log_marginal_likelihood)
         self.convergence = convergence

@@ -96,9 +96,20 @@ def expand(config: StudyConfig) -> list[Job]:
                 for label, options in config.evidence.items():
                     depends = ids[config.source] if config.source is not None else None
                     jobs.append(
-                        _job(config, data, point, values, split, label, options["method"],
-                             options, depends, kind="evidence", kernel=kernel)
-                    )  # fmt: skip
+                        _job(
+                            config,
+                            data,
+                            point,
+                            values,
+                            split,
+                            label,
+                            options["method"],
+                            options,
+                            depends,
+                            kind="evidence",
+                            kernel=kernel,
+                        )
+                    )
     return jobs
 
 

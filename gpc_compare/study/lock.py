@@ -59,8 +59,11 @@ def output_lock(
                     f"another run (pid {holder}) is writing to {result_dir}: wait for it to "
                     "finish (or pass --wait), or write elsewhere with --output"
                 ) from None
-            print(f"waiting for the run (pid {holder}) writing to {result_dir}",
-                  file=stream or sys.stderr, flush=True)  # fmt: skip
+            print(
+                f"waiting for the run (pid {holder}) writing to {result_dir}",
+                file=stream or sys.stderr,
+                flush=True,
+            )
             fcntl.flock(fh, fcntl.LOCK_EX)
         fh.seek(0)
         fh.truncate()
