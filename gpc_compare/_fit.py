@@ -200,10 +200,15 @@ def _objective(objective: str, engine, lik: Likelihood, optimize: bool) -> dict[
     if objective == "evidence":
         return {}
     if "loo" not in engine.capabilities(lik):
+        with_loo = [name for name, caps in engine.likelihoods.items() if "loo" in caps]
+        if with_loo:  # (EP: its LOO gradient is implemented for probit)
+            raise ValueError(
+                f"objective={objective!r} needs the {' or '.join(with_loo)} likelihood with "
+                f"the {engine.label} engine (its leave-one-out gradient is implemented there)"
+            )
         raise ValueError(
-            f"objective={objective!r} needs {_methods_with('loo')} with the probit likelihood "
-            f"(the cavity leave-one-out predictive and its gradient), which the {engine.label} "
-            f"engine does not give with the {lik.name!r} likelihood"
+            f"objective={objective!r} needs {_methods_with('loo')} (the cavity leave-one-out "
+            f"predictive), which the {engine.label} engine does not give"
         )
     if not optimize:
         raise ValueError(f"objective={objective!r} applies to optimize=True")

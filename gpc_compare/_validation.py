@@ -219,12 +219,21 @@ def check_Xy(X: object, y: object, *, regression: bool = False) -> tuple[np.ndar
     return X, y
 
 
+def _real(value: object, name: str, what: str) -> float:
+    """``value`` as a float if it is a real number (not a string, not a bool: one rule for
+    every numeric option, whether it came from Python, a TOML file or the command line,
+    which converts its own), or a ValueError naming the option."""
+    if isinstance(value, str | bytes | bool | np.bool_):
+        raise ValueError(f"{name} must be {what}, got {value!r}")
+    try:
+        return float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be {what}, got {value!r}") from None
+
+
 def check_positive(value: object, name: str) -> float:
     """A finite positive number, or a ValueError naming the option."""
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a positive number, got {value!r}") from None
+    v = _real(value, name, "a positive number")
     if not (np.isfinite(v) and v > 0):
         raise ValueError(f"{name} must be a positive number, got {value!r}")
     return v
@@ -324,12 +333,7 @@ def check_choice(value: object, name: str, choices: Collection[Any]) -> Any:
 def check_fraction(value: object, name: str, *, closed: bool = True) -> float:
     """A number in (0, 1] (or (0, 1) with ``closed=False``), or a ValueError naming it."""
     interval = "(0, 1]" if closed else "(0, 1)"
-    if isinstance(value, bool):
-        raise ValueError(f"{name} must be in {interval}, got {value!r}")
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be in {interval}, got {value!r}") from None
+    v = _real(value, name, f"in {interval}")
     if not (0.0 < v < 1.0 or (closed and v == 1.0)):
         raise ValueError(f"{name} must be in {interval}, got {value!r}")
     return v

@@ -78,6 +78,9 @@ def test_prediction_input_is_checked():
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
+        ({"tol": "1e-6"}, "tol must be a positive number, got '1e-6'"),  # (as draws="100")
+        ({"method": "mcmc", "draws": "100"}, "draws must be a whole number"),
+        ({"method": "ep", "damping": True}, r"damping must be in \(0, 1\], got True"),
         ({"tol": None}, "tol must be a positive number"),
         ({"max_iter": 2.5}, "max_iter must be a whole number"),
         ({"warm_start": np.full(10, np.inf)}, "warm_start contains NaN"),
