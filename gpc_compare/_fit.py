@@ -9,7 +9,6 @@ import numpy as np
 from ._validation import (
     check_class_labels,
     check_count,
-    check_dense_memory,
     check_random_seed,
     check_X,
     check_Xy,
@@ -117,9 +116,11 @@ def fit(
     if np.shape(mean_bounds) != (2,):
         raise ValueError(f"mean_bounds must be a pair (low, high), got {mean_bounds!r}")
     objectives = _objective(objective, engine, lik, optimize)
-    if "sparse" not in can:  # refused before anything n x n is formed, once per fit
-        check_dense_memory(X.shape[0])
-    else:
+    # refused before anything large is formed, once per fit (the engine's own estimate)
+    too_large = engine.memory_problem(X.shape[0], engine.options(options), optimize)
+    if too_large is not None:
+        raise ValueError(too_large)
+    if "sparse" in can:
         # the inducing inputs chosen once (k-means++ seeded here), so every evaluation of
         # an optimisation and the final posterior share them
         options["inducing"] = choose_inducing(X, options.get("inducing"), random_seed)

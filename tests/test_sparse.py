@@ -10,8 +10,7 @@ import pandas as pd
 import pytest
 
 import gpc_compare as gc
-from gpc_compare import _validation
-from gpc_compare.engines import ep, fitc_ep, fitc_laplace, laplace, svgp
+from gpc_compare.engines import _engine, ep, fitc_ep, fitc_laplace, laplace, svgp
 from gpc_compare.engines._inducing import choose_inducing
 from gpc_compare.kernels import Constant, Linear, Matern52, SquaredExponential
 from gpc_compare.kernels.dot_product import NeuralNetwork
@@ -293,7 +292,7 @@ def test_a_kernel_without_input_derivatives_is_refused_for_optimize():
 
 def test_dense_engines_refuse_an_n_beyond_memory(monkeypatch):
     """A dense engine names n and the memory it would need instead of exhausting it."""
-    monkeypatch.setattr(_validation, "available_memory", lambda: 2**30)  # 1 GiB
+    monkeypatch.setattr(_engine, "available_memory", lambda: 2**30)  # 1 GiB
     X, y = toy_data(n=5000, d=2)
     for method in ["laplace", "ep", "kl"]:
         with pytest.raises(ValueError, match=r"n = 5,000 training cases need about 1\.1 GiB"):
@@ -332,7 +331,6 @@ def test_a_study_skips_dense_jobs_beyond_memory_and_says_so(tmp_path, monkeypatc
     """The runner skips a dense engine's job whose n x n matrices would not fit (status
     "skipped", no traceback), runs the sparse engine's, and the report lists the skip."""
     from gpc_compare.cli import main
-    from gpc_compare.study import worker
 
     path = tmp_path / "big.toml"
     path.write_text(
@@ -344,10 +342,7 @@ def test_a_study_skips_dense_jobs_beyond_memory_and_says_so(tmp_path, monkeypatc
     )
 
     # 60 training cases need 6 * 8 * 60^2 = 173 kB: pretend 100 kB are available
-    def small(n):
-        return _validation.dense_memory_problem(n, available=100_000)
-
-    monkeypatch.setattr(worker, "dense_memory_problem", small)
+    monkeypatch.setattr(_engine, "available_memory", lambda: 100_000)
     assert main(["run", str(path), "--output", str(tmp_path / "out"), "--workers", "1"]) == 0
     out = tmp_path / "out" / "big"
     jobs = pd.read_csv(out / "jobs.csv")
@@ -395,7 +390,6 @@ def test_a_skipped_source_skips_its_dependants_and_a_rerun_keeps_them(tmp_path, 
     engine that needs its hyperparameters is skipped too (not failed), and a rerun, with or
     without retrying failures, counts them as finished."""
     from gpc_compare import study
-    from gpc_compare.study import worker
 
     path = tmp_path / "shared.toml"
     path.write_text(
@@ -407,10 +401,7 @@ def test_a_skipped_source_skips_its_dependants_and_a_rerun_keeps_them(tmp_path, 
         "inducing = 10.0\n"  # (a whole-number float is a count)
     )
 
-    def small(n):
-        return _validation.dense_memory_problem(n, available=100_000)
-
-    monkeypatch.setattr(worker, "dense_memory_problem", small)
+    monkeypatch.setattr(_engine, "available_memory", lambda: 100_000)
     summary = study.run_study(path, tmp_path / "out", workers=1)
     assert (summary.done, summary.failed) == (4, 0)
     jobs = pd.read_csv(tmp_path / "out" / "shared" / "jobs.csv")

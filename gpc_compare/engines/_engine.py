@@ -30,7 +30,7 @@ from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 
-from .._validation import OptionCheck, OptionError
+from .._validation import OptionCheck, OptionError, available_memory
 from ..kernels import Kernel
 from ..likelihoods import Likelihood
 from ..posterior import Posterior
@@ -227,6 +227,10 @@ class Engine(ABC):
     likelihoods: ClassVar[Mapping[str, frozenset[str]]]
     #: Options for a quick fit on a small problem (the contract tests use them).
     quick_options: ClassVar[Mapping[str, Any]] = {}
+    #: How many n x n float64 matrices the engine holds at its peak: (a fit at fixed
+    #: hyperparameters, an optimisation), as measured (tests/engines/test_memory.py); None
+    #: for an engine with no n x n matrix (the sparse engines: O(n M)).
+    dense_matrices: ClassVar[tuple[float, float] | None] = (6.0, 6.0)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -305,6 +309,50 @@ class Engine(ABC):
         if self.seeded and out.get("random_seed") is None:
             out["random_seed"] = random_seed
         return out
+
+    # ----------------------------------------------------------------------- memory
+    def dense_bytes(self, n: int, optimize: bool = False) -> int:
+        """Bytes of the n x n matrices a fit on n cases holds at its peak."""
+        if self.dense_matrices is None:
+            return 0
+        return int(self.dense_matrices[bool(optimize)] * 8 * n * n)
+
+    def memory_bytes(self, n: int, options: EngineOptions, optimize: bool = False) -> int:
+        """Peak memory of a fit on n cases with ``options``, estimated (bytes): the n x n
+        matrices, and what the options add (an engine that stores draws overrides this)."""
+        return self.dense_bytes(n, optimize)
+
+    def memory_problem(
+        self,
+        n: int,
+        options: EngineOptions,
+        optimize: bool = False,
+        available: int | None = None,
+    ) -> str | None:
+        """Why a fit on n cases would not fit in the memory available, or None if it does
+        (refused before anything is allocated, rather than let the machine run out)."""
+        available = available_memory() if available is None else available
+        need = self.memory_bytes(n, options, optimize)
+        if available is None or need <= available:
+            return None
+        dense = self.dense_bytes(n, optimize)
+        if need - dense <= dense:  # mostly the n x n matrices
+            count = dense / (8 * n * n)
+            what = (
+                f"the {self.label} engine's n x n matrices ({count:g} of "
+                f"{8 * n * n / 2**30:.2f} GiB)"
+            )
+            hint = (
+                ": use a sparse engine (method='fitc_ep', 'fitc_laplace' or 'svgp': O(n M) "
+                "memory) or fewer cases"
+            )
+        else:
+            what = f"what the {self.label} engine's options ask it to store"
+            hint = " (fewer draws or chains?)" if self.takes_option("draws") else ""
+        return (
+            f"n = {n:,} training cases need about {need / 2**30:.1f} GiB for {what}, but "
+            f"{available / 2**30:.1f} GiB are available{hint}"
+        )
 
     # -------------------------------------------------------------------------- fit
     @abstractmethod

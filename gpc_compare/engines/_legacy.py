@@ -34,4 +34,5 @@ def legacy_engine(module: ModuleType) -> Engine:
     _Legacy.label = module.LABEL
     _Legacy.Options = Options
     _Legacy.likelihoods = likelihoods
+    _Legacy.dense_matrices = None if "sparse" in caps else (6.0, 6.0)
     return _Legacy()

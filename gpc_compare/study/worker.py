@@ -153,10 +153,11 @@ class _Skipped(Exception):
 
 def _run(job: Job, shared: Mapping[str, Any] | None) -> dict[str, Any]:
     X_train, y_train, X_test, y_test, kernel, mean, origin = _problem(job, shared)
-    if "sparse" not in capabilities(job.method):
-        problem = dense_memory_problem(y_train.size)
-        if problem is not None:
-            raise _Skipped(f"skipped: {problem}")
+    engine = get_engine(job.method)
+    own = {k: v for k, v in job.options.items() if k != "objective"}
+    problem = engine.memory_problem(y_train.size, engine.options(own), job.optimize)
+    if problem is not None:
+        raise _Skipped(f"skipped: {problem}")
     options = dict(job.options)
     objective = options.pop("objective", "evidence")
     optimize = job.optimize
