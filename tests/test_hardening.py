@@ -488,3 +488,37 @@ def test_every_engine_checks_every_option_it_declares() -> None:
     for name, engine in ENGINES.items():
         assert set(engine.OPTION_CHECKS) == set(engine.OPTIONS), name
         assert engine.check_options(dict(engine.OPTIONS)) == dict(engine.OPTIONS), name
+
+
+def test_an_address_that_is_not_a_dask_scheduler_is_a_clear_error(tmp_path: Path, capsys) -> None:
+    """A TCP server that answers, but not as a Dask scheduler: exit 2 naming the address
+    (distributed itself failed with "Unable to allocate 3.07 EiB")."""
+    import socket
+    import threading
+
+    pytest.importorskip("distributed")
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(4)
+    port = server.getsockname()[1]
+
+    def answer() -> None:  # an HTTP-ish reply to whatever is sent, a few times
+        for _ in range(4):
+            try:
+                conn, _ = server.accept()
+                conn.recv(100)
+                conn.sendall(b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nhi" * 50)
+                conn.close()
+            except OSError:
+                return
+
+    threading.Thread(target=answer, daemon=True).start()
+    path = write(tmp_path)
+    try:
+        address = f"tcp://127.0.0.1:{port}"
+        code = main(["run", str(path), "--output", str(tmp_path / "out"), "--scheduler", address])
+    finally:
+        server.close()
+    assert code == 2
+    err = capsys.readouterr().err
+    assert f"tcp://127.0.0.1:{port} answers, but not as a Dask scheduler" in err, err

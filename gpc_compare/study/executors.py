@@ -210,6 +210,11 @@ class DaskExecutor:
             self.client = Client(address, timeout="10s")
         except (OSError, TimeoutError) as exc:
             raise ValueError(f"cannot connect to the Dask scheduler at {address}: {exc}") from None
+        except Exception as exc:  # (something answers there, but not Dask's protocol)
+            raise ValueError(
+                f"{address} answers, but not as a Dask scheduler ({type(exc).__name__}: "
+                f"{str(exc)[:200]}): check the address and port of `dask scheduler`"
+            ) from None
         # as many jobs in flight as the cluster has threads, so "running" means running
         self.capacity = max(1, sum(self.client.nthreads().values()))
 
