@@ -188,3 +188,30 @@ def test_no_module_is_over_600_lines() -> None:
         if (n := len(p.read_text().splitlines())) > 600
     }
     assert not long, long
+
+
+#: Where no function may be longer than :data:`MAX_FUNCTION_LINES` (docstring excluded): the
+#: study runner, the report and ``gc.compare`` so far; the rest of the package follows.
+SHORT_FUNCTIONS = ["gpc_compare/study", "gpc_compare/report", "gpc_compare/comparison.py"]
+MAX_FUNCTION_LINES = 80
+
+
+def _function_lengths(path: Path) -> dict[str, int]:
+    """Each function's lines (``def`` to its last line) less its docstring's."""
+    out = {}
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            n = node.end_lineno - node.lineno + 1
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                n -= first.end_lineno - first.lineno + 1
+            out[f"{path.relative_to(ROOT)}:{node.lineno} {node.name}"] = n
+    return out
+
+
+def test_no_function_is_over_80_lines() -> None:
+    paths = [p for d in SHORT_FUNCTIONS for p in sorted((ROOT / d).rglob("*.py"))]
+    lengths = {k: n for p in paths for k, n in _function_lengths(p).items()}
+    assert len(lengths) > 100  # (the walk found the functions)
+    long = {k: n for k, n in lengths.items() if n > MAX_FUNCTION_LINES}
+    assert not long, long
