@@ -43,13 +43,15 @@ def atomic_write(path: Path, data: bytes) -> None:
     os.replace(tmp, path)
 
 
-def save_record(record: JobRecord, jobs_dir: Path) -> None:
+def save_record(record: JobRecord, jobs_dir: Path) -> JobRecord:
     """Write a job's record as ``jobs_dir/ID.json`` (its InferenceData, if any, first as
-    ``ID.nc``: a record on disk means the job is complete)."""
+    ``ID.nc``: a record on disk means the job is complete); the record as written (naming
+    its ``idata`` file, without the NetCDF bytes)."""
     if record.netcdf is not None:  # before the record: a record on disk means it is complete
         atomic_write(inside(jobs_dir, f"{record.id}.nc"), record.netcdf)
         record = record.replace(idata=f"{record.id}.nc", netcdf=None)
     atomic_write(inside(jobs_dir, f"{record.id}.json"), record.to_json().encode())
+    return record
 
 
 @dataclass(frozen=True)

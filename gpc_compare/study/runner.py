@@ -260,8 +260,7 @@ class _Jobs:
         return True, self.records[job.depends_on]
 
     def finish(self, job: Job, record: JobRecord) -> None:
-        save_record(record, self.jobs_dir)
-        self.records[job.id] = record
+        self.records[job.id] = record = save_record(record, self.jobs_dir)
         self.active.discard(job.id)
         if record.status in ("ok", "skipped"):  # (skipped: too large for its engine)
             self.bar.done += 1

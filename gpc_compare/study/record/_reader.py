@@ -32,7 +32,8 @@ class Reader:
 
     def __init__(self, raw: Any, where: str, notes: list[str]) -> None:
         if not isinstance(raw, dict):
-            raise RecordError(f"{where!r} is {show(raw)}, not an object")
+            what = repr(where) if where else "the record"
+            raise RecordError(f"{what} is {show(raw)}, not an object")
         self.raw, self.where, self.notes, self.read = raw, where, notes, set()
 
     def name(self, key: str) -> str:
