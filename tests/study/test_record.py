@@ -160,6 +160,7 @@ def test_an_infinity_is_read_as_nan_with_a_note() -> None:
     assert math.isnan(rec.metrics["error_rate"]) and math.isnan(rec.log_evidence)
     assert len(rec.notes) == 2 and "metrics.error_rate was inf" in rec.notes[0]
     assert "log_evidence was -inf" in rec.notes[1]
+    assert JobRecord.from_json(rec.to_json()).notes == rec.notes  # (kept, not repeated)
     raw["arrays"]["log_p_test"] = [float("-inf"), -0.1]
     rec = JobRecord.from_dict(raw)
     assert np.isnan(rec.arrays.log_p_test[0]) and "arrays.log_p_test" in rec.notes[0]

@@ -126,7 +126,8 @@ class JobRecord:
     idata : str or None
         The file of its InferenceData beside the record (``ID.nc``), for a sampler.
     notes : tuple of str
-        What the reader changed (an infinite number read as NaN); not written back.
+        What a reader changed (an infinite number read as NaN): found when the file was
+        read, or when the worker made the record (then written with it, as ``notes``).
     extra : dict
         Fields the schema does not name (an engine's own facts), kept as they are.
     schema : int
@@ -211,6 +212,7 @@ class JobRecord:
         """
         notes: list[str] = []
         r = Reader(raw, "", notes)
+        notes += r.texts("notes", optional=True)  # (earlier readers', e.g. the worker's)
         schema = r.integer("schema", optional=True, minimum=1) or 1
         if schema > SCHEMA_VERSION:
             raise RecordError(
@@ -256,7 +258,6 @@ class JobRecord:
             values[key] = None if sub is None else part.read(sub)
         if ok and values["n_test"] > 0 and not values["metrics"]:
             raise RecordError(f"'metrics' is empty for a job with {values['n_test']} test cases")
-        r.read.add("notes")  # (the reader's own: made again on every read)
         return cls(**values, extra=r.rest(), notes=tuple(notes))
 
     # ------------------------------------------------------------------ writing
@@ -288,6 +289,8 @@ class JobRecord:
         if self.loo_log_predictive is not None:
             out["loo_log_predictive"] = self.loo_log_predictive
         out.update(self.extra)
+        if self.notes:
+            out["notes"] = list(self.notes)
         for key in ("idata", "status", "error", "traceback", "finished"):
             if getattr(self, key) is not None:
                 out[key] = getattr(self, key)
