@@ -25,7 +25,9 @@ is version 1, the layout every earlier release wrote):
   in :attr:`JobRecord.notes`;
 - fields the schema does not name (an engine's own facts) are kept as they are
   (:attr:`JobRecord.extra`, and each part's ``extra``), so a newer engine's record still
-  loads.
+  loads;
+- a record of a newer schema than this code reads is refused (set aside, and its job
+  recomputed here).
 """
 
 from ._reader import SCHEMA_VERSION, STATUSES, RecordError
