@@ -1,8 +1,9 @@
 """Your own data through the study runner, without writing a study file: :func:`compare`.
 
-``gc.compare(X, y)`` writes the data (``data.csv``) and the study it runs
-(``study.toml``, a file data set; see :func:`gpc_compare.study.load_study`) into the
-results folder, then runs it with :func:`gpc_compare.study.run_study`: the same jobs,
+``gc.compare(X, y)`` writes the data (``data.csv``) into the results folder, builds the
+study of that file (:func:`study_fields`, :meth:`gpc_compare.study.StudyConfig.from_dict`)
+and keeps its text beside it (``study.toml``), then runs it with
+:func:`gpc_compare.study.run_study`: the same jobs,
 resuming, worker processes or Dask cluster, tidy table and report as
 ``gpc-compare run``. ``gpc-compare compare data.csv --target COLUMN`` does the same from
 the shell (:func:`prepare_file_study`), with the study's ``file`` pointing at the CSV.
@@ -24,10 +25,11 @@ from typing import Any, TextIO
 import numpy as np
 import pandas as pd
 
-from .study import RunSummary, StudyConfig, StudyError, load_study, run_study
+from .study import RunSummary, StudyConfig, StudyError, run_study
 from .study.datafiles import check_label
+from .study.fields import plain
 
-__all__ = ["Comparison", "compare", "prepare_file_study", "study_text"]
+__all__ = ["Comparison", "compare", "prepare_file_study", "study_fields", "study_text"]
 
 #: Fields of a file data set that :func:`compare` and :func:`prepare_file_study` pass on.
 DATA_OPTIONS = ("features", "positive", "categorical", "missing", "subsample")
@@ -195,25 +197,23 @@ def compare(
     if not data_file.exists() or data_file.read_text() != text:  # (resume: leave it alone)
         data_file.write_text(text)
     study_file = result_dir / "study.toml"
-    _write(
-        study_file,
-        study_text(
-            "data.csv",
-            target,
-            name=name,
-            label=name,
-            engines=engines,
-            likelihood=likelihood,
-            folds=folds,
-            policy=policy,
-            seed=seed,
-            kernel=kernel,
-            engine_options=engine_options,
-            n_restarts=n_restarts,
-            **data_options,
-        ),
+    fields = study_fields(
+        "data.csv",
+        target,
+        name=name,
+        label=name,
+        engines=engines,
+        likelihood=likelihood,
+        folds=folds,
+        policy=policy,
+        seed=seed,
+        kernel=kernel,
+        engine_options=engine_options,
+        n_restarts=n_restarts,
+        **data_options,
     )
-    config = load_study(study_file)
+    config = StudyConfig.from_dict(fields, study_file)  # (its data file relative to it)
+    _write(study_file, toml_text(fields))  # kept with the results: the report reads it
     _run_info(result_dir, study_file, workers, scheduler)
     summary = run_study(config, output, workers=workers, scheduler=scheduler, progress=progress)
     failures = summary.failures + summary.failed_earlier
@@ -282,25 +282,20 @@ def prepare_file_study(
     relative = (
         os.path.relpath(data.resolve(), result_dir.resolve()) if inside else str(data.resolve())
     )
-    existed = study_file.exists()
-    previous = study_file.read_text() if existed else None
-    _write(study_file, study_text(relative, target, name=name, label=name, **settings))
+    fields = study_fields(relative, target, name=name, label=name, **settings)
     try:
-        config = load_study(study_file)
+        config = StudyConfig.from_dict(fields, study_file)
     except StudyError:
-        if previous is not None:
-            study_file.write_text(previous)
-        else:
-            study_file.unlink()
-            for folder in made:  # (the folders made here, deepest first, when left empty)
-                if not any(folder.iterdir()):
-                    folder.rmdir()
+        for folder in made:  # (the folders made here, deepest first, when left empty)
+            if not any(folder.iterdir()):
+                folder.rmdir()
         raise
+    _write(study_file, toml_text(fields))
     _run_info(result_dir, study_file, workers, scheduler)
     return study_file, config
 
 
-def study_text(
+def study_fields(
     file: str,
     target: str,
     *,
@@ -315,8 +310,9 @@ def study_text(
     engine_options: Mapping[str, Mapping[str, Any]] | None = None,
     n_restarts: int | None = None,
     **data_options: Any,
-) -> str:
-    """The TOML text of a study of one data file (what :func:`compare` writes and runs).
+) -> dict[str, Any]:
+    """The fields of a study of one data file, as a study file holds them (what
+    :meth:`~gpc_compare.study.StudyConfig.from_dict` takes and :func:`toml_text` writes).
 
     Parameters
     ----------
@@ -331,38 +327,60 @@ def study_text(
 
     Returns
     -------
-    str
+    dict
     """
     if isinstance(engines, str) or not engines:
         raise ValueError(f"engines: give a sequence of engine names, got {engines!r}")
-    lines = [
-        "# Written by gpc_compare (gc.compare or `gpc-compare compare`): this study ran the",
-        "# results in this folder. Edit it and rerun: gpc-compare run THIS_FILE",
-        f"name = {_toml(name)}",
-        f"description = {_toml(f'Your own data: {file}, target {target!r}.')}",
-        f"seed = {_toml(seed)}",
-        f"likelihood = {_toml(likelihood)}",
-        "",
-        "[[datasets]]",
-        f"file = {_toml(file)}",
-        f"target = {_toml(target)}",
-    ]
-    if label is not None:
-        lines.append(f"label = {_toml(label)}")
-    lines += [f"{k} = {_toml(v)}" for k, v in data_options.items() if v is not None]
-    lines += ["", "[splits]", 'kind = "kfold"', f"n_splits = {_toml(folds)}", ""]
-    lines += ["[hyperparameters]", f"policy = {_toml(policy)}"]
-    if n_restarts is not None:
-        lines.append(f"n_restarts = {_toml(n_restarts)}")
-    if kernel:
-        lines += ["", "[kernel]", *(f"{k} = {_toml(v)}" for k, v in kernel.items())]
     options = dict(engine_options or {})
     unknown = sorted(set(options) - set(engines))
     if unknown:
         raise ValueError(f"engine_options: {unknown} are not among the engines {list(engines)}")
-    for engine in engines:
+    dataset = {"file": file, "target": target}
+    if label is not None:
+        dataset["label"] = label
+    dataset.update((k, v) for k, v in data_options.items() if v is not None)
+    hyperparameters = {"policy": policy}
+    if n_restarts is not None:
+        hyperparameters["n_restarts"] = n_restarts
+    fields = {
+        "name": name,
+        "description": f"Your own data: {file}, target {target!r}.",
+        "seed": seed,
+        "likelihood": likelihood,
+        "datasets": [dataset],
+        "splits": {"kind": "kfold", "n_splits": folds},
+        "hyperparameters": hyperparameters,
+    }
+    if kernel:
+        fields["kernel"] = dict(kernel)
+    fields["engines"] = {engine: dict(options.get(engine, {})) for engine in engines}
+    return plain(fields)
+
+
+def study_text(file: str, target: str, **settings: Any) -> str:
+    """The TOML text of a study of one data file (what :func:`compare` keeps with its
+    results): :func:`toml_text` of :func:`study_fields` (same arguments)."""
+    return toml_text(study_fields(file, target, **settings))
+
+
+def toml_text(fields: Mapping[str, Any]) -> str:
+    """The study file of ``fields`` (:func:`study_fields`' layout: top-level values, one
+    ``[[datasets]]`` table, then ``[splits]``, ``[hyperparameters]``, ``[kernel]``, and a
+    table per engine)."""
+    top = ["name", "description", "seed", "likelihood"]
+    lines = [
+        "# Written by gpc_compare (gc.compare or `gpc-compare compare`): this study ran the",
+        "# results in this folder. Edit it and rerun: gpc-compare run THIS_FILE",
+        *(f"{k} = {_toml(fields[k])}" for k in top),
+    ]
+    for dataset in fields["datasets"]:
+        lines += ["", "[[datasets]]", *(f"{k} = {_toml(v)}" for k, v in dataset.items())]
+    for table in ("splits", "hyperparameters", "kernel"):
+        if table in fields:
+            lines += ["", f"[{table}]", *(f"{k} = {_toml(v)}" for k, v in fields[table].items())]
+    for engine, options in fields["engines"].items():
         lines += ["", f"[engines.{_key(engine)}]"]
-        lines += [f"{k} = {_toml(v)}" for k, v in options.get(engine, {}).items()]
+        lines += [f"{k} = {_toml(v)}" for k, v in options.items()]
     return "\n".join(lines) + "\n"
 
 

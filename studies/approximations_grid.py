@@ -112,39 +112,39 @@ def frames(config: StudyConfig, result_dir: Path) -> tuple[pd.DataFrame, pd.Data
         point = job.hyperparameters
         where = {
             "dataset": job.dataset.label,
-            "n": rec["n_train"],
-            "d": rec["d"],
+            "n": rec.n_train,
+            "d": rec.d,
             "log_lengthscale": point["log_lengthscale"],
             "log_sf": point["log_variance"] / 2.0,
         }
-        evidence = rec.get("evidence")
+        evidence = rec.evidence
         rows.append(
             {
                 **where,
                 "method": job.engine,
-                "log_evidence": rec["log_evidence"],
-                "se": np.nan if rec["log_evidence_se"] is None else rec["log_evidence_se"],
-                "seconds": rec["timings"]["fit_seconds"],
-                "converged": bool(rec["convergence"]["converged"]),
-                "checked": bool(evidence and evidence["recheck"]),
-                "warnings": " | ".join(rec.get("warnings", [])),
+                "log_evidence": rec.log_evidence,
+                "se": np.nan if rec.log_evidence_se is None else rec.log_evidence_se,
+                "seconds": rec.timings.fit_seconds,
+                "converged": bool(rec.convergence.converged),
+                "checked": bool(evidence and evidence.recheck),
+                "warnings": " | ".join(rec.warnings),
             }
         )
-        if evidence and evidence["recheck"] and evidence["method"] == "ais":
-            first, long = evidence["runs"]
+        if evidence and evidence.recheck and evidence.method == "ais":
+            first, long = evidence.runs
             checks.append(
                 {
                     **where,
-                    "ep": evidence["start_log_evidence"],
-                    "ais": first["log_evidence"],
-                    "ais_se": first["se"],
-                    "ais_seconds": first["seconds"],
-                    "ais_long": long["log_evidence"],
-                    "ais_long_se": long["se"],
-                    "ais_long_seconds": long["seconds"],
-                    "temperatures": first["temperatures"],
-                    "temperatures_long": long["temperatures"],
-                    "reason": evidence["recheck"],
+                    "ep": evidence.start_log_evidence,
+                    "ais": first.log_evidence,
+                    "ais_se": first.se,
+                    "ais_seconds": first.seconds,
+                    "ais_long": long.log_evidence,
+                    "ais_long_se": long.se,
+                    "ais_long_seconds": long.seconds,
+                    "temperatures": first.temperatures,
+                    "temperatures_long": long.temperatures,
+                    "reason": evidence.recheck,
                 }
             )
     grid = pd.DataFrame(rows)

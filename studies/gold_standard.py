@@ -26,7 +26,6 @@ the two parts can run in two processes, ``run(output, parts=("gaussian",))`` and
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -35,6 +34,7 @@ import pandas as pd
 import gpc_compare as gc
 from gpc_compare.numerics import JITTER, cholesky
 from gpc_compare.provenance import versions_text
+from gpc_compare.study import JobRecord
 from gpc_compare.study.problem import DatasetSpec, load_dataset
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -103,12 +103,11 @@ def hard_points() -> list[tuple[str, float, float, dict]]:
     """(data set, log length-scale, log variance, committed AIS record) of the hard points."""
     out = []
     for path in sorted(GRID_JOBS.glob("*__ais__*.json")):
-        rec = json.loads(path.read_text())
-        hp = dict(zip(rec["hyperparameters"]["names"], rec["hyperparameters"]["values"],
-                      strict=True))  # fmt: skip
+        rec = JobRecord.from_json(path.read_text())
+        hp = rec.hyperparameters.as_dict()
         ll, lv = hp["log_lengthscale"], hp["log_variance"]
         if any(abs(lv - v) < 1e-3 and abs(ll - e) < 1e-3 for v, e in HARD):
-            out.append((rec["dataset"], ll, lv, rec))
+            out.append((rec.dataset, ll, lv, rec))
     return out
 
 
@@ -126,12 +125,12 @@ def grid_rows(done: pd.DataFrame) -> list[dict]:
                 if same.any():
                     continue
             r = gc.evidence.estimate(X, data.y, kernel=kernel, likelihood=lik, random_seed=seed)
-            last = ais_rec["evidence"]["runs"][-1]
+            last = ais_rec.evidence.runs[-1]
             rows.append(_row(r, dataset=dataset, log_lengthscale=ll, log_variance=lv, seed=seed,
-                             ais=last["log_evidence"], ais_se=last["se"],
-                             ais_temperatures=last["temperatures"]))  # fmt: skip
+                             ais=last.log_evidence, ais_se=last.se,
+                             ais_temperatures=last.temperatures))  # fmt: skip
             print(f"{dataset} ll={ll:.2f} lv={lv:.2f} seed {seed}: {r.log_evidence:.3f} +- "
-                  f"{r.standard_error:.3f} (AIS {last['log_evidence']:.3f} +- {last['se']:.3f}, "
+                  f"{r.standard_error:.3f} (AIS {last.log_evidence:.3f} +- {last.se:.3f}, "
                   f"EP {r.start_log_evidence:.3f}) {r.seconds:.1f}s", flush=True)  # fmt: skip
     return rows
 

@@ -276,12 +276,12 @@ def _cv_numbers(table: pd.DataFrame) -> dict[str, float]:
 def _confidence(output: Path) -> tuple[dict[str, float], float]:
     """Each engine's mean top-label confidence over the pooled test cases of the study, and
     the fraction of them MCMC's top label gets right."""
-    records = [r for r in load_records(output).values() if r["status"] == "ok"]
+    records = [r for r in load_records(output).values() if r.ok]
     conf, acc = {}, 0.0
     for engine in ("laplace", "mcmc"):
-        recs = [r for r in records if r["engine"] == engine]
-        P = np.concatenate([r["arrays"]["proba_test"] for r in recs])
-        y = np.concatenate([r["arrays"]["y_test"] for r in recs])
+        recs = [r for r in records if r.engine == engine]
+        P = np.concatenate([r.arrays.proba_test for r in recs])
+        y = np.concatenate([r.arrays.y_test for r in recs])
         conf[engine], acc = float(P.max(axis=1).mean()), float(np.mean(P.argmax(axis=1) == y))
     return conf, acc
 

@@ -83,28 +83,28 @@ def summarise(output: Path) -> pd.DataFrame:
         records = load_records(output / config.name)
         bayes: dict[tuple[str, int], float | None] = {}
         for rec in records.values():
-            if rec["status"] != "ok":
+            if not rec.ok:
                 continue
-            spec = next(s for s in config.datasets if s.label == rec["dataset"])
-            key = (spec.label, rec["split"])
+            spec = next(s for s in config.datasets if s.label == rec.dataset)
+            key = (spec.label, rec.split)
             if key not in bayes:
-                bayes[key] = _bayes(config, spec, rec["split"])
-            m = rec["metrics"]
-            inducing = rec.get("inducing")
+                bayes[key] = _bayes(config, spec, rec.split)
+            m = rec.metrics
+            inducing = rec.inducing
             # the M asked for (at n = 500, M = 512 takes all 500 inputs: recorded as 500)
-            asked = rec.get("options", {}).get("inducing")
+            asked = rec.options.get("inducing")
             rows.append({
-                "study": config.name, "dataset": rec["dataset"], "split": rec["split"],
-                "engine": rec["engine"], "method": rec["method"],
-                "M": np.nan if inducing is None else (asked or inducing["M"]),
-                "M_used": np.nan if inducing is None else inducing["M"],
-                "n_train": rec["n_train"], "n_test": rec["n_test"], "d": rec["d"],
+                "study": config.name, "dataset": rec.dataset, "split": rec.split,
+                "engine": rec.engine, "method": rec.method,
+                "M": np.nan if inducing is None else (asked or inducing.M),
+                "M_used": np.nan if inducing is None else inducing.M,
+                "n_train": rec.n_train, "n_test": rec.n_test, "d": rec.d,
                 "mean_log_predictive": m["mean_log_predictive"],
                 "bayes_log_predictive": bayes[key],
                 "error_rate": m["error_rate"], "ece": m["ece"],
-                "fit_seconds": rec["timings"]["fit_seconds"],
-                "select_seconds": rec["timings"]["select_seconds"],
-                "peak_memory_mb": rec["timings"].get("peak_memory_mb"),
+                "fit_seconds": rec.timings.fit_seconds,
+                "select_seconds": rec.timings.select_seconds,
+                "peak_memory_mb": rec.timings.peak_memory_mb,
             })  # fmt: skip
     # (scale_dense repeats scale_sparse's SVGP source at n = 8000, with the same result)
     df = pd.DataFrame(rows).drop_duplicates(["dataset", "split", "engine"])

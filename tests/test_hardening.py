@@ -99,7 +99,9 @@ def test_every_write_is_checked_to_stay_inside_its_directory(tmp_path: Path) -> 
         with pytest.raises(ValueError, match="not inside"):
             inside(tmp_path / "jobs", bad)
     with pytest.raises(ValueError, match="not inside"):
-        save_record({"id": "../../escaped"}, tmp_path / "jobs")
+        escaped = study.JobRecord("../../escaped", "s", "d", 0, "ep", "probit", "fixed", 0, {},
+                                  "failed", error="E")  # fmt: skip
+        save_record(escaped, tmp_path / "jobs")
     assert not (tmp_path / "escaped.json").exists()
 
 

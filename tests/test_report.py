@@ -262,12 +262,12 @@ n_restarts = 0
 
     data = load_dataset(config.datasets[0], config.seed)
     for prof in profiles:
-        rec = next(r for r in records if r["engine"] == prof.engine and r["split"] == prof.split)
+        rec = next(r for r in records if r.engine == prof.engine and r.split == prof.split)
         train, test = split_indices(data, config.splits, prof.split,
                                     stable_seed("split", config.seed, "crabs"))  # fmt: skip
         X = gc.datasets.standardize(data.X[train], data.X[test])[0]
-        theta0 = np.asarray(rec["hyperparameters"]["values"])
-        i = rec["hyperparameters"]["names"].index(prof.name)
+        theta0 = np.asarray(rec.hyperparameters.values)
+        i = rec.hyperparameters.names.index(prof.name)
         for j in (0, prof.grid.size - 1):  # the ends: the longest chains of warm starts
             theta = theta0.copy()
             theta[i] = prof.grid[j]

@@ -333,16 +333,16 @@ def test_comparisons_with_the_reference(mcmc_study: Path) -> None:
     records = study.load_records(mcmc_study)
     for engine in ("laplace", "ep"):
         for split in (0, 1):
-            rec = next(r for r in records.values() if (r["engine"], r["split"]) == (engine, split))
-            ref = next(r for r in records.values() if (r["engine"], r["split"]) == ("mcmc", split))
+            rec = next(r for r in records.values() if (r.engine, r.split) == (engine, split))
+            ref = next(r for r in records.values() if (r.engine, r.split) == ("mcmc", split))
             rows = table[(table.engine == engine) & (table.split == split)]
             value = rows.set_index("metric")["value"]
-            m, v = np.array(rec["arrays"]["mean_train"]), np.array(rec["arrays"]["var_train"])
-            rm, rv = np.array(ref["arrays"]["mean_train"]), np.array(ref["arrays"]["var_train"])
+            m, v = np.array(rec.arrays.mean_train), np.array(rec.arrays.var_train)
+            rm, rv = np.array(ref.arrays.mean_train), np.array(ref.arrays.var_train)
             assert value["latent_mean_rmse"] == pytest.approx(np.sqrt(np.mean((m - rm) ** 2)))
             kl = 0.5 * (np.log(v / rv) + (rv + (rm - m) ** 2) / v - 1)
             assert value["marginal_kl_mean"] == pytest.approx(np.mean(kl), rel=1e-9)
-            gap = rec["log_evidence"] - ref["log_evidence"]
+            gap = rec.log_evidence - ref.log_evidence
             assert value["evidence_gap"] == pytest.approx(gap)
     # policy "shared": EP selected the values on each fold, every engine ran at them
     per_job = table.drop_duplicates("job_id").set_index(["split", "engine"])

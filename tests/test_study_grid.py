@@ -261,9 +261,9 @@ def test_the_smc_jobs_record_their_health(small) -> None:
     steps = t[(t.engine == "smc") & (t.metric == "evidence_temperatures")].value
     assert len(steps) == 4 and (steps >= 1).all()
     assert (t[(t.engine == "smc") & (t.metric == "evidence_healthy")].value == 1).all()
-    records = [r for r in load_records(out).values() if r["engine"] == "smc"]
-    assert {r["evidence"]["health"]["particles"] for r in records} == {32}
-    assert {r["evidence"]["method"] for r in records} == {"smc"}
+    records = [r for r in load_records(out).values() if r.engine == "smc"]
+    assert {r.evidence.health["particles"] for r in records} == {32}
+    assert {r.evidence.method for r in records} == {"smc"}
 
 
 def test_evidence_beside_an_mcmc_reference_and_from_the_prior(tmp_path: Path) -> None:
@@ -295,16 +295,16 @@ def test_evidence_beside_an_mcmc_reference_and_from_the_prior(tmp_path: Path) ->
     t = summary.table
     laplace = t[t.engine == "laplace"]
     assert {"marginal_kl_mean", "evidence_gap"} <= set(laplace.metric)
-    records = {(r["engine"], r["split"]): r for r in load_records(tmp_path / "grid_small").values()}
+    records = {(r.engine, r.split): r for r in load_records(tmp_path / "grid_small").values()}
     for split in (0, 1):
         # two independent AIS estimates of one evidence: from the prior (this job, 200
         # temperatures, annealed again with 1000 if unhealthy) and from EP (MCMC's)
         a, b = records[("ais", split)], records[("mcmc", split)]
-        se = np.hypot(a["log_evidence_se"], b["log_evidence_se"])
+        se = np.hypot(a.log_evidence_se, b.log_evidence_se)
         assert 0 < se < 0.5
-        assert abs(a["log_evidence"] - b["log_evidence"]) < 5 * se
-        assert a["evidence"]["start"] == "prior" and a["evidence"]["start_log_evidence"] is None
-        assert a["hyperparameters"]["values"] == b["hyperparameters"]["values"]
+        assert abs(a.log_evidence - b.log_evidence) < 5 * se
+        assert a.evidence.start == "prior" and a.evidence.start_log_evidence is None
+        assert a.hyperparameters.values == b.hyperparameters.values
     assert not set(t[t.engine == "ais"].metric) & {"marginal_kl_mean", "evidence_gap"}
     report = write_report(tmp_path / "grid_small")
     text = report.read_text()
@@ -342,12 +342,11 @@ def test_an_smc_estimate_above_se_max_is_made_again_with_more_runs(tmp_path: Pat
     config = load_study(path)
     assert config.evidence["smc"]["recheck_runs"] == 8
     assert run_study(config, tmp_path, workers=1).failed == 0
-    (rec,) = [r for r in load_records(tmp_path / "grid_small").values() if r["engine"] == "smc"]
-    first, again = rec["evidence"]["runs"]
-    assert (first["runs"], again["runs"]) == (2, 8) and rec["evidence"]["health"]["runs"] == 8
-    assert rec["evidence"]["recheck"].startswith("se ") and rec["log_evidence"] == again[
-        "log_evidence"]  # fmt: skip
-    assert not rec["convergence"]["converged"]  # (se_max = 1e-9 is out of reach)
+    (rec,) = [r for r in load_records(tmp_path / "grid_small").values() if r.engine == "smc"]
+    first, again = rec.evidence.runs
+    assert (first.runs, again.runs) == (2, 8) and rec.evidence.health["runs"] == 8
+    assert rec.evidence.recheck.startswith("se ") and rec.log_evidence == again.log_evidence
+    assert not rec.convergence.converged  # (se_max = 1e-9 is out of reach)
     for bad in ("-1", "2", "1.5"):  # (2 runs are not more than the first's 2)
         path.write_text(text.replace("recheck_runs = 8", f"recheck_runs = {bad}"))
         with pytest.raises(ValueError, match=r"evidence\.smc\.recheck_runs: must be"):

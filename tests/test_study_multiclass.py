@@ -4,7 +4,6 @@ and what a softmax study file may not ask."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -186,22 +185,22 @@ def test_softmax_study_scores_are_sklearns_on_its_predictions(softmax_study: Pat
     assert set(table.likelihood) == {"softmax"}
     data = load_dataset(config.datasets[0], config.seed)
     assert data.n_classes == 3 and data.n_samples == 60
-    for rec in (r for r in records.values() if r["engine"] == "laplace"):
-        a = rec["arrays"]
-        y, P = np.array(a["y_test"]), np.array(a["proba_test"])
+    for rec in (r for r in records.values() if r.engine == "laplace"):
+        a = rec.arrays
+        y, P = np.array(a.y_test), np.array(a.proba_test)
         assert P.shape == (y.size, 3) and y.size == 20
         # the predictions are those of the softmax Laplace fit on this training fold
         train, test = split_indices(
-            data, config.splits, rec["split"], stable_seed("split", config.seed, "iris")
+            data, config.splits, rec.split, stable_seed("split", config.seed, "iris")
         )
         Xtr, Xte = gc.datasets.standardize(data.X[train], data.X[test])
-        ell = np.exp(rec["hyperparameters"]["values"][0])
+        ell = np.exp(rec.hyperparameters.values[0])
         kernel = gc.kernels.SquaredExponential(ell, 1.0, variance_bounds="fixed")
         post = gc.fit(Xtr, data.y[train], method="laplace", likelihood="softmax", kernel=kernel)
         np.testing.assert_array_equal(y, data.y[test])
         np.testing.assert_allclose(P, post.predict_proba(Xte), rtol=1e-8, atol=1e-12)
         # ... and its table rows are scikit-learn's scores of them
-        row = table[(table.engine == "laplace") & (table.split == rec["split"])]
+        row = table[(table.engine == "laplace") & (table.split == rec.split)]
         value = row.set_index("metric")["value"]
         assert value["mean_log_predictive"] == pytest.approx(
             -sklearn.metrics.log_loss(y, P, labels=[0, 1, 2]), rel=1e-9
@@ -226,11 +225,11 @@ def test_softmax_study_compares_with_the_reference(softmax_study: Path) -> None:
     records = study.load_records(softmax_study)
     rows = table[table.engine == "rough"].set_index(["split", "metric"])["value"]
     for split in range(3):
-        rough = next(r for r in records.values() if (r["engine"], r["split"]) == ("rough", split))
-        ref = next(r for r in records.values() if (r["engine"], r["split"]) == ("laplace", split))
-        assert rough["hyperparameters"]["values"] == ref["hyperparameters"]["values"]
-        P, R = np.array(rough["arrays"]["proba_test"]), np.array(ref["arrays"]["proba_test"])
-        m, mr = np.array(rough["arrays"]["mean_train"]), np.array(ref["arrays"]["mean_train"])
+        rough = next(r for r in records.values() if (r.engine, r.split) == ("rough", split))
+        ref = next(r for r in records.values() if (r.engine, r.split) == ("laplace", split))
+        assert rough.hyperparameters.values == ref.hyperparameters.values
+        P, R = np.array(rough.arrays.proba_test), np.array(ref.arrays.proba_test)
+        m, mr = np.array(rough.arrays.mean_train), np.array(ref.arrays.mean_train)
         assert m.shape == (40, 3)  # every class's latent values at the training inputs
         assert rows[(split, "proba_diff_max")] == pytest.approx(np.abs(P - R).max(), rel=1e-12)
         assert rows[(split, "proba_diff_mean")] == pytest.approx(np.abs(P - R).mean(), rel=1e-12)
@@ -261,7 +260,7 @@ def test_softmax_study_report(softmax_study: Path) -> None:
     # Laplace (converged) beats two Newton steps beyond its interval: called a win
     assert "best mean log predictive: laplace" in report.lower()
     rec = next(iter(study.load_records(softmax_study).values()))
-    json.dumps(rec)  # records stay JSON
+    assert study.JobRecord.from_json(rec.to_json()) == rec  # records stay JSON
 
 
 # --------------------------------------------------------------------------- study files

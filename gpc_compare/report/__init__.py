@@ -14,12 +14,11 @@ import os
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
 from ..metrics import summarize
-from ..study import StudyConfig, assemble, load_study, read_records
+from ..study import JobRecord, StudyConfig, assemble, load_study, read_records
 from .cases import case_intervals
 from .figures import (
     plot_evidence,
@@ -52,7 +51,7 @@ class _Loaded:
 
     table: pd.DataFrame
     jobs: pd.DataFrame
-    records: list[dict[str, Any]]
+    records: list[JobRecord]
     datasets: list[str]
     plain_table: pd.DataFrame  # before the kernel axis split the data sets
     plain_datasets: list[str]
@@ -69,7 +68,7 @@ def _load(result_dir: Path, config: StudyConfig) -> _Loaded:
     jobs = pd.read_csv(result_dir / "jobs.csv")
     current = set(jobs["job_id"])
     usable, damaged = read_records(result_dir)
-    records = [r for r in usable.values() if r["id"] in current and r["status"] == "ok"]
+    records = [r for r in usable.values() if r.id in current and r.ok]
     plain = [d.label for d in config.datasets]
     plain_table, datasets = table, plain
     if config.kernels:  # a kernel axis: every section and figure per data set and kernel

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from .. import metrics
+from ..study import JobRecord
 
 __all__ = ["BOOTSTRAP_LABEL", "N_BOOT", "case_intervals"]
 
@@ -23,7 +24,7 @@ N_BOOT = 2000
 #: How the report names this interval.
 BOOTSTRAP_LABEL = "bootstrap over test cases"
 
-Records = list[dict[str, Any]]
+Records = list[JobRecord]
 
 
 def case_intervals(
@@ -33,7 +34,7 @@ def case_intervals(
 
     Parameters
     ----------
-    records : list of dict
+    records : list of JobRecord
         Finished job records (those with ``arrays`` are used).
     datasets, engines : sequence of str
     seed : int
@@ -53,28 +54,28 @@ def case_intervals(
     rows = []
     paired = {}
     for dataset in datasets:
-        by_engine: dict[str, dict[int, dict[str, Any]]] = {}
+        by_engine: dict[str, dict[int, JobRecord]] = {}
         for engine in engines:
             recs = [
                 r
                 for r in records
-                if r["dataset"] == dataset and r["engine"] == engine and "arrays" in r
+                if r.dataset == dataset and r.engine == engine and r.arrays is not None
             ]
             if recs:
-                by_engine[engine] = {int(r["split"]): r for r in recs}
+                by_engine[engine] = {r.split: r for r in recs}
         if not by_engine:
             continue
         labels = {}
         for recs in by_engine.values():
             for split, r in recs.items():
-                labels.setdefault(split, r["arrays"]["y_test"])
+                labels.setdefault(split, r.arrays.y_test)
         indices = metrics.bootstrap_indices(labels, n_boot=N_BOOT, seed=seed)
         replicates = {}
         for engine, recs in by_engine.items():
             cases = {s: _cases(r) for s, r in recs.items()}
             replicates[engine] = metrics.bootstrap_scores(cases, indices)
             for metric, reps in replicates[engine].items():
-                v = np.array([r["metrics"][metric] for r in recs.values()], dtype=float)
+                v = np.array([r.metrics[metric] for r in recs.values()], dtype=float)
                 low, high = metrics.percentile_interval(reps, float(np.mean(v)))
                 rows.append(
                     {
@@ -101,7 +102,7 @@ def case_intervals(
                 for metric in ra:
                     d = np.array(
                         [
-                            by_engine[a][s]["metrics"][metric] - by_engine[b][s]["metrics"][metric]
+                            by_engine[a][s].metrics[metric] - by_engine[b][s].metrics[metric]
                             for s in common
                         ],
                         dtype=float,
@@ -114,13 +115,13 @@ def case_intervals(
     return pd.DataFrame(rows), paired
 
 
-def _cases(rec: dict[str, Any]) -> dict[str, Any]:
+def _cases(rec: JobRecord) -> dict[str, Any]:
     """One job's test predictions as :func:`gpc_compare.metrics.bootstrap_scores` takes them."""
-    a = rec["arrays"]
-    if "proba_test" in a:  # multi-class: the training classes' entropy from the record's
-        m = rec["metrics"]  # information_bits = H + mean log p / ln 2
+    a = rec.arrays
+    if a.multiclass:  # the training classes' entropy from the record's
+        m = rec.metrics  # information_bits = H + mean log p / ln 2
         entropy = m["information_bits"] - m["mean_log_predictive"] / np.log(2.0)
-        return {"y": a["y_test"], "proba": a["proba_test"], "log_p": a["log_p_test"],
+        return {"y": a.y_test, "proba": a.proba_test, "log_p": a.log_p_test,
                 "entropy_bits": entropy}  # fmt: skip
-    return {"y": a["y_test"], "p1": a["p1_test"], "log_p": a["log_p_test"],
-            "base_rate": rec["base_rate"]}  # fmt: skip
+    return {"y": a.y_test, "p1": a.p1_test, "log_p": a.log_p_test,
+            "base_rate": rec.base_rate}  # fmt: skip

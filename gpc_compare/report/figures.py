@@ -27,6 +27,8 @@ import pandas as pd
 
 from ..engines import capabilities
 from ..metrics import reliability_curve, top_label_reliability_curve
+from ..study import JobRecord
+from ..study.table import same_hyperparameters
 from .formatting import reference_estimator
 from .profiles import Profile, shown_hyperparameters
 from .styles import METRICS, style
@@ -40,8 +42,8 @@ __all__ = [
     "plot_timings",
 ]
 
-#: Job records as :func:`gpc_compare.study.load_records` returns them (one dict per job).
-Records = list[dict[str, Any]]
+#: Job records as :func:`gpc_compare.study.load_records` returns them.
+Records = list[JobRecord]
 
 
 def _figure(width: float, height: float) -> Any:
@@ -128,16 +130,16 @@ def plot_reliability(
         ax.plot([0, 1], [0, 1], color="0.5", linestyle="--", linewidth=1)
         n_cases, top = 0, False
         for engine in engines:
-            recs = [r for r in records if r["dataset"] == dataset and r["engine"] == engine]
+            recs = [r for r in records if r.dataset == dataset and r.engine == engine]
             if not recs:
                 continue
-            y = np.concatenate([r["arrays"]["y_test"] for r in recs])
-            top = "proba_test" in recs[0]["arrays"]  # C classes: the top label's diagram
+            y = np.concatenate([r.arrays.y_test for r in recs])
+            top = recs[0].arrays.multiclass  # C classes: the top label's diagram
             if top:
-                proba = np.concatenate([r["arrays"]["proba_test"] for r in recs])
+                proba = np.concatenate([r.arrays.proba_test for r in recs])
                 curve = top_label_reliability_curve(y, proba, n_bins=10)
             else:
-                p1 = np.concatenate([r["arrays"]["p1_test"] for r in recs])
+                p1 = np.concatenate([r.arrays.p1_test for r in recs])
                 curve = reliability_curve(y, p1, n_bins=10)
             n_cases = y.size
             colour, marker, name = style(engine)
@@ -176,7 +178,7 @@ def plot_latent(
             if engine == reference:
                 continue
             for rec in records:
-                if rec["dataset"] != dataset or rec["engine"] != engine:
+                if rec.dataset != dataset or rec.engine != engine:
                     continue
                 ref = _reference_record(records, rec, reference)
                 if ref is not None:
@@ -192,10 +194,10 @@ def plot_latent(
             if not sel:
                 continue
             colour, marker, name = style(engine)
-            m = np.concatenate([r["arrays"]["mean_train"] for r, _ in sel])
-            mr = np.concatenate([f["arrays"]["mean_train"] for _, f in sel])
-            v = np.concatenate([r["arrays"]["var_train"] for r, _ in sel])
-            vr = np.concatenate([f["arrays"]["var_train"] for _, f in sel])
+            m = np.concatenate([r.arrays.mean_train for r, _ in sel])
+            mr = np.concatenate([f.arrays.mean_train for _, f in sel])
+            v = np.concatenate([r.arrays.var_train for r, _ in sel])
+            vr = np.concatenate([f.arrays.var_train for _, f in sel])
             kw = {"s": 10, "alpha": 0.5, "color": colour, "marker": marker, "label": name}
             ax_m.scatter(mr, m, **kw)
             ax_v.scatter(vr, v, **kw)
@@ -216,17 +218,14 @@ def plot_latent(
     return True
 
 
-def _reference_record(
-    records: Records, rec: dict[str, Any], reference: str
-) -> dict[str, Any] | None:
+def _reference_record(records: Records, rec: JobRecord, reference: str) -> JobRecord | None:
     """The reference engine's record of the same data set, split and hyperparameters."""
     for ref in records:
         if (
-            ref["engine"] == reference
-            and ref["dataset"] == rec["dataset"]
-            and ref["split"] == rec["split"]
-            and ref["hyperparameters"]["names"] == rec["hyperparameters"]["names"]
-            and np.allclose(ref["hyperparameters"]["values"], rec["hyperparameters"]["values"])
+            ref.engine == reference
+            and ref.dataset == rec.dataset
+            and ref.split == rec.split
+            and same_hyperparameters(ref, rec)
         ):
             return ref
     return None
@@ -248,14 +247,14 @@ def plot_evidence(
     standard error); dotted
     lines: the optimiser's bounds. False (nothing written) when no record has an evidence.
     """
-    recs = [r for r in records if r.get("log_evidence") is not None]
+    recs = [r for r in records if r.log_evidence is not None]
     if not recs:
         return False
-    shown = shown_hyperparameters(recs[0]["hyperparameters"]["names"])
+    shown = shown_hyperparameters(recs[0].hyperparameters.names)
     fig = _figure(5.4 * len(shown), 3.7 * len(datasets) + 0.8)
     axes = fig.subplots(len(datasets), len(shown), squeeze=False)
     for row, dataset in enumerate(datasets):
-        split = min((r["split"] for r in recs if r["dataset"] == dataset), default=0)
+        split = min((r.split for r in recs if r.dataset == dataset), default=0)
         for col, hp in enumerate(shown):
             ax = axes[row][col]
             bounds: set[float] = set()
@@ -270,17 +269,16 @@ def plot_evidence(
                 sel = [
                     r
                     for r in recs
-                    if r["dataset"] == dataset and r["engine"] == engine and r["split"] == split
+                    if r.dataset == dataset and r.engine == engine and r.split == split
                 ]
                 if not sel:
                     continue
                 colour, marker, name = style(engine)
-                values = [dict(zip(r["hyperparameters"]["names"], r["hyperparameters"]["values"],
-                                   strict=True)).get(hp, np.nan) for r in sel]  # fmt: skip
-                y = [r["log_evidence"] / r["n_train"] for r in sel]
-                se = [(r.get("log_evidence_se") or 0.0) / r["n_train"] for r in sel]
+                values = [r.hyperparameters.as_dict().get(hp, np.nan) for r in sel]
+                y = [r.log_evidence / r.n_train for r in sel]
+                se = [(r.log_evidence_se or 0.0) / r.n_train for r in sel]
                 drawn = any(p.engine == engine and p.dataset == dataset for p in profiles)
-                est = reference_estimator(sel[0])["method"].upper()
+                est = reference_estimator(sel[0])[0].upper()
                 label = (
                     None if drawn else f"{name} ({est})" if _samples(methods.get(engine)) else name
                 )
@@ -367,10 +365,10 @@ def plot_mcmc(result_dir: Path, records: Records, datasets: Sequence[str], path:
     chosen = []
     for dataset in datasets:
         recs = sorted(
-            (r for r in records if r["dataset"] == dataset and r.get("idata")),
-            key=lambda r: r["split"],
+            (r for r in records if r.dataset == dataset and r.idata),
+            key=lambda r: r.split,
         )
-        if recs and (result_dir / "jobs" / recs[0]["idata"]).exists():
+        if recs and (result_dir / "jobs" / recs[0].idata).exists():
             chosen.append(recs[0])
     if not chosen:
         return False
@@ -379,7 +377,7 @@ def plot_mcmc(result_dir: Path, records: Records, datasets: Sequence[str], path:
     fig = _figure(4.4 * n_show, 3.2 * len(chosen) + 1.0)
     axes = fig.subplots(len(chosen), n_show, squeeze=False)
     for row, rec in enumerate(chosen):
-        idata = az.from_netcdf(str(result_dir / "jobs" / rec["idata"]))
+        idata = az.from_netcdf(str(result_dir / "jobs" / rec.idata))
         rhat_f = az.rhat(idata, var_names=["f"])["f"]  # dims ("obs",), or ("obs", "class")
         rhat = rhat_f.to_numpy().ravel()
         ess = az.ess(idata, var_names=["f"])["f"].to_numpy().ravel()
@@ -389,7 +387,7 @@ def plot_mcmc(result_dir: Path, records: Records, datasets: Sequence[str], path:
             at = [int(i) for i in np.unravel_index(k, rhat_f.shape)]
             _rank_panel(ax, f[(slice(None), slice(None), *at)], n_bins)
             ax.set_title(
-                f"{rec['dataset']} split {rec['split']}: f[{', '.join(map(str, at))}], "
+                f"{rec.dataset} split {rec.split}: f[{', '.join(map(str, at))}], "
                 f"R-hat {rhat[k]:.3f}, ESS {ess[k]:.0f}",
                 fontsize=9,
             )

@@ -8,20 +8,30 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from ..study import JobRecord
 from .formatting import fmt, markdown_table, reference_estimator
 from .styles import style
 
 __all__ = ["bound_counts", "findings", "grid_findings", "selection_comparison"]
 
-#: Job records as :func:`gpc_compare.study.load_records` returns them (one dict per job).
-Records = list[dict[str, Any]]
+#: Job records as :func:`gpc_compare.study.load_records` returns them.
+Records = list[JobRecord]
 #: Paired differences: ``(dataset, a, b, metric) -> (mean a - b, low, high, splits)``.
 Paired = dict[tuple[str, str, str, str], tuple[float, float, float, int]]
+
+_TIE_NOTE = (
+    "A difference is called a win only when its 95% interval (a paired "
+    "bootstrap over the test cases, in brackets) excludes zero."
+)
+_BOUND_NOTE = (
+    "A hyperparameter at its bound was stopped by the bound, not by the objective "
+    "(which was still rising there): widen the bound in the study's `[kernel]` "
+    "to see where it would go, or read the results as conditional on the bound."
+)
 
 
 def findings(
@@ -39,98 +49,129 @@ def findings(
     bootstrap over test cases, ``paired``) excludes zero; otherwise the engines are said
     to be indistinguishable, with the difference and its interval.
     """
+    say = _Findings(summary, paired, engines, reference)
     lines = []
-    notes: dict[str, str] = {}
-
-    def get(dataset, engine, metric):
-        s = summary[
-            (summary.dataset == dataset) & (summary.engine == engine) & (summary.metric == metric)
+    for dataset in datasets:
+        parts = [
+            *say.log_predictive(dataset),
+            *say.error_rates(dataset),
+            *say.reference_gaps(dataset, _estimator(records, dataset, reference)),
+            *_diagnostics_finding(records, dataset),
+            *say.evidence_z(dataset, _estimator(records, dataset, reference)),
         ]
+        for text in _bound_findings(table, dataset, engines):
+            parts.append(text)
+            say.notes["bound"] = _BOUND_NOTE
+        if parts:
+            lines.append(f"- **{dataset}**: " + "; ".join(parts) + ".")
+    if say.notes:
+        lines += ["", *(f"Note: {text}" for text in say.notes.values())]
+    return lines
+
+
+class _Findings:
+    """The statements of :func:`findings` about one data set at a time, and the caveats
+    they need (``notes``, said once)."""
+
+    def __init__(self, summary, paired: Paired, engines: Sequence[str], reference) -> None:
+        self.summary, self.paired = summary, paired
+        self.engines, self.reference = engines, reference
+        self.notes: dict[str, str] = {}
+
+    def get(self, dataset: str, engine: str, metric: str):
+        """The summary's row, or None."""
+        s = self.summary
+        s = s[(s.dataset == dataset) & (s.engine == engine) & (s.metric == metric)]
         return None if s.empty else s.iloc[0]
 
-    def diff(dataset, a, b, metric, digits=4) -> str:
-        if (dataset, a, b, metric) not in paired:
+    def diff(self, dataset: str, a: str, b: str, metric: str, digits: int = 4) -> str:
+        """The paired difference a - b with its interval, or "n/a"."""
+        if (dataset, a, b, metric) not in self.paired:
             return "n/a"
-        d, lo, hi, _ = paired[(dataset, a, b, metric)]
+        d, lo, hi, _ = self.paired[(dataset, a, b, metric)]
         return f"{fmt(d, digits)} [{fmt(lo, digits)}, {fmt(hi, digits)}]"
 
-    for dataset in datasets:
-        parts = []
-        lp = {e: get(dataset, e, "mean_log_predictive") for e in engines}
+    def log_predictive(self, dataset: str) -> list[str]:
+        """The best mean log predictive (or no win), each engine against the reference,
+        and the engines without results."""
+        mlp = "mean_log_predictive"
+        lp = {e: self.get(dataset, e, mlp) for e in self.engines}
         lp = {e: r for e, r in lp.items() if r is not None}
         n_max = max((int(r["n_splits"]) for r in lp.values()), default=0)
         complete = {e: r for e, r in lp.items() if int(r["n_splits"]) == n_max}
+        parts = []
         if len(complete) >= 2:
-            best = max(complete, key=lambda e: complete[e]["mean"])
-            ties = [
-                e
-                for e in complete
-                if e != best
-                and not paired.get((dataset, best, e, "mean_log_predictive"), (0, 0, 0, 0))[1] > 0
+            parts.append(self._best(dataset, complete, n_max))
+        if self.reference in lp:
+            ref = style(self.reference)[2]
+            parts += [
+                f"{style(e)[2]} - {ref} = {self.diff(dataset, e, self.reference, mlp)} nats"
+                for e in lp
+                if e != self.reference
             ]
-            name = style(best)[2]
-            if not ties:
-                parts.append(
-                    f"best mean log predictive: {name} ({fmt(lp[best]['mean'])} nats over "
-                    f"{n_max} split{'s' if n_max > 1 else ''}; ahead of "
-                    + ", ".join(
-                        f"{style(e)[2]} by {diff(dataset, best, e, 'mean_log_predictive')}"
-                        for e in complete
-                        if e != best
-                    )
-                    + ")"
-                )
-            else:
-                parts.append(
-                    f"no win on mean log predictive: {name}'s {fmt(lp[best]['mean'])} nats is "
-                    "within the interval of "
-                    + ", ".join(
-                        f"{style(e)[2]}'s (difference "
-                        f"{diff(dataset, best, e, 'mean_log_predictive')})"
-                        for e in ties
-                    )
-                )
-                notes["tie"] = (
-                    "A difference is called a win only when its 95% interval (a paired "
-                    "bootstrap over the test cases, in brackets) excludes zero."
-                )
-        if reference in lp:
-            for e in lp:
-                if e == reference:
-                    continue
-                parts.append(
-                    f"{style(e)[2]} - {style(reference)[2]} = "
-                    f"{diff(dataset, e, reference, 'mean_log_predictive')} nats"
-                )
-        missing = [e for e in engines if e not in lp]
+        missing = [e for e in self.engines if e not in lp]
         if missing:
             parts.append("no results from " + ", ".join(style(e)[2] for e in missing))
-        err = {e: get(dataset, e, "error_rate") for e in engines}
-        err = {e: r for e, r in err.items() if r is not None}
-        if err:
-            parts.append(
-                "error rates "
-                + ", ".join(f"{style(e)[2]} {fmt(r['mean'])}" for e, r in err.items())
+        return parts
+
+    def _best(self, dataset: str, complete: dict, n_max: int) -> str:
+        """The best mean log predictive and its lead, or that it is no win."""
+        mlp = "mean_log_predictive"
+        best = max(complete, key=lambda e: complete[e]["mean"])
+        ties = [
+            e
+            for e in complete
+            if e != best and not self.paired.get((dataset, best, e, mlp), (0, 0, 0, 0))[1] > 0
+        ]
+        name = style(best)[2]
+        if not ties:
+            return (
+                f"best mean log predictive: {name} ({fmt(complete[best]['mean'])} nats over "
+                f"{n_max} split{'s' if n_max > 1 else ''}; ahead of "
+                + ", ".join(
+                    f"{style(e)[2]} by {self.diff(dataset, best, e, mlp)}"
+                    for e in complete
+                    if e != best
+                )
+                + ")"
             )
-        est = _estimator(records, dataset, reference)
-        for e in engines:
-            kl = get(dataset, e, "marginal_kl_mean")
-            gap = get(dataset, e, "evidence_gap")
+        self.notes["tie"] = _TIE_NOTE
+        return (
+            f"no win on mean log predictive: {name}'s {fmt(complete[best]['mean'])} nats is "
+            "within the interval of "
+            + ", ".join(
+                f"{style(e)[2]}'s (difference {self.diff(dataset, best, e, mlp)})" for e in ties
+            )
+        )
+
+    def error_rates(self, dataset: str) -> list[str]:
+        err = {e: self.get(dataset, e, "error_rate") for e in self.engines}
+        err = {e: r for e, r in err.items() if r is not None}
+        if not err:
+            return []
+        return [
+            "error rates " + ", ".join(f"{style(e)[2]} {fmt(r['mean'])}" for e, r in err.items())
+        ]
+
+    def reference_gaps(self, dataset: str, est: str) -> list[str]:
+        """Each engine's marginal KL from the reference and its evidence gap."""
+        parts = []
+        for e in self.engines:
+            kl = self.get(dataset, e, "marginal_kl_mean")
+            gap = self.get(dataset, e, "evidence_gap")
             if kl is not None:
-                parts.append(f"{style(e)[2]} mean marginal KL from {reference} {fmt(kl['mean'])}")
+                parts.append(
+                    f"{style(e)[2]} mean marginal KL from {self.reference} {fmt(kl['mean'])}"
+                )
             if gap is not None:
                 parts.append(f"{style(e)[2]} evidence - {est} {fmt(gap['mean'], 2)}")
-        diag = [
-            r["diagnostics"] for r in records if r["dataset"] == dataset and r.get("diagnostics")
-        ]
-        if diag:
-            n_pass = sum(d["passed"] for d in diag)
-            parts.append(
-                f"MCMC diagnostics passed on {n_pass} of {len(diag)} fits"
-                + ("" if n_pass == len(diag) else " (see the diagnostics table)")
-            )
-        for e in engines:
-            z = get(dataset, e, "evidence_gap_z")
+        return parts
+
+    def evidence_z(self, dataset: str, est: str) -> list[str]:
+        """Engines whose evidence lies more than 3 standard errors from the estimate."""
+        parts = []
+        for e in self.engines:
+            z = self.get(dataset, e, "evidence_gap_z")
             if z is None or not np.isfinite(z["mean"]) or abs(z["mean"]) <= 3:
                 continue
             side = "below" if z["mean"] < 0 else "above"
@@ -138,7 +179,7 @@ def findings(
                 f"{style(e)[2]}'s evidence is {side} the {est} estimate by "
                 f"{fmt(abs(z['mean']), 1)} standard errors on average"
             )
-            notes[f"ais_{side}"] = (
+            self.notes[f"ais_{side}"] = (
                 "SMC's and AIS's estimates of log Z are biased low if anything (unbiased in Z), "
                 "so an evidence below the reference's estimate is the approximation's deficit"
                 if side == "below"
@@ -146,18 +187,19 @@ def findings(
                 "short, so part of an evidence above the reference's estimate may be the "
                 "reference's"
             ) + "."
-        for text in _bound_findings(table, dataset, engines):
-            parts.append(text)
-            notes["bound"] = (
-                "A hyperparameter at its bound was stopped by the bound, not by the objective "
-                "(which was still rising there): widen the bound in the study's `[kernel]` "
-                "to see where it would go, or read the results as conditional on the bound."
-            )
-        if parts:
-            lines.append(f"- **{dataset}**: " + "; ".join(parts) + ".")
-    if notes:
-        lines += ["", *(f"Note: {text}" for text in notes.values())]
-    return lines
+        return parts
+
+
+def _diagnostics_finding(records: Records, dataset: str) -> list[str]:
+    """On how many sampled fits the MCMC diagnostics passed."""
+    diag = [r.diagnostics for r in records if r.dataset == dataset and r.diagnostics is not None]
+    if not diag:
+        return []
+    n_pass = sum(d.passed for d in diag)
+    return [
+        f"MCMC diagnostics passed on {n_pass} of {len(diag)} fits"
+        + ("" if n_pass == len(diag) else " (see the diagnostics table)")
+    ]
 
 
 def _bound_findings(table: pd.DataFrame, dataset: str, engines: Sequence[str]) -> list[str]:
@@ -194,17 +236,19 @@ def selection_comparison(
     table: pd.DataFrame, records: Records, datasets: Sequence[str], engines: Sequence[str]
 ) -> list[str]:
     """Where engines that select their own hyperparameters disagree, and what it changes."""
-    own = [e for e in engines if any(
-        r["engine"] == e and r["hyperparameters"]["from"] == "own" for r in records
-    )]  # fmt: skip
+    own = [
+        e
+        for e in engines
+        if any(r.engine == e and r.hyperparameters.origin == "own" for r in records)
+    ]
     if len(own) < 2:
         return []
     rows = []
     for dataset in datasets:
         theta = {}
         for r in records:
-            if r["dataset"] == dataset and r["engine"] in own:
-                theta[(r["engine"], r["split"])] = np.asarray(r["hyperparameters"]["values"])
+            if r.dataset == dataset and r.engine in own:
+                theta[(r.engine, r.split)] = np.asarray(r.hyperparameters.values)
         for i, e1 in enumerate(own):
             for e2 in own[i + 1 :]:
                 splits = sorted(s for (e, s) in theta if e == e1 and (e2, s) in theta)
@@ -278,8 +322,8 @@ def _estimator(records, dataset: str, reference: str | None) -> str:
     """The name of the estimator that gave the reference's evidence on ``dataset`` ("SMC",
     "AIS"; records written before the estimator was recorded came from AIS)."""
     names = {
-        reference_estimator(r)["method"].upper()
+        reference_estimator(r)[0].upper()
         for r in records
-        if r["dataset"] == dataset and r["engine"] == reference and r.get("log_evidence")
+        if r.dataset == dataset and r.engine == reference and r.log_evidence
     }
     return "/".join(sorted(names)) or "the reference"

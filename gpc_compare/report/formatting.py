@@ -10,11 +10,12 @@ import pandas as pd
 __all__ = ["fmt", "interval_text", "markdown_table", "reference_estimator"]
 
 
-def reference_estimator(record) -> dict:
-    """The record of the estimator that gave a reference engine's evidence (``method``,
-    ``start``, ...); records written before the estimator was recorded came from AIS from
-    EP's approximation."""
-    return record.get("reference_evidence") or {"method": "ais", "start": "ep"}
+def reference_estimator(record) -> tuple[str, str]:
+    """``(method, start)`` of the estimator that gave a reference engine's evidence
+    (a :class:`~gpc_compare.study.JobRecord`); records written before the estimator was
+    recorded came from AIS from EP's approximation."""
+    ev = record.reference_evidence
+    return ("ais", "ep") if ev is None else (ev.method, ev.start)
 
 
 def fmt(x: float | None, digits: int = 3) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -28,7 +29,7 @@ def by_kernel(
     """The table, records and data-set labels with each data set split by kernel
     (``"sonar / nn"``), so that every per-data-set section and figure groups by kernel too."""
     table = table.assign(dataset=table["dataset"] + " / " + table["kernel"])
-    records = [{**r, "dataset": f"{r['dataset']} / {r['kernel']}"} for r in records]
+    records = [replace(r, dataset=f"{r.dataset} / {r.kernel}") for r in records]
     return table, records, [f"{d} / {k}" for d in datasets for k in kernels]
 
 

@@ -7,23 +7,73 @@ import os
 import platform
 import shlex
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from ..study import StudyConfig
+from ..study import JobRecord, StudyConfig
 from ..study.datafiles import data_provenance
 from .findings import bound_counts, findings, grid_findings, selection_comparison
 from .formatting import fmt, interval_text, markdown_table, reference_estimator
 from .styles import METRICS, REFERENCE_METRICS, style
 
-__all__ = ["report_markdown"]
+__all__ = ["SECTIONS", "Study", "report_markdown"]
 
-#: Job records as :func:`gpc_compare.study.load_records` returns them (one dict per job).
-Records = list[dict[str, Any]]
+#: Job records as :func:`gpc_compare.study.load_records` returns them.
+Records = list[JobRecord]
+
+
+@dataclass(frozen=True)
+class Study:
+    """What the report's sections read: the study, its tables and records.
+
+    Attributes
+    ----------
+    config : StudyConfig
+        The study as run (``study.toml``).
+    table, jobs : DataFrame
+        The tidy results table and the per-job status table (``jobs.csv``).
+    summary : DataFrame
+        :func:`gpc_compare.metrics.summarize` of ``table``.
+    records : list of JobRecord
+        The finished jobs' records.
+    datasets, engines : sequence of str
+        Data set labels and engine labels, in the order shown.
+    made : sequence of (str, str)
+        The figures written: file name and caption.
+    command : str
+        The command that ran the study (``gpc-compare run STUDY --output DIR ...``).
+    result_dir : Path
+        Where its results are (for the header).
+    paired : dict
+        Paired differences between engines with their intervals
+        (:func:`~gpc_compare.report.cases.case_intervals`); without them no difference
+        is called a win.
+    """
+
+    config: StudyConfig
+    table: pd.DataFrame
+    jobs: pd.DataFrame
+    summary: pd.DataFrame
+    records: Records
+    datasets: Sequence[str]
+    engines: Sequence[str]
+    made: Sequence[tuple[str, str]]
+    command: str
+    result_dir: Path
+    paired: dict[tuple[str, str, str, str], tuple[float, float, float, int]]
+
+    @property
+    def estimators(self) -> list[str]:
+        """The gold-standard evidence estimators' labels."""
+        return list(self.config.evidence)
+
+    def status(self, status: str) -> pd.DataFrame:
+        """The rows of ``jobs`` with this status."""
+        return self.jobs[self.jobs.status == status]
 
 
 def report_markdown(
@@ -39,30 +89,14 @@ def report_markdown(
     result_dir: Path,
     paired: dict[tuple[str, str, str, str], tuple[float, float, float, int]] | None = None,
 ) -> str:
-    """The text of ``report.md``.
+    """The text of ``report.md``: the sections of :data:`SECTIONS` in order.
 
     Parameters
     ----------
-    config : StudyConfig
-        The study as run (``study.toml``).
-    table, jobs : DataFrame
-        The tidy results table and the per-job status table (``jobs.csv``).
-    summary : DataFrame
-        :func:`gpc_compare.metrics.summarize` of ``table``.
-    records : list of dict
-        The finished jobs' records.
-    datasets, engines : sequence of str
-        Data set labels and engine labels, in the order shown.
-    made : sequence of (str, str)
-        The figures written: file name and caption.
-    command : str
-        The command that ran the study (``gpc-compare run STUDY --output DIR ...``).
-    result_dir : Path
-        Where its results are (for the header).
+    config, table, jobs, summary, records, datasets, engines, made, command, result_dir
+        As the attributes of :class:`Study`.
     paired : dict, optional
-        Paired differences between engines with their intervals
-        (:func:`~gpc_compare.report.cases.case_intervals`); without them no difference
-        is called a win.
+        As :attr:`Study.paired` (none: no difference is called a win).
 
     Returns
     -------
@@ -70,42 +104,87 @@ def report_markdown(
         Markdown: header, findings, held-out scores, the comparison with the reference,
         hyperparameters, MCMC diagnostics, timings, unfinished jobs and the figures.
     """
+    study = Study(
+        config,
+        table,
+        jobs,
+        summary,
+        records,
+        datasets,
+        engines,
+        made,
+        command,
+        Path(result_dir),
+        paired or {},
+    )
+    lines = [line for section in SECTIONS for line in section(study)]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _header(study: Study) -> list[str]:
+    """The title, the description, and how the study was run: command, versions, data,
+    model, hyperparameters, engines, jobs."""
+    config, table, jobs = study.config, study.table, study.jobs
     versions = json.loads(table["versions"].iloc[0])
     n_ok = int((jobs.status == "ok").sum())
-    failed = jobs[jobs.status == "failed"]
-    not_run = jobs[jobs.status == "not run"]
-    skipped = jobs[jobs.status == "skipped"]  # a dense engine beyond the memory available
-    kernel = dict(config.kernel)
-    splits = config.splits
-    split_text = {
-        "kfold": lambda: f"{splits['n_splits']}-fold stratified cross-validation",
-        "holdout": lambda: (
-            f"{splits['n_repeats']} stratified train/test splits, test size {splits['test_size']}"
-        ),
-        "none": lambda: "every case trains, none is held out (evidence only)",
-    }[splits["kind"]]()
-    estimators = list(config.evidence)
-    paired = paired or {}
-    lines = [
+    skipped = study.status("skipped")  # a dense engine beyond the memory available
+    return [
         f"# Study `{config.name}`",
         "",
         config.description.strip(),
         "",
-        f"- Command: `{command}` (it writes this report too; "
-        f"`gpc-compare report {shlex.quote(str(result_dir))}` rewrites it)",
+        f"- Command: `{study.command}` (it writes this report too; "
+        f"`gpc-compare report {shlex.quote(str(study.result_dir))}` rewrites it)",
         f"- Report written {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')} on "
         f"{platform.node() or 'this machine'} ({os.cpu_count()} CPUs)",
         "- Versions: " + ", ".join(f"{k} {v}" for k, v in sorted(versions.items())),
-        f"- Data: {', '.join(datasets)}; inputs standardised on each training fold; {split_text}",
+        f"- Data: {', '.join(study.datasets)}; inputs standardised on each training fold; "
+        f"{_split_text(config.splits)}",
         *data_provenance(config.datasets),  # data sets read from files, and what was dropped
-        "- Model: "
-        + (
-            ", ".join(f"{k} ({v['name']})" for k, v in config.kernels.items()) + " kernels"
-            if config.kernels  # a kernel axis
-            else f"{kernel['name']} kernel{' (ARD)' if kernel.get('ard') else ''}"
+        _model_text(config),
+        _hyperparameter_text(config),
+        "- Engines and options: "
+        + "; ".join(
+            f"{e}{'' if config.methods[e] == e else f' (method {config.methods[e]})'} "
+            f"{dict(o) or '(defaults)'}"
+            for e, o in config.engines.items()
+        ),
+        f"- Jobs: {len(jobs)} ({n_ok} finished, {len(study.status('failed'))} failed, "
+        f"{len(study.status('not run'))} not run"
+        + (f", {len(skipped)} skipped as too large for their engine" if len(skipped) else "")
+        + "); "
+        f"the table is `results.csv` ({len(table)} rows), per-job status in `jobs.csv`",
+        *(f"- Gold-standard evidence: {e} {dict(o)}" for e, o in config.evidence.items()),
+        "",
+    ]
+
+
+def _split_text(splits) -> str:
+    """How the data were split, in words."""
+    if splits["kind"] == "kfold":
+        return f"{splits['n_splits']}-fold stratified cross-validation"
+    if splits["kind"] == "holdout":
+        return (
+            f"{splits['n_repeats']} stratified train/test splits, test size {splits['test_size']}"
         )
-        + f", {config.likelihood} likelihood, "
-        f"{'constant prior mean (a hyperparameter)' if config.mean is not None else 'zero mean'}",
+    return "every case trains, none is held out (evidence only)"
+
+
+def _model_text(config: StudyConfig) -> str:
+    """The header's model line: kernel(s), likelihood, prior mean."""
+    kernel = dict(config.kernel)
+    kernels = (
+        ", ".join(f"{k} ({v['name']})" for k, v in config.kernels.items()) + " kernels"
+        if config.kernels  # a kernel axis
+        else f"{kernel['name']} kernel{' (ARD)' if kernel.get('ard') else ''}"
+    )
+    mean = "constant prior mean (a hyperparameter)" if config.mean is not None else "zero mean"
+    return f"- Model: {kernels}, {config.likelihood} likelihood, {mean}"
+
+
+def _hyperparameter_text(config: StudyConfig) -> str:
+    """The header's hyperparameter line: policy, source, grid or restarts, seed."""
+    return (
         f"- Hyperparameters: policy `{config.policy}`"
         + (f", source `{config.source}`" if config.source else "")
         + (
@@ -113,177 +192,231 @@ def report_markdown(
             if config.grid
             else f", {config.n_restarts} optimiser restarts"
         )
-        + f"; study seed {config.seed}",
-        "- Engines and options: "
-        + "; ".join(
-            f"{e}{'' if config.methods[e] == e else f' (method {config.methods[e]})'} "
-            f"{dict(o) or '(defaults)'}"
-            for e, o in config.engines.items()
-        ),
-        f"- Jobs: {len(jobs)} ({n_ok} finished, {len(failed)} failed, {len(not_run)} not run"
-        + (f", {len(skipped)} skipped as too large for their engine" if len(skipped) else "")
-        + "); "
-        f"the table is `results.csv` ({len(table)} rows), per-job status in `jobs.csv`",
-        *(f"- Gold-standard evidence: {e} {dict(o)}" for e, o in config.evidence.items()),
+        + f"; study seed {config.seed}"
+    )
+
+
+def _findings(study: Study) -> list[str]:
+    """``## Findings``: the grid's maxima, or the plain statements of :func:`findings`."""
+    found = (
+        grid_findings(study.table, study.datasets, [*study.engines, *study.estimators])
+        if study.config.grid
+        else findings(
+            study.summary,
+            study.table,
+            study.records,
+            study.datasets,
+            study.engines,
+            study.config.reference,
+            study.paired,
+        )
+    )
+    return ["## Findings", "", *found, ""]
+
+
+def _cell(summary: pd.DataFrame, dataset: str, engine: str, metric: str) -> str | None:
+    """A summary row as the tables show it ("mean [low, high]"), or None."""
+    s = summary[
+        (summary.dataset == dataset) & (summary.engine == engine) & (summary.metric == metric)
+    ]
+    return None if s.empty else interval_text(s.iloc[0])
+
+
+def _held_out(study: Study) -> list[str]:
+    """``## Held-out scores``: a table per data set, engines by metrics."""
+    summary = study.summary
+    present = [m for m in METRICS if m in set(summary.metric)]
+    if not present:
+        return []
+    lines = ["## Held-out scores", "", _interval_note(summary, present), ""]
+    for dataset in study.datasets:
+        lines += [f"### {dataset}", ""]
+        rows = [
+            [style(engine)[2]] + [_cell(summary, dataset, engine, m) or "n/a" for m in present]
+            for engine in study.engines
+        ]
+        lines += markdown_table(["engine", *[METRICS[m][0] for m in present]], rows) + [""]
+    return lines
+
+
+def _against_reference(study: Study) -> list[str]:
+    """``## Against the reference``: latent moments, marginal KL, evidence gap and class
+    probabilities of each engine against the reference at the same hyperparameters."""
+    summary, reference = study.summary, study.config.reference
+    ref_present = [m for m in REFERENCE_METRICS if m in set(summary.metric)]
+    if not ref_present:
+        return []
+    rows = []
+    for dataset in study.datasets:
+        for engine in study.engines:
+            cells = [_cell(summary, dataset, engine, m) for m in ref_present]
+            if any(c is not None for c in cells):
+                rows.append([dataset, style(engine)[2], *(c or "n/a" for c in cells)])
+    header = ["data set", "engine", *[REFERENCE_METRICS[m] for m in ref_present]]
+    return [
+        f"## Against the reference ({reference}) at the same hyperparameters",
         "",
-        "## Findings",
+        "Latent moments at the training inputs (every class's, with C classes); "
+        "KL(reference ‖ approximation) between the Gaussian marginals, averaged over cases; "
+        "evidence gap = the engine's log evidence minus the reference's estimate ("
+        + _reference_evidence(study.records, reference)
+        + "); with C classes, the class probabilities at the test inputs.",
         "",
-        *(
-            grid_findings(table, datasets, engines + estimators)
-            if config.grid
-            else findings(summary, table, records, datasets, engines, config.reference, paired)
-        ),
+        *markdown_table(header, rows),
         "",
     ]
-    present = [m for m in METRICS if m in set(summary.metric)]
-    if present:
-        lines += [
-            "## Held-out scores",
-            "",
-            _interval_note(summary, present),
-            "",
-        ]
-    for dataset in datasets if present else []:
-        lines += [f"### {dataset}", ""]
-        rows = []
-        for engine in engines:
-            cells = [style(engine)[2]]
-            for m in present:
-                s = summary[
-                    (summary.dataset == dataset)
-                    & (summary.engine == engine)
-                    & (summary.metric == m)
-                ]
-                cells.append("n/a" if s.empty else interval_text(s.iloc[0]))
-            rows.append(cells)
-        lines += markdown_table(["engine", *[METRICS[m][0] for m in present]], rows) + [""]
 
-    ref_present = [m for m in REFERENCE_METRICS if m in set(summary.metric)]
-    if ref_present:
-        lines += [
-            f"## Against the reference ({config.reference}) at the same hyperparameters",
-            "",
-            "Latent moments at the training inputs (every class's, with C classes); "
-            "KL(reference ‖ approximation) between the Gaussian marginals, averaged over cases; "
-            "evidence gap = the engine's log evidence minus the reference's estimate ("
-            + _reference_evidence(records, config.reference)
-            + "); with C classes, the class probabilities at the test inputs.",
-            "",
-        ]
-        rows = []
-        for dataset in datasets:
-            for engine in engines:
-                cells = [dataset, style(engine)[2]]
-                have = False
-                for m in ref_present:
-                    s = summary[
-                        (summary.dataset == dataset)
-                        & (summary.engine == engine)
-                        & (summary.metric == m)
-                    ]
-                    have |= not s.empty
-                    cells.append("n/a" if s.empty else interval_text(s.iloc[0]))
-                if have:
-                    rows.append(cells)
-        lines += markdown_table(
-            ["data set", "engine", *[REFERENCE_METRICS[m] for m in ref_present]], rows
-        ) + [""]
 
-    if estimators:
-        lines += _evidence_health(records, datasets, estimators)
-    if not config.grid:
-        lines += [
-            "## Hyperparameters used",
-            "",
-            "Mean over splits of the log values; *at a bound*: selected at (within 0.01 of) "
-            "one of the optimiser's bounds, on how many splits.",
-            "",
-        ]
+def _evidence_section(study: Study) -> list[str]:
+    """``## Gold-standard evidence``, when the study runs estimators."""
+    if not study.estimators:
+        return []
+    return _evidence_health(study.records, study.datasets, study.estimators)
+
+
+def _hyperparameters(study: Study) -> list[str]:
+    """``## Hyperparameters used`` (not for a grid study): per data set and engine the mean
+    log values, who selected them, bounds hit, mean evidence; then the selections
+    compared."""
+    if study.config.grid:
+        return []
+    lines = [
+        "## Hyperparameters used",
+        "",
+        "Mean over splits of the log values; *at a bound*: selected at (within 0.01 of) "
+        "one of the optimiser's bounds, on how many splits.",
+        "",
+    ]
     rows = []
-    per_job = table.drop_duplicates("job_id")
-    for dataset in datasets if not config.grid else []:
-        for engine in engines:
-            recs = [r for r in records if r["dataset"] == dataset and r["engine"] == engine]
-            if not recs:
-                continue
-            names = recs[0]["hyperparameters"]["names"]
-            vals = np.mean([r["hyperparameters"]["values"] for r in recs], axis=0)
-            src = recs[0]["hyperparameters"]["from"]
-            hp = ", ".join(f"{n} {fmt(float(v))}" for n, v in zip(names, vals, strict=True))
-            ev = [r["log_evidence"] for r in recs if r.get("log_evidence") is not None]
-            jobs_here = per_job[(per_job.dataset == dataset) & (per_job.engine == engine)]
-            hits = bound_counts(jobs_here) if "at_bound" in jobs_here else {}
-            flag = ", ".join(
-                f"**{n} {side}** ({k} of {len(jobs_here)})" for (n, side), k in hits.items()
-            )
-            rows.append(
-                [dataset, style(engine)[2], src, hp, flag or "no",
-                 fmt(np.mean(ev), 2) if ev else "n/a"]
-            )  # fmt: skip
+    per_job = study.table.drop_duplicates("job_id")
+    for dataset in study.datasets:
+        for engine in study.engines:
+            recs = [r for r in study.records if r.dataset == dataset and r.engine == engine]
+            if recs:
+                jobs_here = per_job[(per_job.dataset == dataset) & (per_job.engine == engine)]
+                rows.append(_hyperparameter_row(dataset, engine, recs, jobs_here))
     if rows:
-        lines += markdown_table(
-            ["data set", "engine", "selected by", "hyperparameters", "at a bound",
-             "log evidence (mean)"],
-            rows,
-        ) + [""]  # fmt: skip
-        lines += selection_comparison(table, records, datasets, engines)
-
-    diag = [r for r in records if r.get("diagnostics")]
-    if diag:
-        lines += ["## MCMC diagnostics", ""]
-        rows = [
-            [
-                r["dataset"],
-                r["split"],
-                fmt(r["diagnostics"]["r_hat_max"], 3),
-                fmt(r["diagnostics"]["ess_bulk_min"], 0),
-                fmt(r["diagnostics"]["ess_tail_min"], 0),
-                r["diagnostics"]["divergences"],
-                "yes" if r["diagnostics"]["passed"] else "**no**",
-            ]
-            for r in sorted(diag, key=lambda r: (datasets.index(r["dataset"]), r["split"]))
+        header = [
+            "data set",
+            "engine",
+            "selected by",
+            "hyperparameters",
+            "at a bound",
+            "log evidence (mean)",
         ]
-        lines += markdown_table(
-            [
-                "data set",
-                "split",
-                "max R-hat",
-                "min bulk ESS",
-                "min tail ESS",
-                "divergences",
-                "passed",
-            ],
-            rows,
-        ) + [""]
-        for r in diag:  # where nutpie could not start and PyMC's sampler ran instead
-            if r["diagnostics"].get("fallback"):
-                lines.append(f"- {r['dataset']} split {r['split']}: {r['diagnostics']['fallback']}")
-        lines += [""] if lines[-1] != "" else []
+        lines += markdown_table(header, rows) + [""]
+        lines += selection_comparison(study.table, study.records, study.datasets, study.engines)
+    return lines
 
-    lines += _timings(table, datasets, engines + estimators)
 
-    if len(skipped):
-        lines += ["## Jobs skipped", "",
-                  "A dense engine needs its n x n matrices in memory; where they would not fit "
-                  "the job was skipped (a sparse engine takes that n):", ""]  # fmt: skip
-        for _, row in skipped.iterrows():
-            lines.append(f"- {row['dataset']} split {row['split']} {row['engine']}: "
-                         f"{str(row['error']).removeprefix('skipped: ')}")  # fmt: skip
-        lines += [""]
-    if len(failed) or len(not_run):
-        lines += ["## Jobs that did not finish", ""]
-        for _, row in pd.concat([failed, not_run]).iterrows():
-            err = row["error"] if isinstance(row["error"], str) and row["error"] else row["status"]
-            lines.append(
-                f"- {row['dataset']} split {row['split']} {row['engine']} "
-                f"(`{row['job_id']}`): {err}"
-            )
-        lines += ["", "Tracebacks are in `jobs/<job_id>.json`; rerun the study to retry.", ""]
+def _hyperparameter_row(dataset: str, engine: str, recs: Records, jobs_here) -> list[str]:
+    """One engine's row of the hyperparameters table on one data set."""
+    names = recs[0].hyperparameters.names
+    vals = np.mean([r.hyperparameters.values for r in recs], axis=0)
+    src = recs[0].hyperparameters.origin
+    hp = ", ".join(f"{n} {fmt(float(v))}" for n, v in zip(names, vals, strict=True))
+    ev = [r.log_evidence for r in recs if r.log_evidence is not None]
+    hits = bound_counts(jobs_here) if "at_bound" in jobs_here else {}
+    flag = ", ".join(f"**{n} {side}** ({k} of {len(jobs_here)})" for (n, side), k in hits.items())
+    return [dataset, style(engine)[2], src, hp, flag or "no", fmt(np.mean(ev), 2) if ev else "n/a"]
 
-    lines += ["## Figures", ""]
-    for name, caption in made:
+
+def _mcmc_diagnostics(study: Study) -> list[str]:
+    """``## MCMC diagnostics``: R-hat, ESS and divergences of each sampled fit, and where
+    PyMC's sampler stood in for nutpie."""
+    diag = [r for r in study.records if r.diagnostics is not None]
+    if not diag:
+        return []
+    order = sorted(diag, key=lambda r: (study.datasets.index(r.dataset), r.split))
+    rows = [
+        [
+            r.dataset,
+            r.split,
+            fmt(r.diagnostics.r_hat_max, 3),
+            fmt(r.diagnostics.ess_bulk_min, 0),
+            fmt(r.diagnostics.ess_tail_min, 0),
+            r.diagnostics.divergences,
+            "yes" if r.diagnostics.passed else "**no**",
+        ]
+        for r in order
+    ]
+    header = [
+        "data set",
+        "split",
+        "max R-hat",
+        "min bulk ESS",
+        "min tail ESS",
+        "divergences",
+        "passed",
+    ]
+    lines = ["## MCMC diagnostics", "", *markdown_table(header, rows), ""]
+    for r in diag:  # where nutpie could not start and PyMC's sampler ran instead
+        if r.diagnostics.fallback:
+            lines.append(f"- {r.dataset} split {r.split}: {r.diagnostics.fallback}")
+    return lines + ([""] if lines[-1] != "" else [])
+
+
+def _timings_section(study: Study) -> list[str]:
+    """``## Timings``."""
+    return _timings(study.table, study.datasets, [*study.engines, *study.estimators])
+
+
+def _skipped(study: Study) -> list[str]:
+    """``## Jobs skipped``: too large for a dense engine."""
+    skipped = study.status("skipped")
+    if not len(skipped):
+        return []
+    lines = [
+        "## Jobs skipped",
+        "",
+        "A dense engine needs its n x n matrices in memory; where they would not fit "
+        "the job was skipped (a sparse engine takes that n):",
+        "",
+    ]
+    for _, row in skipped.iterrows():
+        lines.append(
+            f"- {row['dataset']} split {row['split']} {row['engine']}: "
+            f"{str(row['error']).removeprefix('skipped: ')}"
+        )
+    return lines + [""]
+
+
+def _unfinished(study: Study) -> list[str]:
+    """``## Jobs that did not finish``: failed or not run, with their errors."""
+    failed, not_run = study.status("failed"), study.status("not run")
+    if not len(failed) and not len(not_run):
+        return []
+    lines = ["## Jobs that did not finish", ""]
+    for _, row in pd.concat([failed, not_run]).iterrows():
+        err = row["error"] if isinstance(row["error"], str) and row["error"] else row["status"]
+        lines.append(
+            f"- {row['dataset']} split {row['split']} {row['engine']} (`{row['job_id']}`): {err}"
+        )
+    return lines + ["", "Tracebacks are in `jobs/<job_id>.json`; rerun the study to retry.", ""]
+
+
+def _figures(study: Study) -> list[str]:
+    """``## Figures``: each figure written, under its caption."""
+    lines = ["## Figures", ""]
+    for name, caption in study.made:
         lines += [f"### {caption}", "", f"![{caption}](figures/{name})", ""]
-    return "\n".join(lines).rstrip() + "\n"
+    return lines
+
+
+#: The report's sections in order: each takes the :class:`Study` and returns its lines.
+SECTIONS = (
+    _header,
+    _findings,
+    _held_out,
+    _against_reference,
+    _evidence_section,
+    _hyperparameters,
+    _mcmc_diagnostics,
+    _timings_section,
+    _skipped,
+    _unfinished,
+    _figures,
+)
 
 
 def _reference_evidence(records: Records, reference: str | None) -> str:
@@ -291,11 +424,11 @@ def _reference_evidence(records: Records, reference: str | None) -> str:
     jobs (se median 0.04)"."""
     counts: dict[str, list[float]] = {}
     for r in records:
-        if r["engine"] != reference or r.get("log_evidence") is None:
+        if r.engine != reference or r.log_evidence is None:
             continue
-        ev = reference_estimator(r)
-        name = f"{ev['method'].upper()} from {'EP' if ev['start'] == 'ep' else ev['start']}"
-        counts.setdefault(name, []).append(r.get("log_evidence_se") or 0.0)
+        method, start = reference_estimator(r)
+        name = f"{method.upper()} from {'EP' if start == 'ep' else start}"
+        counts.setdefault(name, []).append(r.log_evidence_se or 0.0)
     if not counts:
         return "none computed"
     return "; ".join(
@@ -309,16 +442,23 @@ def _evidence_health(records: Records, datasets: Sequence[str], estimators: Sequ
     rows = []
     for dataset in datasets:
         for label in estimators:
-            recs = [r for r in records if r["dataset"] == dataset and r["engine"] == label]
+            recs = [r for r in records if r.dataset == dataset and r.engine == label]
             if not recs:
                 continue
-            se = np.array([r["log_evidence_se"] for r in recs], dtype=float)
-            healthy = sum(bool(r["convergence"]["converged"]) for r in recs)
-            rechecked = sum(r["evidence"]["recheck"] is not None for r in recs)
+            se = np.array([r.log_evidence_se for r in recs], dtype=float)
+            healthy = sum(bool(r.convergence.converged) for r in recs)
+            rechecked = sum(r.evidence.recheck is not None for r in recs)
             rows.append(
-                [dataset, label, len(recs), healthy, rechecked,
-                 fmt(float(np.median(se)), 3), fmt(float(se.max()), 3)]
-            )  # fmt: skip
+                [
+                    dataset,
+                    label,
+                    len(recs),
+                    healthy,
+                    rechecked,
+                    fmt(float(np.median(se)), 3),
+                    fmt(float(se.max()), 3),
+                ]
+            )
     header = ["data set", "estimator", "jobs", "healthy", "made again", "median se", "max se"]
     return [
         "## Gold-standard evidence",

@@ -23,7 +23,7 @@ from .. import datasets as gc_datasets
 from .._fit import fit
 from ..engines import capabilities, get_engine
 from ..hyperparameters import MEAN_BOUNDS
-from ..study import StudyConfig, expand
+from ..study import JobRecord, StudyConfig, expand
 from ..study.problem import load_dataset, make_kernel, split_indices, stable_seed
 
 __all__ = ["Profile", "evidence_profiles", "shown_hyperparameters"]
@@ -31,8 +31,8 @@ __all__ = ["Profile", "evidence_profiles", "shown_hyperparameters"]
 #: Profiles are drawn for training folds of at most this many cases (each is a dozen refits).
 PROFILE_MAX_N = 1000
 
-#: Records as :func:`gpc_compare.study.load_records` returns them (one dict per job).
-Records = list[dict[str, Any]]
+#: Records as :func:`gpc_compare.study.load_records` returns them.
+Records = list[JobRecord]
 
 
 @dataclass
@@ -91,7 +91,7 @@ def evidence_profiles(
     ----------
     config : StudyConfig
         The study (its jobs say how each record's problem was built).
-    records : list of dict
+    records : list of JobRecord
         The finished jobs' records.
     datasets, engines : sequence of str
         Data set and engine labels to profile.
@@ -117,20 +117,20 @@ def evidence_profiles(
             recs = [
                 r
                 for r in records
-                if r["dataset"] == dataset
-                and r["engine"] == engine
-                and r.get("log_evidence") is not None
-                and r["id"] in jobs
+                if r.dataset == dataset
+                and r.engine == engine
+                and r.log_evidence is not None
+                and r.id in jobs
             ]
-            if not recs or recs[0].get("n_train", 0) > PROFILE_MAX_N:
+            if not recs or (recs[0].n_train or 0) > PROFILE_MAX_N:
                 continue  # (a curve of refits at n = 10^5 would take longer than the study)
-            split = min(r["split"] for r in recs)
-            centre = max((r for r in recs if r["split"] == split), key=lambda r: r["log_evidence"])
-            out += _profile(jobs[centre["id"]], centre, method, n_points, half_width)
+            split = min(r.split for r in recs)
+            centre = max((r for r in recs if r.split == split), key=lambda r: r.log_evidence)
+            out += _profile(jobs[centre.id], centre, method, n_points, half_width)
     return out
 
 
-def _profile(job, rec, method: str, n_points: int, half_width: float) -> list[Profile]:
+def _profile(job, rec: JobRecord, method: str, n_points: int, half_width: float) -> list[Profile]:
     """The profiles of one record's engine along its shown hyperparameters."""
     data = load_dataset(job.dataset, job.study_seed)
     split_seed = stable_seed("split", job.study_seed, job.dataset.label)
@@ -138,12 +138,12 @@ def _profile(job, rec, method: str, n_points: int, half_width: float) -> list[Pr
     X = gc_datasets.standardize(data.X[train], data.X[test if test.size else train])[0]
     y = data.y[train]
     kernel = make_kernel(job.kernel, X.shape[1])
-    names = list(rec["hyperparameters"]["names"])
-    theta0 = np.asarray(rec["hyperparameters"]["values"], dtype=float)
+    names = list(rec.hyperparameters.names)
+    theta0 = np.asarray(rec.hyperparameters.values, dtype=float)
     bounds = np.vstack([kernel.bounds, [MEAN_BOUNDS]])[: len(names)]
     options = {k: v for k, v in job.options.items() if k not in ("objective",)}
-    if rec.get("inducing"):  # a sparse engine: at the job's own inducing inputs, held
-        options["inducing"] = np.asarray(rec["inducing"]["values"], dtype=float)
+    if rec.inducing is not None:  # a sparse engine: at the job's own inducing inputs, held
+        options["inducing"] = np.asarray(rec.inducing.values, dtype=float)
         options.pop("optimize_inducing", None)
     warm = get_engine(method).takes_option("warm_start") and "warm_start" not in options
     out = []
@@ -167,7 +167,7 @@ def _profile(job, rec, method: str, n_points: int, half_width: float) -> list[Pr
             failures += [f"{name} = {grid[j]:.2f}: {m}" for m in messages]
         out.append(
             Profile(
-                dataset=rec["dataset"],  # (with a kernel axis, "DATASET / KERNEL")
+                dataset=rec.dataset,  # (with a kernel axis, "DATASET / KERNEL")
                 engine=job.engine,
                 name=name,
                 split=job.split,

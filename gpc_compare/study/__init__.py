@@ -42,7 +42,8 @@ hyperparameters as the reference on that split.
 
 The modules, in the order they import one another: ``problem`` (a job's data, split
 and kernel), ``kernels_config`` (a study's kernel or kernel axis), ``config`` (study
-files), ``jobs`` (expansion), ``records`` (job records on disk), ``worker`` (one job),
+files), ``jobs`` (expansion), ``record`` (the typed job record and its schema),
+``records`` (job records on disk), ``worker`` (one job),
 ``executors`` (where jobs run), ``lock`` (one run per output directory), ``table`` (the
 tidy table), ``runner`` (:func:`run_study`), ``scripts`` (figure-study scripts and the
 study list).
@@ -52,6 +53,7 @@ from .config import DatasetSpec, StudyConfig, StudyError, load_study
 from .executors import Terminated, raise_terminated
 from .jobs import Job, expand
 from .lock import OutputBusy
+from .record import JobRecord, RecordError
 from .records import load_records, read_records
 from .runner import RunSummary, run_study
 from .scripts import check_study_script, list_studies, load_study_script
@@ -63,7 +65,9 @@ __all__ = [
     "TIMING_COLUMNS",
     "DatasetSpec",
     "Job",
+    "JobRecord",
     "OutputBusy",
+    "RecordError",
     "RunSummary",
     "StudyConfig",
     "StudyError",

@@ -7,10 +7,9 @@ never later in every job.
 
 from __future__ import annotations
 
-import itertools
 import os
 import tomllib
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,18 +20,25 @@ from .. import datasets as gc_datasets
 from .. import evidence
 from .._validation import OptionError
 from ..engines import ENGINES, capabilities, engines_with, get_engine
-from .datafiles import FILE_HINT, check_label, data_dir, file_dataset
+from .datafiles import FILE_HINT, data_dir, file_dataset
+from .fields import SPLIT_KINDS, StudyError, plain
+from .fields import check_keys as _check_keys
+from .fields import fail as _fail
+from .fields import integer as _int
+from .fields import is_number as _is_number
+from .fields import label as _label
+from .fields import parse_grid as _parse_grid
+from .fields import parse_splits as _parse_splits
 from .kernels_config import parse_kernels
 from .multiclass import multiclass_problem
-from .problem import DatasetSpec, load_dataset, make_kernel
+from .problem import DatasetSpec, load_dataset
 
-__all__ = ["DatasetSpec", "StudyConfig", "StudyError", "load_study"]
+__all__ = ["SPLIT_KINDS", "DatasetSpec", "StudyConfig", "StudyError", "load_study"]
 
 POLICIES = ("fixed", "optimize", "shared", "full_bayes", "grid")
 BINARY_LIKELIHOODS = ("probit", "logistic")
 LIKELIHOODS = (*BINARY_LIKELIHOODS, "softmax")
 OBJECTIVES = ("evidence", "loo", "loo_fixed_sites")
-SPLIT_KINDS = ("kfold", "holdout", "none")
 #: Gold-standard evidence estimators a study may run beside its engines (``[evidence.NAME]``).
 EVIDENCE_METHODS = ("ais", "smc")
 #: Their options and defaults: AIS from EP's approximation or the prior (R&W-style probit or
@@ -57,13 +63,10 @@ SMC_OPTIONS: dict[str, Any] = {
 DEFAULT_SOURCES = ("ep", "laplace")
 
 
-class StudyError(ValueError):
-    """A study file that cannot be run: the message names the file and the field."""
-
-
 @dataclass(frozen=True)
 class StudyConfig:
-    """A parsed, validated study file (see :func:`load_study`)."""
+    """A parsed, validated study: from a file (:func:`load_study`) or built in Python
+    (:meth:`from_dict`)."""
 
     name: str
     description: str
@@ -87,32 +90,39 @@ class StudyConfig:
     #: A kernel axis (``[kernels.LABEL]``): label -> kernel; empty with one ``[kernel]``.
     kernels: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
+    @classmethod
+    def from_dict(
+        cls, study: Mapping[str, Any], path: str | os.PathLike[str] | None = None
+    ) -> StudyConfig:
+        """A study from the fields a study file holds, validated as :func:`load_study`
+        validates a file (which reads the TOML and calls this).
 
-def _fail(path: str, where: str, message: str) -> StudyError:
-    return StudyError(f"{path}: {where}: {message}")
+        Parameters
+        ----------
+        study : mapping
+            The study file's fields as the TOML reader gives them (tuples and NumPy
+            scalars are taken as lists and numbers): ``datasets`` and ``engines``
+            required, ``name`` too without a ``path``. See :func:`load_study`.
+        path : path, optional
+            The study file, written or to be written: the default ``name`` (its stem),
+            the folder a data set's relative ``file`` starts from (without one, the working
+            directory), and the name the errors give (without one, ``<study>``).
 
+        Returns
+        -------
+        StudyConfig
+            ``path`` is ``str(path)``, or empty without one.
 
-def _check_keys(table: Mapping[str, Any], allowed: Iterable[str], path: str, where: str) -> None:
-    unknown = sorted(set(table) - set(allowed))
-    if unknown:
-        raise _fail(path, where, f"unknown field(s) {unknown}; allowed: {sorted(allowed)}")
-
-
-def _label(value: Any, p: str, where: str) -> str:
-    try:
-        return check_label(value)
-    except ValueError as exc:
-        raise _fail(p, where, str(exc)) from None
-
-
-def _int(value: Any, path: str, where: str, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise _fail(path, where, f"must be an integer >= {minimum}, got {value!r}")
-    return int(value)
+        Raises
+        ------
+        StudyError
+            (a ValueError) naming the field, for anything malformed.
+        """
+        return _validate(plain(study), "<study>" if path is None else str(path), path is not None)
 
 
 def load_study(path: str | os.PathLike[str]) -> StudyConfig:
-    """Read and validate a study file.
+    """Read and validate a study file (:meth:`StudyConfig.from_dict` of its TOML).
 
     Parameters
     ----------
@@ -164,13 +174,18 @@ def load_study(path: str | os.PathLike[str]) -> StudyConfig:
         (a ValueError) naming the file and the field, for anything malformed: a TOML
         syntax error, an unknown field, data set, engine, option or kernel, a bad value.
     """
+    return StudyConfig.from_dict(_read_toml(path), path)
+
+
+def _read_toml(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """A study file's TOML, or a StudyError saying why it cannot be read."""
     p = str(path)
     what = "a study file is a TOML text file (e.g. studies/quick.toml) or a .py study script"
     if Path(path).is_dir():
         raise StudyError(f"{p}: is a directory, not a study file: {what}")
     try:
         with open(path, "rb") as fh:
-            raw = tomllib.loads(fh.read().decode("utf-8"))
+            return tomllib.loads(fh.read().decode("utf-8"))
     except FileNotFoundError:
         raise StudyError(f"{p}: no such study file") from None
     except UnicodeDecodeError:
@@ -179,40 +194,42 @@ def load_study(path: str | os.PathLike[str]) -> StudyConfig:
         raise StudyError(f"{p}: cannot be read ({exc.strerror or exc}): {what}") from None
     except tomllib.TOMLDecodeError as exc:
         raise StudyError(f"{p}: not valid TOML: {exc}") from None
-    top = {
-        "name",
-        "description",
-        "seed",
-        "likelihood",
-        "mean",
-        "reference",
-        "datasets",
-        "kernel",
-        "kernels",
-        "hyperparameters",
-        "splits",
-        "engines",
-        "evidence",
-        "data_dir",
-    }
-    _check_keys(raw, top, p, "top level")
+
+
+#: The top-level fields of a study.
+TOP_FIELDS = (
+    "name",
+    "description",
+    "seed",
+    "likelihood",
+    "mean",
+    "reference",
+    "datasets",
+    "kernel",
+    "kernels",
+    "hyperparameters",
+    "splits",
+    "engines",
+    "evidence",
+    "data_dir",
+)
+
+
+def _validate(raw: dict[str, Any], p: str, named: bool) -> StudyConfig:
+    """:meth:`StudyConfig.from_dict` of the plain mapping ``raw``, ``p`` naming the study
+    (a file when ``named``)."""
+    if not isinstance(raw, dict):
+        raise StudyError(f"{p}: a study is a table of fields, got {type(raw).__name__}")
+    _check_keys(raw, TOP_FIELDS, p, "top level")
+    if "name" not in raw and not named:
+        raise _fail(p, "name", "missing: a study built in Python needs a name")
     name = _label(raw.get("name", Path(p).stem), p, "name")  # (labels become file names)
     seed = _int(raw.get("seed", 0), p, "seed", 0)
-    likelihood = raw.get("likelihood", "probit")
-    if likelihood not in LIKELIHOODS:
-        raise _fail(p, "likelihood", f"must be one of {LIKELIHOODS}, got {likelihood!r}")
-    mean = raw.get("mean")
-    if mean is not None and not _is_number(mean):
-        raise _fail(p, "mean", f"must be a finite number, got {mean!r}")
-
+    likelihood, mean = _model(raw, p)
     splits = _parse_splits(raw.get("splits", {}), p)
     datasets, dims = _parse_datasets(raw.get("datasets"), splits, seed, p, likelihood, raw)
     engines, methods = _parse_engines(raw.get("engines"), p)
-    for label, method in methods.items():  # an engine that cannot take the likelihood
-        try:
-            get_engine(method).check_likelihood(likelihood)
-        except ValueError as exc:
-            raise _fail(p, f"engines.{label}", str(exc)) from None
+    _check_likelihoods(methods, likelihood, p)
     try:  # one [kernel], or several [kernels.LABEL] as an axis (study.kernels_config)
         kernel, kernels = parse_kernels(raw)
     except ValueError as exc:
@@ -228,39 +245,70 @@ def load_study(path: str | os.PathLike[str]) -> StudyConfig:
         grid = _parse_grid(hyperparameters, policy, each, mean, dims, p)
     if problem := multiclass_problem(likelihood, mean, policy, evidence, engines):
         raise _fail(p, *problem)
-    if policy == "full_bayes":
-        for label, method in methods.items():
-            if "hyperparameter_sampling" in capabilities(method) and engines[label].get("evidence"):
-                raise _fail(
-                    p,
-                    f"engines.{label}.evidence",
-                    "the evidence needs fixed hyperparameters, not full_bayes",
-                )
-
-    gold = [label for label, m in methods.items() if "reference" in capabilities(m)]
-    reference = raw.get("reference", gold[0] if gold else None)
-    if reference is not None and (not isinstance(reference, str) or reference not in engines):
-        raise _fail(p, "reference", f"{reference!r} is not one of the engines {list(engines)}")
+    _check_full_bayes(policy, engines, methods, p)
     return StudyConfig(
         name=name,
         description=str(raw.get("description", "")),
         datasets=datasets,
         engines=engines,
         methods=methods,
-        likelihood=str(likelihood),
+        likelihood=likelihood,
         kernel=kernel,
-        mean=None if mean is None else float(mean),
+        mean=mean,
         policy=policy,
         source=source,
         n_restarts=n_restarts,
         splits=splits,
         seed=seed,
-        reference=reference,
-        path=p,
+        reference=_reference(raw, engines, methods, p),
+        path=p if named else "",
         grid=grid,
         evidence=evidence,
         kernels=kernels,
     )
+
+
+def _model(raw: Mapping[str, Any], p: str) -> tuple[str, float | None]:
+    """The likelihood and the constant prior mean (None: zero mean)."""
+    likelihood = raw.get("likelihood", "probit")
+    if likelihood not in LIKELIHOODS:
+        raise _fail(p, "likelihood", f"must be one of {LIKELIHOODS}, got {likelihood!r}")
+    mean = raw.get("mean")
+    if mean is not None and not _is_number(mean):
+        raise _fail(p, "mean", f"must be a finite number, got {mean!r}")
+    return str(likelihood), None if mean is None else float(mean)
+
+
+def _check_likelihoods(methods: Mapping[str, str], likelihood: str, p: str) -> None:
+    """Refuse an engine that cannot take the likelihood."""
+    for label, method in methods.items():
+        try:
+            get_engine(method).check_likelihood(likelihood)
+        except ValueError as exc:
+            raise _fail(p, f"engines.{label}", str(exc)) from None
+
+
+def _check_full_bayes(policy: str, engines, methods: Mapping[str, str], p: str) -> None:
+    """Refuse an evidence under ``full_bayes`` (it needs fixed hyperparameters)."""
+    if policy != "full_bayes":
+        return
+    for label, method in methods.items():
+        if "hyperparameter_sampling" in capabilities(method) and engines[label].get("evidence"):
+            raise _fail(
+                p,
+                f"engines.{label}.evidence",
+                "the evidence needs fixed hyperparameters, not full_bayes",
+            )
+
+
+def _reference(raw: Mapping[str, Any], engines, methods: Mapping[str, str], p: str) -> str | None:
+    """The engine the others are compared with: ``reference``, or the first engine that
+    declares the ``"reference"`` capability (None without one)."""
+    gold = [label for label, m in methods.items() if "reference" in capabilities(m)]
+    reference = raw.get("reference", gold[0] if gold else None)
+    if reference is not None and (not isinstance(reference, str) or reference not in engines):
+        raise _fail(p, "reference", f"{reference!r} is not one of the engines {list(engines)}")
+    return reference
 
 
 def _parse_datasets(
@@ -442,60 +490,6 @@ def _parse_hyperparameters(
     return policy, source if needs_source else None, n_restarts
 
 
-def _parse_grid(
-    value: Any,
-    policy: str,
-    kernel: Mapping[str, Any],
-    mean: Any,
-    dims: Mapping[str, int],
-    p: str,
-) -> tuple[dict[str, float], ...]:
-    """The grid points of ``[hyperparameters.grid]``: the product of its axes, in order.
-
-    Each axis is named by a hyperparameter (``log_lengthscale``, ``log_variance``, ...,
-    ``mean``) and holds a list of values or ``{start, stop, num}`` (``numpy.linspace``);
-    hyperparameters without an axis keep the kernel's (or the mean's) given value.
-    """
-    if policy != "grid":
-        return ()
-    axes = value["grid"]
-    if not isinstance(axes, dict) or not axes:
-        raise _fail(p, "hyperparameters.grid", "must be a table of axes, e.g. log_lengthscale")
-    if "mean" in axes and mean is None:
-        raise _fail(
-            p, "hyperparameters.grid.mean", "a grid over the prior mean needs a constant mean: "
-            "set mean = 0.0 at the top level (the value of points without a mean axis)"
-        )  # fmt: skip
-    for label, d in dims.items():  # every data set's kernel must have these hyperparameters
-        names = make_kernel(kernel, d).hyperparameter_names + ([] if mean is None else ["mean"])
-        _check_keys(axes, names, p, f"hyperparameters.grid (for {label!r}, d = {d})")
-    values = []
-    for name, axis in axes.items():
-        where = f"hyperparameters.grid.{name}"
-        if isinstance(axis, dict):
-            _check_keys(axis, {"start", "stop", "num"}, p, where)
-            if set(axis) != {"start", "stop", "num"} or not all(
-                _is_number(axis[k]) for k in ("start", "stop")
-            ):
-                raise _fail(p, where, "needs start, stop (numbers) and num (points)")
-            num = _int(axis["num"], p, f"{where}.num", 1)
-            points = np.linspace(float(axis["start"]), float(axis["stop"]), num)
-        elif isinstance(axis, list) and axis and all(_is_number(v) for v in axis):
-            points = np.asarray(axis, dtype=float)
-        else:
-            raise _fail(p, where, f"must be numbers or {{start, stop, num}}, got {axis!r}")
-        if not np.all(np.isfinite(points)):
-            raise _fail(p, where, "values must be finite")
-        values.append([float(v) for v in points])
-    names = list(axes)
-    return tuple(dict(zip(names, combo, strict=True)) for combo in itertools.product(*values))
-
-
-def _is_number(value: Any) -> bool:
-    """A finite number (TOML has inf and nan)."""
-    return isinstance(value, int | float) and not isinstance(value, bool) and np.isfinite(value)
-
-
 def _parse_evidence(
     value: Any, policy: str, engine_labels: list[str], p: str
 ) -> dict[str, dict[str, Any]]:
@@ -571,28 +565,3 @@ def _parse_smc(options: dict[str, Any], p: str, where: str) -> dict[str, Any]:
     except OptionError as exc:
         raise _fail(p, f"{where}.{exc.option}", str(exc).removeprefix(f"{exc.option} ")) from None
     return merged
-
-
-def _parse_splits(value: Any, p: str) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise _fail(p, "splits", "must be a table")
-    _check_keys(value, {"kind", "n_splits", "test_size", "n_repeats"}, p, "splits")
-    kind = value.get("kind", "kfold")
-    if kind not in SPLIT_KINDS:
-        raise _fail(p, "splits.kind", f"must be one of {SPLIT_KINDS}, got {kind!r}")
-    if kind == "none":
-        if len(value) > 1:
-            raise _fail(p, "splits", "kind = 'none' (every case trains, none is held out) has no "
-                        "other fields")  # fmt: skip
-        return {"kind": kind}
-    if kind == "kfold":
-        if "test_size" in value or "n_repeats" in value:
-            raise _fail(p, "splits", "test_size and n_repeats belong to kind = 'holdout'")
-        return {"kind": kind, "n_splits": _int(value.get("n_splits", 5), p, "splits.n_splits", 2)}
-    if "n_splits" in value:
-        raise _fail(p, "splits.n_splits", "belongs to kind = 'kfold'; use n_repeats")
-    test_size = value.get("test_size", 0.25)
-    if isinstance(test_size, bool) or not isinstance(test_size, float) or not 0 < test_size < 1:
-        raise _fail(p, "splits.test_size", f"must be a fraction in (0, 1), got {test_size!r}")
-    n_repeats = _int(value.get("n_repeats", 5), p, "splits.n_repeats", 1)
-    return {"kind": kind, "test_size": test_size, "n_repeats": n_repeats}

@@ -114,11 +114,10 @@ def multiclass_record(
     return scores, arrays
 
 
-def probability_comparison(
-    arrays: Mapping[str, Any], ref_arrays: Mapping[str, Any]
-) -> dict[str, float]:
-    """Class probabilities at the test inputs against the reference's (both records hold
-    ``proba_test``), else nothing: :func:`gpc_compare.metrics.probability_differences`."""
-    if "proba_test" not in arrays or "proba_test" not in ref_arrays:
+def probability_comparison(arrays: Any, ref_arrays: Any) -> dict[str, float]:
+    """Class probabilities at the test inputs against the reference's (both records'
+    :class:`~gpc_compare.study.record.Arrays` hold ``proba_test``), else nothing:
+    :func:`gpc_compare.metrics.probability_differences`."""
+    if arrays.proba_test is None or ref_arrays.proba_test is None:
         return {}
-    return metrics.probability_differences(arrays["proba_test"], ref_proba=ref_arrays["proba_test"])
+    return metrics.probability_differences(arrays.proba_test, ref_proba=ref_arrays.proba_test)

@@ -1,10 +1,12 @@
-"""Job records on disk: written atomically as each job finishes, read back by id."""
+"""Job records on disk: written atomically as each job finishes, read back by id and checked
+against the schema (:class:`~gpc_compare.study.record.JobRecord`)."""
 
 from __future__ import annotations
 
 import json
 import os
 import traceback
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -12,6 +14,7 @@ from typing import Any
 from ..provenance import versions
 from .jobs import Job
 from .kernels_config import kernel_column
+from .record import JobRecord, RecordError
 
 __all__ = [
     "Damaged",
@@ -20,7 +23,9 @@ __all__ = [
     "failed_dependency",
     "failure_record",
     "inside",
+    "job_record",
     "load_records",
+    "read_record",
     "read_records",
     "remove_temporaries",
     "save_record",
@@ -38,35 +43,15 @@ def atomic_write(path: Path, data: bytes) -> None:
     os.replace(tmp, path)
 
 
-def save_record(record: dict[str, Any], jobs_dir: Path) -> None:
+def save_record(record: JobRecord, jobs_dir: Path) -> JobRecord:
     """Write a job's record as ``jobs_dir/ID.json`` (its InferenceData, if any, first as
-    ``ID.nc``: a record on disk means the job is complete)."""
-    idata = record.pop("_idata_netcdf", None)
-    if idata is not None:  # before the record: a record on disk means the job is complete
-        atomic_write(inside(jobs_dir, f"{record['id']}.nc"), idata)
-        record["idata"] = f"{record['id']}.nc"
-    text = json.dumps(record, indent=1, allow_nan=True)
-    atomic_write(inside(jobs_dir, f"{record['id']}.json"), text.encode())
-
-
-#: What every record holds (a failed job's too), with the types JSON gives them.
-_FIELDS: dict[str, type] = {
-    "id": str,
-    "status": str,
-    "study": str,
-    "dataset": str,
-    "split": int,
-    "engine": str,
-    "likelihood": str,
-}
-#: ... and what a finished job's record holds besides.
-_OK_FIELDS: dict[str, type] = {
-    "metrics": dict,
-    "hyperparameters": dict,
-    "timings": dict,
-    "d": int,
-    "n_train": int,
-}
+    ``ID.nc``: a record on disk means the job is complete); the record as written (naming
+    its ``idata`` file, without the NetCDF bytes)."""
+    if record.netcdf is not None:  # before the record: a record on disk means it is complete
+        atomic_write(inside(jobs_dir, f"{record.id}.nc"), record.netcdf)
+        record = record.replace(idata=f"{record.id}.nc", netcdf=None)
+    atomic_write(inside(jobs_dir, f"{record.id}.json"), record.to_json().encode())
+    return record
 
 
 @dataclass(frozen=True)
@@ -80,37 +65,45 @@ class Damaged:
         return f"{self.path.parent.name}/{self.path.name}: {self.reason}"
 
 
-def check_record(record: Any, path: Path) -> str | None:
-    """Why the record read from ``path`` (``jobs/ID.json``) cannot be used, or None.
+def read_record(path: Path) -> JobRecord:
+    """The record in ``path`` (``jobs/ID.json``), checked: the schema
+    (:meth:`JobRecord.from_dict`), then :func:`check_record`.
 
-    Checks the shape the table and the report rely on (the fields every record has, those
-    of a finished job, the hyperparameters' names and values) and, for a sampler's
-    record, that its InferenceData file ``ID.nc``, when present, opens.
+    Raises
+    ------
+    RecordError
+        Saying why the record cannot be used (not UTF-8, not JSON, unreadable, a field
+        that does not follow the schema, ...).
     """
-    if not isinstance(record, dict):
-        return f"not a JSON object but {type(record).__name__}"
-    for fields in (_FIELDS, _OK_FIELDS if record.get("status") == "ok" else {}):
-        for key, kind in fields.items():
-            if key not in record:
-                return f"no {key!r} field"
-            if not isinstance(record[key], kind) or isinstance(record[key], bool):
-                return f"{key!r} is {record[key]!r}, not a {kind.__name__}"
-    if record["id"] != path.stem:
-        return f"its id {record['id']!r} is not its file name's"
-    if record["status"] not in ("ok", "failed", "skipped"):
-        return f"status {record['status']!r} is not 'ok', 'failed' or 'skipped'"
-    if record["status"] in ("failed", "skipped"):
-        return None
-    hp = record["hyperparameters"]
-    names, values = hp.get("names"), hp.get("values")
-    if not (isinstance(names, list) and isinstance(values, list) and len(names) == len(values)):
-        return "its hyperparameters' names and values do not match"
-    if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
-        return "a hyperparameter value is not a number"
-    if "idata" in record:
-        if record["idata"] != f"{record['id']}.nc":  # (never a path read from a file)
-            return f"its InferenceData is named {record['idata']!r}, not {record['id']}.nc"
-        return _check_netcdf(path.with_name(record["idata"]))
+    try:
+        raw = json.loads(path.read_bytes().decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise RecordError(f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except json.JSONDecodeError as exc:
+        raise RecordError(f"not valid JSON ({exc.msg}, line {exc.lineno})") from None
+    except OSError as exc:
+        raise RecordError(f"cannot be read ({exc.strerror or exc})") from None
+    except RecursionError:
+        raise RecordError("nested too deep to read") from None
+    if not isinstance(raw, dict):
+        raise RecordError(f"not a JSON object but {type(raw).__name__}")
+    record = JobRecord.from_dict(raw)
+    reason = check_record(record, path)
+    if reason is not None:
+        raise RecordError(reason)
+    return record
+
+
+def check_record(record: JobRecord, path: Path) -> str | None:
+    """Why ``record``, read from ``path`` (``jobs/ID.json``), cannot be used, or None: the
+    checks beyond the schema's (its id is its file name's; a sampler's InferenceData file
+    ``ID.nc``, when present, opens)."""
+    if record.id != path.stem:
+        return f"its id {record.id!r} is not its file name's"
+    if record.ok and record.idata is not None:
+        if record.idata != f"{record.id}.nc":  # (never a path read from a file)
+            return f"its InferenceData is named {record.idata!r}, not {record.id}.nc"
+        return _check_netcdf(path.with_name(record.idata))
     return None
 
 
@@ -137,34 +130,24 @@ def _check_netcdf(path: Path) -> str | None:
 
 def read_records(
     result_dir: str | os.PathLike[str],
-) -> tuple[dict[str, dict[str, Any]], list[Damaged]]:
+) -> tuple[dict[str, JobRecord], list[Damaged]]:
     """The job records under ``result_dir/jobs`` by id, and those that cannot be used.
 
-    A record that does not parse (not JSON, not UTF-8, unreadable) or has the wrong shape
-    (:func:`check_record`) is listed as :class:`Damaged`, not returned.
+    A record that does not parse (not JSON, not UTF-8, unreadable) or does not follow the
+    schema (:func:`read_record`) is listed as :class:`Damaged`, not returned.
     """
     records, damaged = {}, []
     for path in sorted(Path(result_dir, "jobs").glob("*.json")):
         try:
-            record = json.loads(path.read_bytes().decode("utf-8"))
-        except UnicodeDecodeError as exc:
-            damaged.append(Damaged(path, f"not UTF-8 text ({exc.reason} at byte {exc.start})"))
+            record = read_record(path)
+        except RecordError as exc:
+            damaged.append(Damaged(path, str(exc)))
             continue
-        except json.JSONDecodeError as exc:
-            damaged.append(Damaged(path, f"not valid JSON ({exc.msg}, line {exc.lineno})"))
-            continue
-        except OSError as exc:
-            damaged.append(Damaged(path, f"cannot be read ({exc.strerror or exc})"))
-            continue
-        reason = check_record(record, path)
-        if reason is None:
-            records[record["id"]] = record
-        else:
-            damaged.append(Damaged(path, reason))
+        records[record.id] = record
     return records, damaged
 
 
-def load_records(result_dir: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
+def load_records(result_dir: str | os.PathLike[str]) -> dict[str, JobRecord]:
     """The usable job records under ``result_dir/jobs``, by job id (see :func:`read_records`
     for those that are not)."""
     return read_records(result_dir)[0]
@@ -208,41 +191,59 @@ def inside(root: str | os.PathLike[str], *parts: str) -> Path:
     return Path(root, *parts)
 
 
-def failure_record(job: Job, exc: BaseException) -> dict[str, Any]:
-    """The record of a job whose worker died or that could not run: status ``"failed"``,
-    the error and its traceback."""
-    return {
+def job_record(
+    job: Job, status: str, facts: Mapping[str, Any] | None = None, **fields: Any
+) -> JobRecord:
+    """The record of ``job``, the one place a record is made: its identity, ``status``
+    (``"ok"``, ``"failed"``, ``"skipped"``), the results ``facts`` in the JSON layout
+    (:meth:`JobRecord.from_dict`'s, as the worker measures them) and any other ``fields``
+    (``error``, ``traceback``, ``started``, ``finished``, ``host``, ``netcdf``).
+
+    Raises
+    ------
+    RecordError
+        Where the facts do not follow the schema.
+    """
+    identity = {
         "id": job.id,
         "study": job.study,
         "dataset": job.dataset.label,
         "split": job.split,
         "kernel": kernel_column(job.kernel_label, job.kernel),
         "engine": job.engine,
+        "method": job.method,
         "likelihood": job.likelihood,
         "policy": job.policy,
         "seed": job.seed,
-        "status": "failed",
-        "error": f"{type(exc).__name__}: {exc}",
-        "traceback": "".join(traceback.format_exception(exc)),
+        "options": dict(job.options),
         "versions": versions(),
     }
+    netcdf = fields.pop("netcdf", None)
+    raw = {**identity, **{k: v for k, v in fields.items() if v is not None}, **(facts or {})}
+    return JobRecord.from_dict({**raw, "status": status}).replace(netcdf=netcdf)
+
+
+def failure_record(job: Job, exc: BaseException) -> JobRecord:
+    """The record of a job whose worker died or that could not run: status ``"failed"``,
+    the error and its traceback."""
+    return job_record(
+        job,
+        "failed",
+        error=f"{type(exc).__name__}: {exc}",
+        traceback="".join(traceback.format_exception(exc)),
+    )
 
 
 def failed_dependency(
-    job: Job, source: Job | None, source_record: dict[str, Any] | None = None
-) -> dict[str, Any]:
+    job: Job, source: Job | None, source_record: JobRecord | None = None
+) -> JobRecord:
     """The record of a job not run because the job whose hyperparameters it needs failed
     (status "failed"), or was skipped as too large for its engine (status "skipped", the
     same reason)."""
     what = source.describe() if source is not None else job.depends_on
-    if source_record is not None and source_record.get("status") == "skipped":
-        record = failure_record(job, RuntimeError(""))
-        record.pop("traceback")
-        record["status"] = "skipped"
-        reason = str(source_record.get("error", "")).removeprefix("skipped: ")
-        record["error"] = (
-            f"skipped: it needs the hyperparameters of {what}, which was skipped ({reason})"
-        )
-        return record
+    if source_record is not None and source_record.status == "skipped":
+        reason = (source_record.error or "").removeprefix("skipped: ")
+        error = f"skipped: it needs the hyperparameters of {what}, which was skipped ({reason})"
+        return job_record(job, "skipped", error=error)
     exc = RuntimeError(f"not run: it needs the hyperparameters of {what}, which failed")
     return failure_record(job, exc)

@@ -17,6 +17,7 @@ from .executors import DaskExecutor, LocalExecutor, SerialExecutor
 from .jobs import Job, expand
 from .lock import output_lock
 from .problem import load_dataset
+from .record import JobRecord
 from .records import (
     atomic_write,
     failed_dependency,
@@ -152,112 +153,23 @@ def run_study(
 def _run_locked(config, output, result_dir, workers, scheduler, retry_failed, progress):
     """:func:`run_study` under the output's lock."""
     jobs = expand(config)
-    jobs_dir = result_dir / "jobs"
     remove_temporaries(result_dir)
-    if config.path and Path(config.path).exists():
-        target = result_dir / "study.toml"
-        if Path(config.path).resolve() != target.resolve():
-            copy_study(config.path, target)  # (data files' relative paths kept valid)
-            run_info = {
-                "study_file": _relative_to_cwd(config.path),
-                "output": _relative_to_cwd(str(output)),
-                "scheduler": scheduler,
-                "workers": workers,
-            }
-            atomic_write(result_dir / "run.json", json.dumps(run_info, indent=1).encode())
-
-    records, damaged = read_records(result_dir)
-    set_aside_notes = []
-    for bad in damaged:
-        target = set_aside(bad)
-        set_aside_notes.append(f"{bad} (set aside as {target.name}; its job is recomputed)")
-        if progress is not None:
-            print(f"damaged record {set_aside_notes[-1]}", file=progress, flush=True)
+    _keep_study(config, output, result_dir, workers, scheduler)
+    records, set_aside_notes = _usable_records(result_dir, progress)
     finished = {
         j.id
         for j in jobs
-        if j.id in records and (records[j.id]["status"] in ("ok", "skipped") or not retry_failed)
+        if j.id in records and (records[j.id].status in ("ok", "skipped") or not retry_failed)
     }  # (a skipped job, too large for its engine, is not retried: it would be skipped again)
     todo = [j for j in jobs if j.id not in finished]
-    by_id = {j.id: j for j in jobs}
+    executor = _executor(scheduler, workers, len(todo))
     bar = _Progress(len(jobs), len(finished), progress)
-    failures: list[str] = []
-
-    if scheduler is not None:
-        executor: Any = DaskExecutor(scheduler)
-    elif (workers or os.cpu_count() or 1) <= 1:
-        executor = SerialExecutor()
-    else:
-        executor = LocalExecutor(min(workers or os.cpu_count() or 1, max(len(todo), 1)))
-
+    run = _Jobs(jobs, records, todo, executor, bar, result_dir / "jobs")
     start = time.perf_counter()
-    pending = list(todo)  # not yet submitted, in order
-    running: dict[Any, Job] = {}
-    started: dict[str, float] = {}
-    active = {j.id for j in pending}  # pending or running
-    cost = CostModel(jobs, _sizes(jobs, config.seed))
-
-    def ready(job: Job) -> tuple[bool, dict | None]:
-        """Whether ``job`` can start, and the record of the job it depends on."""
-        if job.depends_on is None:
-            return True, None
-        if job.depends_on in active or job.depends_on not in records:
-            return False, None  # (an old failed record may be being retried right now)
-        return True, records[job.depends_on]
-
-    def finish(job: Job, record: dict[str, Any]) -> None:
-        save_record(record, jobs_dir)
-        records[job.id] = record
-        active.discard(job.id)
-        if record["status"] in ("ok", "skipped"):  # (skipped: too large for its engine)
-            bar.done += 1
-        else:
-            bar.failed += 1
-            failures.append(f"{job.describe()}: {record['error']}")
-
-    def time_left() -> float | None:
-        now = time.perf_counter()
-        in_flight = [(j, now - started[j.id]) for j in running.values()]
-        return cost.seconds_left(pending, in_flight, executor.capacity)
-
+    run.cost = CostModel(jobs, _sizes(jobs, config.seed))
     interrupted = False
     try:
-        bar.update(0)
-        while pending or running:
-            progressed = False
-            for job in list(pending):  # a failed dependency fails its dependants at once
-                is_ready, dep = ready(job)
-                if is_ready and dep is not None and dep["status"] != "ok":
-                    pending.remove(job)
-                    finish(job, failed_dependency(job, by_id[job.depends_on], dep))
-                    progressed = True
-            chosen = next_jobs(pending, running.values(), executor.capacity,
-                               lambda j: ready(j)[0])  # fmt: skip
-            for job in chosen:
-                pending.remove(job)
-                running[executor.submit(run_job, job, ready(job)[1])] = job
-                started[job.id] = time.perf_counter()
-                progressed = True
-            bar.update(len(running), time_left())
-            if not running:
-                if pending and progressed:
-                    continue
-                for job in pending:  # dependencies missing (not for a valid expansion)
-                    finish(job, failed_dependency(job, by_id.get(job.depends_on)))
-                pending.clear()
-                break
-            for future in executor.wait(list(running)):
-                job = running.pop(future)
-                try:
-                    record = future.result()
-                except Exception as exc:  # the worker itself died
-                    record = failure_record(job, exc)
-                if record["status"] != "skipped":  # (a skip costs nothing: no estimate)
-                    cost.observe(job, time.perf_counter() - started[job.id])
-                finish(job, record)
-                bar.last.append(f"{job.describe()}: {record['status']}")
-            if not pending:
-                bar.update(len(running), time_left())  # (else once new jobs are started)
+        run.until_done()
     except KeyboardInterrupt:
         interrupted = True
         raise
@@ -274,14 +186,142 @@ def _run_locked(config, output, result_dir, workers, scheduler, retry_failed, pr
         failed=bar.failed,
         table=table,
         seconds=time.perf_counter() - start,
-        failures=failures,
+        failures=run.failures,
         failed_earlier=[
-            f"{j.describe()}: {records[j.id].get('error', '')}"
+            f"{j.describe()}: {records[j.id].error or ''}"
             for j in jobs
-            if j.id in finished and records[j.id]["status"] == "failed"
+            if j.id in finished and records[j.id].status == "failed"
         ],
         set_aside=set_aside_notes,
     )
+
+
+def _keep_study(config: StudyConfig, output, result_dir: Path, workers, scheduler) -> None:
+    """Copy the study file into its results (``study.toml``) with how it was run
+    (``run.json``), unless it is that copy."""
+    if not config.path or not Path(config.path).exists():
+        return
+    target = result_dir / "study.toml"
+    if Path(config.path).resolve() == target.resolve():
+        return
+    copy_study(config.path, target)  # (data files' relative paths kept valid)
+    run_info = {
+        "study_file": _relative_to_cwd(config.path),
+        "output": _relative_to_cwd(str(output)),
+        "scheduler": scheduler,
+        "workers": workers,
+    }
+    atomic_write(result_dir / "run.json", json.dumps(run_info, indent=1).encode())
+
+
+def _usable_records(result_dir: Path, progress: TextIO | None) -> tuple[dict, list[str]]:
+    """The usable records by job id, with the damaged ones set aside (renamed, their jobs
+    to be recomputed) and said."""
+    records, damaged = read_records(result_dir)
+    notes = []
+    for bad in damaged:
+        target = set_aside(bad)
+        notes.append(f"{bad} (set aside as {target.name}; its job is recomputed)")
+        if progress is not None:
+            print(f"damaged record {notes[-1]}", file=progress, flush=True)
+    return records, notes
+
+
+def _executor(scheduler: str | None, workers: int | None, n_todo: int) -> Any:
+    """A Dask cluster's, one process's (one worker), or local worker processes."""
+    if scheduler is not None:
+        return DaskExecutor(scheduler)
+    if (workers or os.cpu_count() or 1) <= 1:
+        return SerialExecutor()
+    return LocalExecutor(min(workers or os.cpu_count() or 1, max(n_todo, 1)))
+
+
+class _Jobs:
+    """The jobs of one run in flight: which wait, which run, and their records as they
+    come in (each saved at once)."""
+
+    def __init__(self, jobs, records, todo, executor, bar: _Progress, jobs_dir: Path) -> None:
+        self.records: dict[str, JobRecord] = records
+        self.by_id = {j.id: j for j in jobs}
+        self.pending = list(todo)  # not yet submitted, in order
+        self.running: dict[Any, Job] = {}
+        self.started: dict[str, float] = {}
+        self.active = {j.id for j in self.pending}  # pending or running
+        self.executor, self.bar, self.jobs_dir = executor, bar, jobs_dir
+        self.failures: list[str] = []
+        self.cost: CostModel | None = None
+
+    def ready(self, job: Job) -> tuple[bool, JobRecord | None]:
+        """Whether ``job`` can start, and the record of the job it depends on."""
+        if job.depends_on is None:
+            return True, None
+        if job.depends_on in self.active or job.depends_on not in self.records:
+            return False, None  # (an old failed record may be being retried right now)
+        return True, self.records[job.depends_on]
+
+    def finish(self, job: Job, record: JobRecord) -> None:
+        self.records[job.id] = record = save_record(record, self.jobs_dir)
+        self.active.discard(job.id)
+        if record.status in ("ok", "skipped"):  # (skipped: too large for its engine)
+            self.bar.done += 1
+        else:
+            self.bar.failed += 1
+            self.failures.append(f"{job.describe()}: {record.error}")
+
+    def time_left(self) -> float | None:
+        now = time.perf_counter()
+        in_flight = [(j, now - self.started[j.id]) for j in self.running.values()]
+        return self.cost.seconds_left(self.pending, in_flight, self.executor.capacity)
+
+    def start_ready(self) -> bool:
+        """Fail the jobs whose dependency failed, submit those that can start; whether any
+        job moved."""
+        progressed = False
+        for job in list(self.pending):  # a failed dependency fails its dependants at once
+            is_ready, dep = self.ready(job)
+            if is_ready and dep is not None and dep.status != "ok":
+                self.pending.remove(job)
+                self.finish(job, failed_dependency(job, self.by_id[job.depends_on], dep))
+                progressed = True
+        capacity = self.executor.capacity
+        for job in next_jobs(
+            self.pending, self.running.values(), capacity, lambda j: self.ready(j)[0]
+        ):
+            self.pending.remove(job)
+            self.running[self.executor.submit(run_job, job, self.ready(job)[1])] = job
+            self.started[job.id] = time.perf_counter()
+            progressed = True
+        return progressed
+
+    def collect(self) -> None:
+        """Wait for jobs to finish, and record them."""
+        for future in self.executor.wait(list(self.running)):
+            job = self.running.pop(future)
+            try:
+                record = future.result()
+            except Exception as exc:  # the worker itself died
+                record = failure_record(job, exc)
+            if record.status != "skipped":  # (a skip costs nothing: no estimate)
+                self.cost.observe(job, time.perf_counter() - self.started[job.id])
+            self.finish(job, record)
+            self.bar.last.append(f"{job.describe()}: {record.status}")
+
+    def until_done(self) -> None:
+        """Run every pending job (in dependency order), saving each record as it comes."""
+        self.bar.update(0)
+        while self.pending or self.running:
+            progressed = self.start_ready()
+            self.bar.update(len(self.running), self.time_left())
+            if not self.running:
+                if self.pending and progressed:
+                    continue
+                for job in self.pending:  # dependencies missing (not for a valid expansion)
+                    self.finish(job, failed_dependency(job, self.by_id.get(job.depends_on)))
+                self.pending.clear()
+                break
+            self.collect()
+            if not self.pending:  # (else once new jobs are started)
+                self.bar.update(len(self.running), self.time_left())
 
 
 def _sizes(jobs: list[Job], seed: int) -> dict[str, int]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import io
 import json
 import os
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -15,13 +14,14 @@ import pandas as pd
 from .. import metrics
 from ..hyperparameters import MEAN_BOUNDS, at_bounds
 from .config import StudyConfig, load_study
-from .jobs import expand
+from .jobs import Job, expand
 from .kernels_config import kernel_column
 from .multiclass import probability_comparison
 from .problem import make_kernel
+from .record import JobRecord
 from .records import atomic_write, load_records
 
-__all__ = ["TABLE_COLUMNS", "TIMING_COLUMNS", "assemble"]
+__all__ = ["TABLE_COLUMNS", "TIMING_COLUMNS", "assemble", "same_hyperparameters"]
 
 #: Columns of the tidy table, in order (``pandas.read_csv`` reads it without help).
 TABLE_COLUMNS = [
@@ -85,39 +85,10 @@ def assemble(result_dir: str | os.PathLike[str], config: StudyConfig | None = No
     current = {j.id: records.get(j.id) for j in jobs}
     for job in jobs:
         rec = current[job.id]
-        status = "not run" if rec is None else rec["status"]
-        job_rows.append(
-            {
-                "job_id": job.id,
-                "dataset": job.dataset.label,
-                "kernel": kernel_column(job.kernel_label, job.kernel),
-                "split": job.split,
-                "engine": job.engine,
-                "status": status,
-                "error": "" if rec is None else rec.get("error", ""),
-                "seconds": np.nan
-                if rec is None or "finished" not in rec or "started" not in rec
-                else rec["finished"] - rec["started"],
-                "warnings": "" if rec is None else "; ".join(rec.get("warnings", [])),
-            }
-        )
-        if rec is None or status != "ok":
+        job_rows.append(_job_row(job, rec))
+        if rec is None or not rec.ok:
             continue
-        values = dict(rec["metrics"])
-        if rec.get("log_evidence") is not None:
-            values["log_evidence"] = rec["log_evidence"]
-        if rec.get("loo_log_predictive") is not None:
-            values["loo_log_predictive"] = rec["loo_log_predictive"]
-        if rec.get("optimizer"):
-            values["optimizer_converged"] = float(rec["optimizer"]["converged"])
-            values["optimizer_evaluations"] = rec["optimizer"]["evaluations"]
-        if rec.get("evidence"):  # a gold-standard evidence estimator and its health
-            values.update(_evidence_values(rec))
-        if rec.get("diagnostics"):
-            diag = rec["diagnostics"]
-            values["r_hat_max"] = diag["r_hat_max"]
-            values["ess_bulk_min"] = diag["ess_bulk_min"]
-            values["divergences"] = diag["divergences"]
+        values = _values(rec)
         try:
             values.update(_against_reference(job, rec, jobs, current, config))
         except ValueError as exc:  # e.g. a non-finite evidence: no comparison, and say so
@@ -133,17 +104,55 @@ def assemble(result_dir: str | os.PathLike[str], config: StudyConfig | None = No
     return pd.read_csv(io.BytesIO(data))
 
 
-def _at_bound(job, rec: Mapping[str, Any]) -> str:
+def _job_row(job: Job, rec: JobRecord | None) -> dict[str, Any]:
+    """A job's row of ``jobs.csv``: its status, error, seconds and warnings (with what the
+    reader changed in its record)."""
+    return {
+        "job_id": job.id,
+        "dataset": job.dataset.label,
+        "kernel": kernel_column(job.kernel_label, job.kernel),
+        "split": job.split,
+        "engine": job.engine,
+        "status": "not run" if rec is None else rec.status,
+        "error": "" if rec is None else rec.error or "",
+        "seconds": np.nan
+        if rec is None or rec.finished is None or rec.started is None
+        else rec.finished - rec.started,
+        "warnings": "" if rec is None else "; ".join([*rec.warnings, *rec.notes]),
+    }
+
+
+def _values(rec: JobRecord) -> dict[str, float | None]:
+    """A finished job's metrics as the table names them: its held-out scores, evidence,
+    LOO predictive, the search's outcome, an estimator's health, MCMC's diagnostics."""
+    values: dict[str, float | None] = dict(rec.metrics)
+    if rec.log_evidence is not None:
+        values["log_evidence"] = rec.log_evidence
+    if rec.loo_log_predictive is not None:
+        values["loo_log_predictive"] = rec.loo_log_predictive
+    if rec.optimizer is not None:
+        values["optimizer_converged"] = float(rec.optimizer.converged)
+        values["optimizer_evaluations"] = rec.optimizer.evaluations
+    if rec.evidence is not None:  # a gold-standard evidence estimator and its health
+        values.update(_evidence_values(rec))
+    if rec.diagnostics is not None:
+        values["r_hat_max"] = rec.diagnostics.r_hat_max
+        values["ess_bulk_min"] = rec.diagnostics.ess_bulk_min
+        values["divergences"] = rec.diagnostics.divergences
+    return values
+
+
+def _at_bound(job: Job, rec: JobRecord) -> str:
     """The selected hyperparameters at one of the optimiser's bounds, as ``"NAME upper"``
     joined by "; " (empty for fixed or grid values, or when none is at a bound)."""
-    hp = rec["hyperparameters"]
-    if hp["from"] in ("fixed", "grid") or not hp["names"]:
+    hp = rec.hyperparameters
+    if hp.origin in ("fixed", "grid") or not hp.names:
         return ""
     # (a sparse engine's fitted inducing inputs, ``inducing[j,k]``, last, have no bounds)
-    bounded = [i for i, name in enumerate(hp["names"]) if not name.startswith("inducing[")]
-    names = [hp["names"][i] for i in bounded]
-    values = [hp["values"][i] for i in bounded]
-    bounds = make_kernel(job.kernel, rec["d"]).bounds
+    bounded = [i for i, name in enumerate(hp.names) if not name.startswith("inducing[")]
+    names = [hp.names[i] for i in bounded]
+    values = [hp.values[i] for i in bounded]
+    bounds = make_kernel(job.kernel, rec.d).bounds
     if len(names) > bounds.shape[0]:  # the constant prior mean
         bounds = np.vstack([bounds, [MEAN_BOUNDS]])
     hits = at_bounds(names, values, bounds[: len(names)])
@@ -151,32 +160,31 @@ def _at_bound(job, rec: Mapping[str, Any]) -> str:
 
 
 def _row(
-    rec: Mapping[str, Any], metric: str, value: float | None, kernel: str, at_bound: str = ""
+    rec: JobRecord, metric: str, value: float | None, kernel: str, at_bound: str = ""
 ) -> dict[str, Any]:
-    hp = rec["hyperparameters"]
-    conv = rec.get("convergence", {})
+    hp, conv, timings = rec.hyperparameters, rec.convergence, rec.timings
     return {
-        "dataset": rec["dataset"],
+        "dataset": rec.dataset,
         "kernel": kernel,  # (from the job: records written before the column lack it)
-        "split": rec["split"],
-        "engine": rec["engine"],
-        "likelihood": rec["likelihood"],
+        "split": rec.split,
+        "engine": rec.engine,
+        "likelihood": rec.likelihood,
         "metric": metric,
         "value": np.nan if value is None else float(value),
-        "policy": rec["policy"],
-        "hyperparameters": json.dumps(dict(zip(hp["names"], hp["values"], strict=True))),
-        "hyperparameters_from": hp["from"],
+        "policy": rec.policy,
+        "hyperparameters": json.dumps(hp.as_dict()),
+        "hyperparameters_from": hp.origin,
         "at_bound": at_bound,
-        "converged": conv.get("converged"),
-        "iterations": conv.get("iterations"),
-        "fit_seconds": rec["timings"]["fit_seconds"],
-        "select_seconds": rec["timings"].get("select_seconds", np.nan),  # (older records)
-        "predict_seconds": rec["timings"]["predict_seconds"],
-        "n_train": rec["n_train"],
-        "n_test": rec["n_test"],
-        "seed": rec["seed"],
-        "job_id": rec["id"],
-        "versions": json.dumps(rec["versions"], sort_keys=True),
+        "converged": conv.converged,
+        "iterations": conv.iterations,
+        "fit_seconds": timings.fit_seconds,
+        "select_seconds": np.nan if timings.select_seconds is None else timings.select_seconds,
+        "predict_seconds": timings.predict_seconds,
+        "n_train": rec.n_train,
+        "n_test": rec.n_test,
+        "seed": rec.seed,
+        "job_id": rec.id,
+        "versions": json.dumps(dict(rec.versions), sort_keys=True),
     }
 
 
@@ -200,45 +208,51 @@ def _against_reference(job, rec, jobs, current, config) -> dict[str, float]:
         None,
     )
     ref = None if ref_job is None else current.get(ref_job.id)
-    if ref is None or ref["status"] != "ok":
+    if ref is None or not ref.ok:
         return {}
-    same = rec["hyperparameters"]["names"] == ref["hyperparameters"]["names"] and np.allclose(
-        rec["hyperparameters"]["values"], ref["hyperparameters"]["values"], rtol=0, atol=1e-10
-    )
-    if not same:  # comparisons only make sense at the same hyperparameters
+    if not same_hyperparameters(rec, ref, rtol=0.0, atol=1e-10):  # comparisons need the same values
         return {}
     out: dict[str, float] = {}
-    if "arrays" in rec and "arrays" in ref:
-        a, r = rec["arrays"], ref["arrays"]
+    if rec.arrays is not None and ref.arrays is not None:
+        a, r = rec.arrays, ref.arrays
         out.update(
             metrics.latent_errors(
-                a["mean_train"], a["var_train"], ref_mean=r["mean_train"], ref_var=r["var_train"]
+                a.mean_train, a.var_train, ref_mean=r.mean_train, ref_var=r.var_train
             )
         )
         out.update(probability_comparison(a, r))  # C classes: class probabilities too
-    if rec.get("log_evidence") is not None and ref.get("log_evidence") is not None:
+    if rec.log_evidence is not None and ref.log_evidence is not None:
         out.update(
             metrics.evidence_gap(
-                rec["log_evidence"],
-                ref_log_evidence=ref["log_evidence"],
-                ref_se=ref.get("log_evidence_se"),
+                rec.log_evidence, ref_log_evidence=ref.log_evidence, ref_se=ref.log_evidence_se
             )
         )
     return out
 
 
-def _evidence_values(rec: Mapping[str, Any]) -> dict[str, float]:
+def _evidence_values(rec: JobRecord) -> dict[str, float | None]:
     """An evidence estimator's rows: its estimate, standard error and health."""
-    ev = rec["evidence"]
-    out = {
-        "log_evidence_se": rec["log_evidence_se"],
-        "evidence_temperatures": ev["runs"][-1]["temperatures"],
-        "evidence_rechecked": float(ev["recheck"] is not None),
-        "evidence_healthy": float(rec["convergence"]["converged"]),
+    ev = rec.evidence
+    out: dict[str, float | None] = {
+        "log_evidence_se": rec.log_evidence_se,
+        "evidence_temperatures": ev.runs[-1].temperatures,
+        "evidence_rechecked": float(ev.recheck is not None),
+        "evidence_healthy": float(rec.convergence.converged),
     }
-    if ev["recheck"] is not None:
-        out["log_evidence_first"] = ev["runs"][0]["log_evidence"]
-        out["log_evidence_first_se"] = ev["runs"][0]["se"]
-    if ev.get("start_log_evidence") is not None:
-        out["start_log_evidence"] = ev["start_log_evidence"]
+    if ev.recheck is not None:
+        out["log_evidence_first"] = ev.runs[0].log_evidence
+        out["log_evidence_first_se"] = ev.runs[0].se
+    if ev.start_log_evidence is not None:
+        out["start_log_evidence"] = ev.start_log_evidence
     return out
+
+
+def same_hyperparameters(
+    a: JobRecord, b: JobRecord, *, rtol: float = 1e-5, atol: float = 1e-8
+) -> bool:
+    """Whether two finished jobs ran at the same hyperparameters: the same names, and
+    values equal within :func:`numpy.allclose`'s ``rtol`` and ``atol``."""
+    ha, hb = a.hyperparameters, b.hyperparameters
+    if ha is None or hb is None or ha.names != hb.names:
+        return False
+    return bool(np.allclose(ha.values, hb.values, rtol=rtol, atol=atol))

@@ -26,71 +26,55 @@ from ..engines import capabilities, get_engine
 from ..evidence import EvidenceEstimate, ais, prepare
 from ..likelihoods import get_likelihood
 from ..numerics import JITTER, cholesky
-from ..provenance import versions
 from .jobs import Job
-from .kernels_config import kernel_column
 from .multiclass import multiclass_record
 from .problem import at_point, load_dataset, make_kernel, split_indices, stable_seed
+from .record import JobRecord
+from .records import job_record
 
 __all__ = ["run_job"]
 
 
-def run_job(job: Job, shared: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """Run one job and return its result record (never raises for a failure of the fit).
+def run_job(job: Job, shared: JobRecord | None = None) -> JobRecord:
+    """Run one job and return its record (never raises for a failure of the fit).
 
     Parameters
     ----------
     job : Job
-    shared : dict, optional
-        The result record of ``job.depends_on`` (its hyperparameters are used).
+    shared : JobRecord, optional
+        The record of ``job.depends_on`` (its hyperparameters are used).
 
     Returns
     -------
-    dict
-        JSON-ready: ``status`` ("ok" or "failed"), the job's identity, ``metrics``,
-        ``hyperparameters`` (names and log values), ``log_evidence`` (and ``_se``),
-        convergence facts, MCMC diagnostics, timings, per-case arrays for the report
-        (test labels, probabilities, log predictive probabilities; latent moments at the
-        training and test inputs), package versions, and for a failure ``error`` and
-        ``traceback``. MCMC results carry their InferenceData as NetCDF bytes under
-        ``"_idata_netcdf"`` (written next to the record, not into it).
+    JobRecord
+        Status ``"ok"``, ``"failed"`` (with the error and its traceback) or ``"skipped"``
+        (too large for its engine), the job's identity, and for a finished job its
+        metrics, hyperparameters (names and log values), log evidence (and its se),
+        convergence, MCMC diagnostics, timings, per-case arrays for the report (test labels,
+        probabilities, log predictive probabilities; latent moments at the training and
+        test inputs) and package versions. MCMC results carry their InferenceData as NetCDF
+        bytes (``netcdf``: written next to the record, not into it).
     """
     from threadpoolctl import threadpool_limits
 
-    record: dict[str, Any] = {
-        "id": job.id,
-        "study": job.study,
-        "dataset": job.dataset.label,
-        "split": job.split,
-        "kernel": kernel_column(job.kernel_label, job.kernel),
-        "engine": job.engine,
-        "method": job.method,
-        "likelihood": job.likelihood,
-        "policy": job.policy,
-        "seed": job.seed,
-        "options": dict(job.options),
-        "versions": versions(),
-        "host": platform.node(),
-        "started": time.time(),
-    }
+    stamps = {"host": platform.node(), "started": time.time()}
     try:
         # One BLAS thread per job: the jobs themselves run in parallel, and OpenBLAS
         # threads competing with other processes slow everything down (see conftest).
         with threadpool_limits(limits=1, user_api="blas"):
-            record.update((_run if job.kind == "engine" else _run_evidence)(job, shared))
-        record["status"] = "ok"
+            facts = dict((_run if job.kind == "engine" else _run_evidence)(job, shared))
+        netcdf = facts.pop("_idata_netcdf", None)
+        return job_record(job, "ok", facts, **stamps, finished=time.time(), netcdf=netcdf)
     except _Skipped as why:  # too large for the engine: said in the report, not an error
-        record["status"] = "skipped"
-        record["error"] = str(why)
+        return job_record(job, "skipped", **stamps, finished=time.time(), error=str(why))
     except Exception as exc:  # recorded, and the study goes on
-        record["status"] = "failed"
-        record["error"] = f"{type(exc).__name__}: {exc}"
-        record["traceback"] = traceback.format_exc()
-    record["finished"] = time.time()
-    return record
+        error, trace = f"{type(exc).__name__}: {exc}", traceback.format_exc()
+        return job_record(
+            job, "failed", **stamps, finished=time.time(), error=error, traceback=trace
+        )
 
 
-def _problem(job: Job, shared: Mapping[str, Any] | None):
+def _problem(job: Job, shared: JobRecord | None):
     """The job's training and test folds (standardised on the training fold), its kernel
     and prior mean (at the source's values, or the grid point's), and where they came from."""
     data = load_dataset(job.dataset, job.study_seed)
@@ -102,11 +86,11 @@ def _problem(job: Job, shared: Mapping[str, Any] | None):
     mean = job.mean
     origin = "fixed"
     if shared is not None:
-        theta = np.asarray(shared["hyperparameters"]["values"], dtype=float)
+        theta = np.asarray(shared.hyperparameters.values, dtype=float)
         p = kernel.theta.size
         kernel = kernel.with_theta(theta[:p])
         mean = None if mean is None else float(theta[p])
-        origin = shared["engine"]
+        origin = shared.engine
     elif job.hyperparameters is not None:
         kernel, mean = at_point(kernel, mean, job.hyperparameters)
         origin = "grid"
@@ -151,21 +135,16 @@ class _Skipped(Exception):
     in memory): its record says why, with status ``"skipped"``."""
 
 
-def _run(job: Job, shared: Mapping[str, Any] | None) -> dict[str, Any]:
+def _run(job: Job, shared: JobRecord | None) -> dict[str, Any]:
+    """An engine's job: fit on the training fold (selecting the hyperparameters where the
+    job does), predict the test fold, and return the record's results in its JSON layout."""
     X_train, y_train, X_test, y_test, kernel, mean, origin = _problem(job, shared)
     engine = get_engine(job.method)
     own = {k: v for k, v in job.options.items() if k != "objective"}
     problem = engine.memory_problem(y_train.size, engine.options(own), job.optimize)
     if problem is not None:
         raise _Skipped(f"skipped: {problem}")
-    options = dict(job.options)
-    objective = options.pop("objective", "evidence")
-    optimize = job.optimize
-    fit_kwargs: dict[str, Any] = {}
-    options = get_engine(job.method).with_seed(options, job.seed % (2**32))
-    if optimize:
-        fit_kwargs = {"n_restarts": job.n_restarts, "random_seed": job.seed, "objective": objective}
-        options.pop("random_seed", None)
+    held_out = y_test.size > 0  # (none with splits kind = "none": evidence only)
     # peak resident memory of the fit and predictions, above the worker's at the start
     with _peak_memory() as peak, warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -177,55 +156,87 @@ def _run(job: Job, shared: Mapping[str, Any] | None) -> dict[str, Any]:
             kernel=kernel,
             likelihood=job.likelihood,
             mean=mean,
-            optimize=optimize,
-            **fit_kwargs,
-            **options,
+            **_fit_options(job),
         )
         t1 = time.perf_counter()
-        held_out = y_test.size > 0  # (none with splits kind = "none": evidence only)
-        if held_out:
-            p1 = post.predict_proba(X_test)
-            log_p = post.log_predictive(X_test, y_test)
-            mean_test, var_test = post.predict_latent(X_test)
+        predicted = _predict(post, X_test, y_test) if held_out else None
         t2 = time.perf_counter()
-    peak_mb = peak[0] if peak else None
-    base_rate = float(np.mean(y_train == 1))
-    fit_seconds, select_seconds = t1 - t0, 0.0
-    if optimize and np.isfinite(post.optimization.fit_seconds):  # the search apart from one fit
-        fit_seconds = post.optimization.fit_seconds
-        select_seconds = t1 - t0 - fit_seconds
-    multiclass = post.likelihood.latent_dim != 1  # C latent functions (softmax)
-    if held_out and multiclass:  # scores and arrays of C classes (study.multiclass)
-        scores, arrays = multiclass_record(y_train, y_test, p1, log_p, mean_test, var_test, post)
-    elif held_out:
-        scores = metrics.score(y_test, p1, log_p, base_rate)
     out: dict[str, Any] = {
         "n_train": int(y_train.size),
         "n_test": int(y_test.size),
         "d": int(X_train.shape[1]),
-        "base_rate": base_rate,
-        "metrics": scores if held_out else {},
+        "base_rate": float(np.mean(y_train == 1)),
+        "metrics": {},
         "hyperparameters": _hyperparameters(post, origin),
-        "timings": {
-            "fit_seconds": fit_seconds,  # one fit at the hyperparameters used
-            "select_seconds": select_seconds,  # the hyperparameter search, when this job ran one
-            "predict_seconds": t2 - t1,
-            "peak_memory_mb": peak_mb,  # (None: not measured)
-        },
+        "timings": _timings(job, post, t0, t1, t2, peak[0] if peak else None),
         "warnings": sorted({f"{w.category.__name__}: {w.message}" for w in caught}),
     }
-    if held_out and multiclass:
-        out["arrays"] = arrays
-    elif held_out:  # per-case arrays for the report and the comparisons with the reference
-        out["arrays"] = {
-            "y_test": [int(v) for v in y_test],
-            "p1_test": _floats(p1),
-            "log_p_test": _floats(log_p),
-            "mean_test": _floats(mean_test),
-            "var_test": _floats(var_test),
-            "mean_train": _floats(post.latent_mean),
-            "var_train": _floats(post.latent_var),
-        }
+    if predicted is not None:
+        out["metrics"], out["arrays"] = _scores(y_train, y_test, post, *predicted)
+    out.update(_engine_facts(job, post))
+    return out
+
+
+def _fit_options(job: Job) -> dict[str, Any]:
+    """The keyword arguments of the job's :func:`gpc_compare.fit` beyond the problem: the
+    engine's options, and the search's (restarts, seed, objective) where the job selects
+    its own hyperparameters (the engine's seed otherwise)."""
+    options = dict(job.options)
+    objective = options.pop("objective", "evidence")
+    options = get_engine(job.method).with_seed(options, job.seed % (2**32))
+    if not job.optimize:
+        return {"optimize": False, **options}
+    options.pop("random_seed", None)
+    search = {"n_restarts": job.n_restarts, "random_seed": job.seed, "objective": objective}
+    return {"optimize": True, **search, **options}
+
+
+def _predict(post, X_test: np.ndarray, y_test: np.ndarray) -> tuple:
+    """Predictions at the test inputs: probabilities, log p(y*), latent moments."""
+    p1 = post.predict_proba(X_test)
+    log_p = post.log_predictive(X_test, y_test)
+    mean_test, var_test = post.predict_latent(X_test)
+    return p1, log_p, mean_test, var_test
+
+
+def _timings(job: Job, post, t0: float, t1: float, t2: float, peak_mb: float | None) -> dict:
+    """One fit at the hyperparameters used, the search apart from it (when this job ran
+    one), the predictions, and the peak memory (None: not measured)."""
+    fit_seconds, select_seconds = t1 - t0, 0.0
+    if job.optimize and np.isfinite(post.optimization.fit_seconds):  # the search apart
+        fit_seconds = post.optimization.fit_seconds
+        select_seconds = t1 - t0 - fit_seconds
+    return {
+        "fit_seconds": fit_seconds,
+        "select_seconds": select_seconds,
+        "predict_seconds": t2 - t1,
+        "peak_memory_mb": peak_mb,
+    }
+
+
+def _scores(y_train, y_test, post, p1, log_p, mean_test, var_test) -> tuple[dict, dict]:
+    """Held-out scores and the per-case arrays for the report and the comparisons with
+    the reference (C classes: :func:`~gpc_compare.study.multiclass.multiclass_record`)."""
+    if post.likelihood.latent_dim != 1:  # C latent functions (softmax)
+        return multiclass_record(y_train, y_test, p1, log_p, mean_test, var_test, post)
+    scores = metrics.score(y_test, p1, log_p, float(np.mean(y_train == 1)))
+    arrays = {
+        "y_test": [int(v) for v in y_test],
+        "p1_test": _floats(p1),
+        "log_p_test": _floats(log_p),
+        "mean_test": _floats(mean_test),
+        "var_test": _floats(var_test),
+        "mean_train": _floats(post.latent_mean),
+        "var_train": _floats(post.latent_var),
+    }
+    return scores, arrays
+
+
+def _engine_facts(job: Job, post) -> dict[str, Any]:
+    """What the engine says of its fit (:meth:`Posterior.record`: convergence, evidence
+    and its se, engine-specific facts), a sparse engine's inducing inputs, the search's
+    outcome, and a sampler's InferenceData (as NetCDF bytes)."""
+    out: dict[str, Any] = {}
     if "sparse" in capabilities(job.method):
         out["inducing"] = {
             "M": int(post.inducing.shape[0]),
@@ -233,8 +244,8 @@ def _run(job: Job, shared: Mapping[str, Any] | None) -> dict[str, Any]:
             "jitter": float(post.jitter),
             "values": [_floats(z) for z in post.inducing],
         }
-    out.update(post.record())  # convergence, evidence (and its se), engine-specific facts
-    if optimize:
+    out.update(post.record())
+    if job.optimize:
         opt = post.optimization
         out["optimizer"] = {
             "objective": opt.objective,

@@ -1,0 +1,72 @@
+"""The report's text (``report.md``): a list of section functions, and the committed
+studies' reports written again from their committed records, word for word."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from gpc_compare.report import _load, run_command
+from gpc_compare.report.markdown import SECTIONS, Study, report_markdown
+from gpc_compare.study import load_study
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _rebuilt(name: str, tmp_path: Path) -> tuple[str, str, Study]:
+    """A committed study's report.md and the text written again from its records (the
+    figures as the committed report lists them)."""
+    src = ROOT / "results" / name
+    copy = tmp_path / src.name
+    shutil.copytree(src, copy, ignore=shutil.ignore_patterns("*.nc", "figures"))
+    config = load_study(copy / "study.toml")
+    loaded = _load(copy, config)
+    committed = (src / "report.md").read_text()
+    made = [(f, c) for c, f in re.findall(r"!\[(.*?)\]\(figures/(.*?)\)", committed)]
+    where = Path("results") / name  # (as run: from the root)
+    command = run_command(where, config.name)
+    args = (config, loaded.table, loaded.jobs, loaded.summary, loaded.records,
+            loaded.datasets, list(config.engines), made, command, where)  # fmt: skip
+    study = Study(*args, loaded.paired)
+    return committed, report_markdown(*args, loaded.paired), study
+
+
+def _without_date(text: str) -> list[str]:
+    return [line for line in text.splitlines() if not line.startswith("- Report written")]
+
+
+@pytest.mark.parametrize("name", ["ep_loo", "approximations_logistic"])
+def test_a_committed_report_is_written_again_word_for_word(name, tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(ROOT)  # (the report names the command and folder as run, relative)
+    if not (ROOT / "results" / name / "jobs").is_dir():
+        pytest.skip(f"results/{name} has no committed job records")
+    committed, text, study = _rebuilt(name, tmp_path)
+    assert _without_date(text) == _without_date(committed)
+    # the report is its sections, in order, each a list of lines
+    parts = [section(study) for section in SECTIONS]
+    assert all(isinstance(p, list) and all(isinstance(s, str) for s in p) for p in parts)
+    assert "\n".join(line for p in parts for line in p).rstrip() + "\n" == text
+    titles = [line for line in text.splitlines() if line.startswith("## ")]
+    assert titles[0] == "## Findings" and titles[-1] == "## Figures"
+    assert "## Timings" in titles and "## Hyperparameters used" in titles
+
+
+def test_sections_with_nothing_to_say_say_nothing(tmp_path) -> None:
+    if not (ROOT / "results" / "ep_loo" / "jobs").is_dir():
+        pytest.skip("results/ep_loo has no committed job records")
+    _, _, study = _rebuilt("ep_loo", tmp_path)
+    from dataclasses import replace
+
+    from gpc_compare.report import markdown
+
+    bare = replace(study, records=[], made=[])
+    assert markdown._mcmc_diagnostics(bare) == []
+    assert markdown._evidence_section(bare) == []  # (no [evidence.*] estimators)
+    assert markdown._skipped(bare) == [] and markdown._unfinished(bare) == []
+    assert markdown._figures(bare) == ["## Figures", ""]
+    header = markdown._header(study)
+    assert header[0] == "# Study `ep_loo`" and header[-1] == ""
+    assert any(line.startswith("- Hyperparameters: policy") for line in header)

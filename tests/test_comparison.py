@@ -1,0 +1,48 @@
+"""``gc.compare``'s study: built in Python (no TOML read back), kept as ``study.toml``
+beside the results, and the same study as that file."""
+
+from __future__ import annotations
+
+import tomllib
+
+import numpy as np
+import pytest
+
+import gpc_compare as gc
+from gpc_compare import comparison, study
+
+
+def test_study_fields_and_text_agree() -> None:
+    settings = dict(name="mine", label="mine", engines=("laplace", "ep"), folds=3,
+                    policy="fixed", seed=np.int64(4), kernel={"name": "matern52", "ard": True},
+                    engine_options={"ep": {"schedule": "parallel"}}, n_restarts=1,
+                    positive="M", features=("a", "b"), subsample=None)  # fmt: skip
+    fields = comparison.study_fields("d.csv", "sex", **settings)
+    text = comparison.study_text("d.csv", "sex", **settings)
+    assert tomllib.loads(text) == fields
+    assert fields["seed"] == 4 and type(fields["seed"]) is int
+    assert fields["datasets"] == [{"file": "d.csv", "target": "sex", "label": "mine",
+                                   "positive": "M", "features": ["a", "b"]}]  # fmt: skip
+    assert text.startswith("# Written by gpc_compare")
+    with pytest.raises(ValueError, match="engine_options"):
+        comparison.study_fields("d.csv", "y", name="x", engines=("ep",), engine_options={"vb": {}})
+    with pytest.raises(ValueError, match="engines: give a sequence"):
+        comparison.study_fields("d.csv", "y", name="x", engines="ep")
+
+
+def test_compare_builds_its_study_without_reading_a_file(tmp_path, monkeypatch) -> None:
+    def refuse(path):
+        raise AssertionError(f"gc.compare read {path} back")
+
+    monkeypatch.setattr(study, "load_study", refuse)
+    monkeypatch.setattr(study.config, "load_study", refuse)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 2))
+    y = (X[:, 0] + 0.5 * rng.normal(size=40) > 0).astype(int)
+    result = gc.compare(X, y, engines=("laplace",), policy="fixed", folds=2, output=tmp_path,
+                        workers=1)  # fmt: skip
+    assert result.run.done == 2 and result.run.failed == 0
+    kept = tmp_path / "compare" / "study.toml"
+    assert result.study.path == str(kept)
+    monkeypatch.undo()
+    assert study.load_study(kept) == result.study  # the file kept is the study that ran
