@@ -11,14 +11,18 @@ EP's Gaussian approximation at the same hyperparameters (or from the prior):
   Rasmussen 2005), the second, independent estimator.
 
 The returned :class:`EvidenceEstimate` carries the estimate, its standard error, the
-method and start, and the estimator's health (steps, ESS, stuck moves). The AIS pieces
-are re-exported here as they always were (``gc.evidence.ais``).
+method and start, and the estimator's health (steps, ESS, stuck moves). Its options form
+an :class:`EvidenceOptions` record, which may add a :class:`Recheck` policy (estimate
+again, longer, where the first estimate is unhealthy or disagrees with EP, as a study's
+evidence jobs do); :func:`prepare` sets a problem up and
+:func:`gpc_compare.annealing.estimate.estimate` runs it, the path a study's jobs and the
+MCMC engine's ``evidence=True`` take too. The AIS pieces are re-exported here as they
+always were (``gc.evidence.ais``).
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -33,14 +37,16 @@ from .annealing import (
     elliptical_slice,
     smc,
 )
+from .annealing import estimate as _annealing
 from .annealing.estimate import (
     METHODS,
     OPTION_CHECKS,
     OPTIONS,
     EvidenceEstimate,
-    anneal,
+    EvidenceOptions,
+    Prepared,
+    Recheck,
     check_options,
-    resolve,
 )
 from .engines import ep
 from .kernels import Kernel, SquaredExponential
@@ -50,10 +56,12 @@ from .numerics import JITTER, cholesky
 __all__ = [
     "AISResult",
     "EvidenceEstimate",
+    "EvidenceOptions",
     "Prepared",
     "METHODS",
     "OPTIONS",
     "OPTION_CHECKS",
+    "Recheck",
     "SMCResult",
     "ais",
     "ais_log_evidence",
@@ -97,10 +105,13 @@ def estimate(
         Start the path at EP's approximation (parallel schedule, default tolerances) or at
         the prior (SMC's moves still propose about EP's approximation, tempered).
     random_seed : int or Generator, optional
+        Seeds the estimate (and a recheck: :func:`gpc_compare.annealing.estimate.estimate`).
     **options
         The method's options (:data:`OPTIONS`): for SMC ``particles``, ``runs``,
         ``moves``, ``sweeps``, ``cess``, ``max_steps`` (:func:`~gpc_compare.annealing.smc`);
-        for AIS ``temperatures``, ``runs`` (:func:`~gpc_compare.annealing.ais`).
+        for AIS ``temperatures``, ``runs`` (:func:`~gpc_compare.annealing.ais`); and for
+        either ``recheck``, a :class:`Recheck` (or a dict of its fields; default None: the
+        first estimate is final). They form an :class:`EvidenceOptions` record.
 
     Returns
     -------
@@ -111,39 +122,10 @@ def estimate(
     ValueError
         For a bad input, method, start or option, or a kernel matrix that is not finite.
     """
-    method, options = resolve(method, start, options)
-    rng = np.random.default_rng(check_random_seed(random_seed))
+    record = EvidenceOptions.from_arguments(method, start, options)
+    seed = check_random_seed(random_seed)
     problem = prepare(X, y, kernel=kernel, likelihood=likelihood, mean=mean)
-    return problem.anneal(method, start, rng, **options)
-
-
-@dataclass(frozen=True)
-class Prepared:
-    """A problem set up for the estimators: K's Cholesky factor (with the jitter the MCMC
-    engine adds) and L L^T, the labels, EP's approximation (the start, or SMC's moves'
-    reference) and the time that took. :meth:`anneal` runs an estimator on it; several
-    runs (a first estimate and a second with more runs) share one set-up."""
-
-    L: np.ndarray
-    K: np.ndarray  # L L^T: the prior the estimators use (K with that jitter)
-    mean: float
-    y: np.ndarray
-    likelihood: Likelihood
-    ep: Any  # EPPosterior
-    seconds: float
-
-    def anneal(
-        self, method: str, start: str, random_seed: np.random.Generator, **options: Any
-    ) -> EvidenceEstimate:
-        """:func:`~gpc_compare.annealing.estimate.anneal` on this problem (``method`` and
-        ``options`` as :func:`~gpc_compare.annealing.estimate.resolve` returns them); its
-        ``seconds`` include the set-up's."""
-        return anneal(
-            self.L, self.mean, self.y, self.likelihood, K=self.K,
-            ep_sites=(self.ep.ttau, self.ep.tnu),
-            ep_log_evidence=float(self.ep.log_marginal_likelihood), method=method, start=start,
-            random_seed=random_seed, t0=time.perf_counter() - self.seconds, **options,
-        )  # fmt: skip
+    return _annealing.estimate(problem, record, seed)
 
 
 def prepare(
@@ -155,7 +137,7 @@ def prepare(
     mean: float | None = None,
 ) -> Prepared:
     """Check the problem and set it up for the estimators (:class:`Prepared`): one Cholesky
-    factor of K and one EP fit (parallel schedule).
+    factor of K (with the jitter the MCMC engine adds) and one EP fit (parallel schedule).
 
     Raises
     ------
@@ -174,10 +156,10 @@ def prepare(
     with np.errstate(over="ignore", invalid="ignore"):
         K0 = kernel(X)
     if not np.all(np.isfinite(K0)):
-        raise ValueError("the kernel matrix contains NaN or infinity: the hyperparameters are "
-                         "too extreme")  # fmt: skip
+        extreme = "the hyperparameters are too extreme"
+        raise ValueError(f"the kernel matrix contains NaN or infinity: {extreme}")
     # K as the MCMC engine holds it: with the jitter its Cholesky factor adds
     L = cholesky(K0, jitter=JITTER, what="kernel matrix K")
     approx = ep.infer(X, y, kernel, lik, mean, schedule="parallel")
     m = 0.0 if mean is None else float(mean)
-    return Prepared(L, L @ L.T, m, y, lik, approx, time.perf_counter() - t0)
+    return Prepared.from_ep(L, m, y, lik, approx, time.perf_counter() - t0)

@@ -5,10 +5,13 @@ tempered targets (:mod:`.paths`): annealed importance sampling on a fixed schedu
 (:func:`ais`, :mod:`.ais`) and sequential Monte Carlo with an adaptive one (:func:`smc`,
 :mod:`.smc`), both moving by elliptical slice sampling. Everything comes in as arguments
 (the prior factor, the likelihood, the sites): this package sits below the engines and
-imports none of them; :mod:`.estimate` holds what the estimators share (their options,
-the :class:`~.estimate.EvidenceEstimate` record and :func:`~.estimate.anneal`, the run
-that :func:`gpc_compare.evidence.estimate` and the MCMC engine's ``evidence=True`` both
-call), and :func:`gpc_compare.evidence.estimate` is the entry point that fits the start.
+imports none of them. :mod:`.options` holds the options record
+(:class:`~.options.EvidenceOptions`, with its :class:`~.options.Recheck` policy) and
+:mod:`.estimate` the one path every gold-standard evidence takes
+(:func:`~.estimate.estimate`: a first estimate on a problem set up by the caller, and a
+recheck), which :func:`gpc_compare.evidence.estimate`, a study's evidence jobs and the
+MCMC engine's ``evidence=True`` all call (the problem set up by
+:func:`gpc_compare.evidence.prepare`, which fits EP, or from the engine's own fit).
 """
 
 from .ais import AISResult, ais, ais_log_evidence, ais_log_evidence_from_sites

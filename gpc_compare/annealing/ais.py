@@ -153,8 +153,7 @@ def ais_log_evidence_from_sites(
     -------
     log_z, se : float
     """
-    r = ais(
-        L, m, y, likelihood, K=K, sites=(ttau, tnu), temperatures=temperatures, runs=runs,
-        random_seed=random_seed,
-    )  # fmt: skip
+    sites = (ttau, tnu)
+    run = {"temperatures": temperatures, "runs": runs, "random_seed": random_seed}
+    r = ais(L, m, y, likelihood, K=K, sites=sites, **run)
     return r.log_evidence, r.standard_error

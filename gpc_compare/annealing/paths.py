@@ -59,8 +59,8 @@ class PriorPath:
         if self.reference is None:
             return self.move(g, ll, beta, loglik)
         mu, sample, _ = self.reference.tempered(1.0 - beta)  # N(0, K) t^beta
-        return _reference_step(g, ll, beta, loglik, mu, sample, self.reference.log_t,
-                               self.rng)  # fmt: skip
+        log_t = self.reference.log_t
+        return _reference_step(g, ll, beta, loglik, mu, sample, log_t, self.rng)
 
     @cached_property
     def K_inv(self) -> np.ndarray:
@@ -139,8 +139,8 @@ class GaussianPath:
         itself: the generalised elliptical slice sampling of Nishihara, Murray and Adams
         (2014) with q as the reference, whose proposals are close to the posterior when
         beta is (where the tempered Gaussian of :meth:`move` is the prior)."""
-        return _reference_step(g, ll, beta, loglik, self.mu0, self._sample0, self.log_t,
-                               self.rng)  # fmt: skip
+        q = (self.mu0, self._sample0, self.log_t)  # EP's Gaussian: its mean, draws, sites
+        return _reference_step(g, ll, beta, loglik, *q, self.rng)
 
     @cached_property
     def K_inv(self) -> np.ndarray:
@@ -156,8 +156,12 @@ class GaussianPath:
     def move(self, g, ll, beta, loglik):
         """One elliptical slice step about mu_beta, invariant for pi_beta."""
         mu, sample, _ = self.tempered(beta)
-        h, ll = elliptical_slice(g - mu[:, None], ll, beta, sample(g.shape[1]),
-                                 lambda h, mu=mu: loglik(mu[:, None] + h), self.rng)  # fmt: skip
+
+        def log_factor(h: np.ndarray) -> np.ndarray:
+            return loglik(mu[:, None] + h)
+
+        nu = sample(g.shape[1])
+        h, ll = elliptical_slice(g - mu[:, None], ll, beta, nu, log_factor, self.rng)
         return mu[:, None] + h, ll
 
 
@@ -246,8 +250,8 @@ def _reference_step(g, ll, beta, loglik, mu, sample, log_t, rng):
         x = mu[:, None] + h
         return loglik(x) - log_t(x)
 
-    h, _ = elliptical_slice(g - mu[:, None], ll - log_t(g), beta, sample(g.shape[1]),
-                            log_factor, rng)  # fmt: skip
+    nu = sample(g.shape[1])
+    h, _ = elliptical_slice(g - mu[:, None], ll - log_t(g), beta, nu, log_factor, rng)
     g = mu[:, None] + h
     return g, loglik(g)
 

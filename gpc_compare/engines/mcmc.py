@@ -20,7 +20,7 @@ predicts by conditioning every draw on the GP; their convergence is judged by
 (``evidence=True``) is :func:`gpc_compare.evidence.estimate`'s: sequential Monte Carlo with
 an adaptive schedule (``evidence="smc"``, the default) or annealed importance sampling
 (``"ais"``; Neal 2001, Kuss and Rasmussen 2005), from EP's approximation or from the prior,
-run by the same function (:func:`gpc_compare.annealing.estimate.anneal`) with the same seed.
+run by the same function (:func:`gpc_compare.annealing.estimate.estimate`) with the same seed.
 
 With the softmax likelihood (C classes) the model has C latent GPs sharing the kernel,
 F = G U or F = L V column by column, and a categorical likelihood with ``logit_p = F``;
@@ -50,7 +50,8 @@ from .._validation import (
     option_checker,
     optional,
 )
-from ..annealing.estimate import METHODS, STARTS, anneal, resolve
+from ..annealing.estimate import METHODS, STARTS, EvidenceOptions, Prepared
+from ..annealing.estimate import estimate as estimate_evidence
 from ..diagnostics import Diagnostics
 from ..kernels import Kernel
 from ..likelihoods import Gaussian, Likelihood, Logistic, Probit, Softmax
@@ -183,7 +184,8 @@ def _fixed_for_evidence(options: dict[str, Any]) -> None:
             "it does not combine with full_bayes=True"
         )
     try:  # the estimator's own check (gc.evidence.estimate's)
-        resolve(method, options["evidence_start"], options["evidence_options"] or {})
+        start, given = options["evidence_start"], options["evidence_options"] or {}
+        EvidenceOptions.from_arguments(method, start, given)
     except ValueError as exc:
         raise OptionError("evidence_options", f"evidence_options: {exc}") from None
 
@@ -397,18 +399,9 @@ def infer(
         idata.posterior["theta"].values.reshape(f_draws.shape[0], -1) if full_bayes else None
     )
     estimate = None
-    method = _estimator(evidence)
-    if method is not None:  # gc.evidence.estimate's run, seeded as the sampler is
-        t0 = time.perf_counter()
-        method, options = resolve(method, evidence_start, evidence_options or {})
-        if parameterization != "ep":  # (else the whitening's EP, the same fit)
-            approx = ep.infer(X, y, kernel, likelihood, mean, schedule="parallel")
-        estimate = anneal(
-            L, m, y, likelihood, K=L @ L.T, ep_sites=(approx.ttau, approx.tnu),
-            ep_log_evidence=float(approx.log_marginal_likelihood), method=method,
-            start=evidence_start, random_seed=np.random.default_rng(random_seed), t0=t0,
-            **options,
-        )  # fmt: skip
+    if _estimator(evidence) is not None:  # gc.evidence.estimate's run, seeded as the sampler is
+        whitening = approx if parameterization == "ep" else None  # (the same EP fit)
+        estimate = _evidence(X, y, kernel, likelihood, mean, L, whitening, random_seed, checked)
     return SamplePosterior(
         X,
         y,
@@ -426,6 +419,23 @@ def infer(
         ),
         theta_draws=theta_draws,
     )
+
+
+def _evidence(X, y, kernel, likelihood, mean, L, approx, random_seed, options):
+    """The gold-standard evidence ``options["evidence"]`` asks for, as
+    :func:`gpc_compare.evidence.estimate` makes it: on K's Cholesky factor ``L`` and EP's
+    fit (``approx``, the whitening's; fitted here where None), seeded ``random_seed``."""
+    t0 = time.perf_counter()
+    record = EvidenceOptions.from_arguments(
+        _estimator(options["evidence"]),
+        options["evidence_start"],
+        options["evidence_options"] or {},
+    )
+    if approx is None:
+        approx = ep.infer(X, y, kernel, likelihood, mean, schedule="parallel")
+    m = 0.0 if mean is None else float(mean)
+    problem = Prepared.from_ep(L, m, y, likelihood, approx, time.perf_counter() - t0)
+    return estimate_evidence(problem, record, random_seed)
 
 
 def _compiled_model(H, g0, m, y, T, b, likelihood):

@@ -17,10 +17,10 @@ from typing import Any
 import numpy as np
 
 from .. import datasets as gc_datasets
-from .. import evidence
 from .._validation import OptionError
 from ..engines import ENGINES, capabilities, engines_with, get_engine
 from .datafiles import FILE_HINT, data_dir, file_dataset
+from .evidence_config import parse_evidence
 from .fields import SPLIT_KINDS, StudyError, plain
 from .fields import check_keys as _check_keys
 from .fields import fail as _fail
@@ -39,25 +39,6 @@ POLICIES = ("fixed", "optimize", "shared", "full_bayes", "grid")
 BINARY_LIKELIHOODS = ("probit", "logistic")
 LIKELIHOODS = (*BINARY_LIKELIHOODS, "softmax")
 OBJECTIVES = ("evidence", "loo", "loo_fixed_sites")
-#: Gold-standard evidence estimators a study may run beside its engines (``[evidence.NAME]``).
-EVIDENCE_METHODS = ("ais", "smc")
-#: Their options and defaults: AIS from EP's approximation or the prior (R&W-style probit or
-#: logistic likelihood), and a longer anneal where the first is unhealthy (``recheck``).
-EVIDENCE_OPTIONS: dict[str, Any] = {
-    "start": "ep",
-    "temperatures": None,  # 1000 from EP's approximation, 2000 from the prior (as the MCMC engine)
-    "runs": 16,
-    "se_max": 0.5,
-    "recheck": None,
-}
-RECHECK_OPTIONS: dict[str, Any] = {"temperatures": 5000, "z": 5.0, "nats": 0.3}
-#: SMC with an adaptive schedule (``gc.evidence.estimate``): its options and defaults.
-SMC_OPTIONS: dict[str, Any] = {
-    "start": "ep",
-    **{k: v for k, v in evidence.OPTIONS["smc"].items() if k != "max_steps"},
-    "se_max": 0.1,
-    "recheck_runs": 64,  # where se > se_max, estimated again with this many runs (0: never)
-}
 #: The default hyperparameter source, in order of preference: EP (closest to the reference
 #: in every comparison so far), else Laplace.
 DEFAULT_SOURCES = ("ep", "laplace")
@@ -493,75 +474,9 @@ def _parse_hyperparameters(
 def _parse_evidence(
     value: Any, policy: str, engine_labels: list[str], p: str
 ) -> dict[str, dict[str, Any]]:
-    """Gold-standard evidence estimators, ``[evidence.NAME]``, with their options checked."""
-    if not isinstance(value, dict):
-        raise _fail(p, "evidence", "must hold one table per estimator, e.g. [evidence.ais]")
-    if value and policy == "full_bayes":
-        raise _fail(p, "evidence", "a gold-standard evidence needs fixed hyperparameters")
-    out = {}
-    for label, options in value.items():
-        where = f"evidence.{label}"
-        if not isinstance(options, dict):
-            raise _fail(p, where, "must be a table of the estimator's options")
-        if label in engine_labels:
-            raise _fail(p, where, f"{label!r} already names an engine: give the estimator "
-                        "another name (and method = 'ais')")  # fmt: skip
-        options = dict(options)
-        method = options.pop("method", label)
-        if method not in EVIDENCE_METHODS:
-            raise _fail(
-                p, where, f"unknown evidence estimator {method!r}; known: {EVIDENCE_METHODS} "
-                "(a table named otherwise needs method = ESTIMATOR)"
-            )  # fmt: skip
-        if method == "smc":
-            out[label] = _parse_smc(options, p, where)
-            continue
-        _check_keys(options, EVIDENCE_OPTIONS, p, where)
-        merged = {**EVIDENCE_OPTIONS, **options, "method": method}
-        if merged["start"] not in ("ep", "prior"):
-            raise _fail(p, f"{where}.start", f"must be 'ep' or 'prior', got {merged['start']!r}")
-        if merged["temperatures"] is None:
-            merged["temperatures"] = 1000 if merged["start"] == "ep" else 2000
-        merged["temperatures"] = _int(merged["temperatures"], p, f"{where}.temperatures", 1)
-        merged["runs"] = _int(merged["runs"], p, f"{where}.runs", 2)
-        if not _is_number(merged["se_max"]) or not merged["se_max"] > 0:
-            raise _fail(p, f"{where}.se_max", f"must be a positive number, got {merged['se_max']}")
-        recheck = merged["recheck"]
-        if recheck is not None:
-            if not isinstance(recheck, dict):
-                raise _fail(p, f"{where}.recheck", "must be a table (temperatures, z, nats)")
-            _check_keys(recheck, RECHECK_OPTIONS, p, f"{where}.recheck")
-            recheck = {**RECHECK_OPTIONS, **recheck}
-            recheck["temperatures"] = _int(
-                recheck["temperatures"], p, f"{where}.recheck.temperatures", 1
-            )
-            if recheck["temperatures"] <= merged["temperatures"]:
-                raise _fail(
-                    p, f"{where}.recheck.temperatures", "must exceed the first anneal's "
-                    f"{merged['temperatures']} temperatures (it is the longer anneal)"
-                )  # fmt: skip
-            for key in ("z", "nats"):
-                if not _is_number(recheck[key]) or recheck[key] < 0:
-                    raise _fail(p, f"{where}.recheck.{key}", "must be a number >= 0")
-            merged["recheck"] = recheck
-        out[label] = merged
-    return out
-
-
-def _parse_smc(options: dict[str, Any], p: str, where: str) -> dict[str, Any]:
-    """``[evidence.NAME] method = "smc"``: :data:`SMC_OPTIONS`, checked."""
-    _check_keys(options, SMC_OPTIONS, p, where)
-    merged = {**SMC_OPTIONS, **options, "method": "smc", "recheck": None}
-    if merged["start"] not in ("ep", "prior"):
-        raise _fail(p, f"{where}.start", f"must be 'ep' or 'prior', got {merged['start']!r}")
-    if not _is_number(merged["se_max"]) or not merged["se_max"] > 0:
-        raise _fail(p, f"{where}.se_max", f"must be a positive number, got {merged['se_max']}")
-    merged["recheck_runs"] = _int(merged["recheck_runs"], p, f"{where}.recheck_runs", 0)
-    if 0 < merged["recheck_runs"] <= merged["runs"]:
-        raise _fail(p, f"{where}.recheck_runs", f"must be 0 or exceed runs ({merged['runs']})")
-    own = {k: v for k, v in options.items() if k in evidence.OPTIONS["smc"]}
-    try:  # the estimator's own check, as gc.evidence.estimate's
-        evidence.check_options["smc"](own)
-    except OptionError as exc:
-        raise _fail(p, f"{where}.{exc.option}", str(exc).removeprefix(f"{exc.option} ")) from None
-    return merged
+    """Gold-standard evidence estimators, ``[evidence.NAME]``, checked through the options
+    record each stands for (:mod:`.evidence_config`)."""
+    try:
+        return parse_evidence(value, policy, engine_labels)
+    except ValueError as exc:
+        raise StudyError(f"{p}: {exc}") from None

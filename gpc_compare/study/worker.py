@@ -22,10 +22,10 @@ from .. import datasets as gc_datasets
 from .. import metrics
 from .._fit import fit
 from .._validation import dense_memory_problem
+from ..annealing.estimate import EvidenceEstimate, EvidenceOptions, estimate
 from ..engines import capabilities, get_engine
-from ..evidence import EvidenceEstimate, ais, prepare
-from ..likelihoods import get_likelihood
-from ..numerics import JITTER, cholesky
+from ..evidence import prepare
+from .evidence_config import evidence_options
 from .jobs import Job
 from .multiclass import multiclass_record
 from .problem import at_point, load_dataset, make_kernel, split_indices, stable_seed
@@ -260,117 +260,62 @@ def _engine_facts(job: Job, post) -> dict[str, Any]:
 
 
 def _run_evidence(job: Job, shared: Mapping[str, Any] | None) -> dict[str, Any]:
-    """A gold-standard evidence estimate: AIS (Neal 2001) from EP's approximation or the
-    prior, annealed again with more temperatures where the first anneal is unhealthy.
+    """A gold-standard evidence estimate by :func:`gpc_compare.annealing.estimate.estimate`,
+    with the options record the job's options stand for
+    (:func:`~gpc_compare.study.evidence_config.evidence_options`): SMC or AIS from EP's
+    approximation or the prior, estimated again where the record's recheck policy says.
 
     The EP start is EP with its parallel schedule and default tolerances (deterministic,
-    and the same fit as an ``[engines.ep] schedule = "parallel"`` job at these values).
+    and the same fit as an ``[engines.ep] schedule = "parallel"`` job at these values). An
+    SMC job is seeded with the job's seed, an AIS job ``[job seed, temperatures]`` (as the
+    committed studies were); a recheck ``[job seed, its runs or temperatures]``.
     """
     X, y, _, _, kernel, mean, origin = _problem(job, shared)
     problem = dense_memory_problem(y.size)  # (the estimators anneal on the dense prior)
     if problem is not None:
         raise _Skipped(f"skipped: {problem}")
-    opts = job.options
-    if opts["method"] == "smc":
-        return _run_smc(job, X, y, kernel, mean, origin)
-    likelihood = get_likelihood(job.likelihood)
-    m = 0.0 if mean is None else float(mean)
-    # K as the MCMC engine holds it: with the jitter its Cholesky factor adds (formed once)
-    L = cholesky(kernel(X), jitter=JITTER, what="kernel matrix K")
-    K = L @ L.T
-    y_pm1 = 2.0 * y - 1.0
-    start_evidence = None
+    options = evidence_options(job.options)
+    seed = [job.seed, options.temperatures] if options.estimator == "ais" else job.seed
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         t0 = time.perf_counter()
-        sites = None
-        if opts["start"] == "ep":
-            ep = fit(X, y, method="ep", kernel=kernel, likelihood=likelihood, mean=mean,
-                     schedule="parallel")  # fmt: skip
-            start_evidence = float(ep.log_marginal_likelihood)
-            sites = (ep.ttau, ep.tnu)
-
-        def anneal(temperatures: int) -> tuple[float, float]:
-            result = ais(
-                L, m, y_pm1, likelihood, K=K, sites=sites, temperatures=temperatures,
-                runs=opts["runs"], random_seed=np.random.default_rng([job.seed, temperatures]),
-            )  # fmt: skip
-            return result.log_evidence, result.standard_error
-
-        runs = [_timed_anneal(anneal, opts["temperatures"])]
-        reason = _recheck_reason(runs[0], start_evidence, opts)
-        if reason is not None:
-            runs.append(_timed_anneal(anneal, opts["recheck"]["temperatures"]))
+        prepared = prepare(X, y, kernel=kernel, likelihood=job.likelihood, mean=mean)
+        result = estimate(prepared, options, seed)
         seconds = time.perf_counter() - t0
-    final = runs[-1]
     return {
         **_evidence_job(X, y, kernel, mean, origin, seconds, caught),
-        "convergence": {
-            "converged": bool(final["se"] <= opts["se_max"]),
-            "iterations": int(final["temperatures"]),
-        },
-        "log_evidence": final["log_evidence"],
-        "log_evidence_se": final["se"],
-        "evidence": {
-            "method": opts["method"],
-            "start": opts["start"],
-            "start_log_evidence": start_evidence,
-            "runs": runs,
-            "recheck": reason,
-        },
+        **_evidence_record(result, options),
     }
 
 
-def _run_smc(job: Job, X, y, kernel, mean, origin) -> dict[str, Any]:
-    """A gold-standard evidence estimate by SMC with an adaptive schedule
-    (:func:`gpc_compare.evidence.estimate`), recorded as AIS's is (each "run" has the
-    schedule's length as ``temperatures``) with the estimator's health beside it. Where its
-    standard error exceeds ``se_max`` it is estimated again with ``recheck_runs``
-    independent runs (seeded ``[job seed, recheck_runs]``), and that estimate is final."""
-    o = job.options
-
-    def run(runs: int, seed: list[int]) -> EvidenceEstimate:  # (one set-up for both)
-        return problem.anneal(
-            "smc", o["start"], np.random.default_rng(seed), particles=o["particles"],
-            runs=runs, moves=o["moves"], sweeps=o["sweeps"], cess=o["cess"],
-        )  # fmt: skip
-
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        t0 = time.perf_counter()
-        problem = prepare(X, y, kernel=kernel, likelihood=job.likelihood, mean=mean)
-        done = [run(o["runs"], [job.seed])]
-        reason = None
-        if not done[0].standard_error <= o["se_max"] and o.get("recheck_runs", 0):
-            reason = f"se {done[0].standard_error:.3g} > se_max {o['se_max']}"
-            done.append(run(o["recheck_runs"], [job.seed, o["recheck_runs"]]))
-        seconds = time.perf_counter() - t0
-    r = done[-1]
+def _evidence_record(result: EvidenceEstimate, options: EvidenceOptions) -> dict[str, Any]:
+    """An estimate as an evidence job's record holds it: the final estimate, whether it is
+    healthy (its se within ``se_max``, and SMC's schedule not capped), and each estimate
+    made (``runs``: the schedule's length as ``temperatures``, and SMC's runs), why the
+    first was made again, EP's log evidence (AIS: where the path started there) and SMC's
+    health. Each estimate's ``seconds``: the first's with the set-up, a recheck's own."""
+    smc = result.method == "smc"
+    done = [result] if result.first is None else [result.first, result]
+    runs = []
+    for k, d in enumerate(done):
+        run = {"temperatures": int(d.health["steps" if smc else "temperatures"])}
+        if smc:
+            run["runs"] = int(d.health["runs"])
+        seconds = d.seconds - (done[0].seconds if k else 0.0)
+        run.update(log_evidence=d.log_evidence, se=d.standard_error, seconds=seconds)
+        runs.append(run)
+    healthy = result.standard_error <= options.recheck.se_max
+    healthy = healthy and not (smc and result.health["capped"])
+    start = result.start_log_evidence if smc or result.start == "ep" else None
+    evidence = {"method": result.method, "start": result.start, "start_log_evidence": start}
+    evidence.update(runs=runs, recheck=result.recheck)
+    if smc:
+        evidence["health"] = result.health
     return {
-        **_evidence_job(X, y, kernel, mean, origin, seconds, caught),
-        "convergence": {
-            "converged": bool(r.standard_error <= o["se_max"] and not r.health["capped"]),
-            "iterations": int(r.health["steps"]),
-        },
-        "log_evidence": r.log_evidence,
-        "log_evidence_se": r.standard_error,
-        "evidence": {
-            "method": "smc",
-            "start": r.start,
-            "start_log_evidence": r.start_log_evidence,
-            "runs": [
-                {
-                    "temperatures": int(d.health["steps"]),
-                    "runs": int(d.health["runs"]),
-                    "log_evidence": d.log_evidence,
-                    "se": d.standard_error,
-                    "seconds": d.seconds,
-                }
-                for d in done
-            ],  # fmt: skip
-            "recheck": reason,
-            "health": r.health,
-        },
+        "convergence": {"converged": bool(healthy), "iterations": runs[-1]["temperatures"]},
+        "log_evidence": result.log_evidence,
+        "log_evidence_se": result.standard_error,
+        "evidence": evidence,
     }
 
 
@@ -391,31 +336,6 @@ def _evidence_job(X, y, kernel, mean, origin, seconds, caught) -> dict[str, Any]
         "timings": {"fit_seconds": seconds, "select_seconds": 0.0, "predict_seconds": 0.0},
         "warnings": sorted({f"{w.category.__name__}: {w.message}" for w in caught}),
     }
-
-
-def _timed_anneal(anneal, temperatures: int) -> dict[str, float]:
-    t0 = time.perf_counter()
-    log_z, se = anneal(temperatures)
-    seconds = time.perf_counter() - t0
-    return {"temperatures": temperatures, "log_evidence": log_z, "se": se, "seconds": seconds}
-
-
-def _recheck_reason(first: Mapping[str, float], start: float | None, opts) -> str | None:
-    """Why the first anneal is to be repeated with more temperatures, or None: its standard
-    error exceeds ``se_max`` (one run carries the weight: degenerate, and biased low), or it
-    and the approximation it started from differ by more than ``z`` of its standard errors
-    and more than ``nats``."""
-    recheck = opts["recheck"]
-    if recheck is None:
-        return None
-    se = first["se"]
-    if not se <= opts["se_max"]:  # (a NaN se is degenerate too)
-        return f"degenerate: se {se:.2f} > {opts['se_max']}"
-    if start is not None:
-        gap = abs(start - first["log_evidence"])
-        if gap > recheck["z"] * se and gap > recheck["nats"]:
-            return f"|start - estimate| = {gap:.2f} nats" + (f", {gap / se:.1f} se" if se else "")
-    return None
 
 
 def _netcdf_bytes(idata) -> bytes:
