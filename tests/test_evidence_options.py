@@ -182,16 +182,13 @@ def test_the_three_routes_give_the_same_smc_estimate(study_jobs) -> None:
     fit = {"method": "mcmc", "kernel": kernel, "mean": mean, "evidence": True}
     post = gc.fit(X, y, **fit, evidence_options=options, **sampler)
     rec = run_job(job)
-    assert rec["status"] == "ok", rec.get("error")
+    assert rec.status == "ok", rec.error
     for est in (direct, post.evidence_estimate):
-        assert est.log_evidence == rec["log_evidence"]
-        assert est.standard_error == rec["log_evidence_se"]
-        assert est.health == rec["evidence"]["health"] and est.recheck == rec["evidence"]["recheck"]
-        first = rec["evidence"]["runs"][0]
-        assert (est.first.log_evidence, est.first.standard_error) == (
-            first["log_evidence"],
-            first["se"],
-        )
+        assert est.log_evidence == rec.log_evidence
+        assert est.standard_error == rec.log_evidence_se
+        assert est.health == rec.evidence.health and est.recheck == rec.evidence.recheck
+        first = rec.evidence.runs[0]
+        assert (est.first.log_evidence, est.first.standard_error) == (first.log_evidence, first.se)
     assert post.evidence_estimate.record()["first"]["health"] == direct.first.health
 
 
@@ -208,8 +205,8 @@ def test_a_study_ais_job_is_gc_evidence_estimates_with_its_seed(study_jobs) -> N
         X, y, kernel=kernel, mean=mean, **ais, recheck=recheck, random_seed=seed
     )
     rec = run_job(job)
-    assert rec["status"] == "ok", rec.get("error")
-    estimates = [r["log_evidence"] for r in rec["evidence"]["runs"]]
+    assert rec.status == "ok", rec.error
+    estimates = [r.log_evidence for r in rec.evidence.runs]
     assert estimates == [direct.first.log_evidence, direct.log_evidence]
-    assert rec["evidence"]["recheck"] == direct.recheck and direct.recheck.startswith("degenerate")
-    assert rec["convergence"] == {"converged": False, "iterations": 60}
+    assert rec.evidence.recheck == direct.recheck and direct.recheck.startswith("degenerate")
+    assert (rec.convergence.converged, rec.convergence.iterations) == (False, 60)
