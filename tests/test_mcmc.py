@@ -293,3 +293,36 @@ def test_where_ep_fails_laplace_whitens_and_a_warning_says_so(monkeypatch):
         post = gc.fit(X, y, method="mcmc", draws=100, tune=100, chains=2, random_seed=0,
                       rhat_max=np.inf, ess_min=0.0)  # fmt: skip
     assert post.diagnostics.parameterization == "laplace"
+
+
+def test_the_options_are_declared_once():
+    """MCMCOptions: PyMC's names and defaults, each checked where it is declared and the
+    evidence options together; the module's old declarations are gone."""
+    opts = mcmc.MCMCOptions()
+    assert (opts.draws, opts.tune, opts.chains, opts.random_seed) == (1000, 1000, 4, None)
+    assert (opts.rhat_max, opts.ess_min, opts.evidence, opts.evidence_start) == (
+        1.01,
+        400.0,
+        False,
+        "ep",
+    )
+    assert gc.engines.get_engine("mcmc") is mcmc.ENGINE and mcmc.ENGINE.Options is mcmc.MCMCOptions
+    assert all(doc for _, _, doc in mcmc.MCMCOptions.describe())
+    with pytest.raises(ValueError, match="draws must be a whole number >= 1"):
+        mcmc.MCMCOptions(draws=0)
+    with pytest.raises(ValueError, match="does not combine with full_bayes"):
+        mcmc.MCMCOptions(full_bayes=True, evidence=True)
+    for gone in ("OPTIONS", "OPTION_CHECKS", "CAPABILITIES", "LIKELIHOODS", "LABEL"):
+        assert not hasattr(mcmc, gone), gone
+    assert not hasattr(mcmc, "check_options")
+
+
+def test_capabilities_are_declared_per_likelihood():
+    """Full Bayes (and the evidence) are binary only; the softmax model is multi-class."""
+    for lik in ("probit", "logistic", "gaussian"):
+        assert gc.engines.capabilities("mcmc", lik) == {
+            "draws",
+            "hyperparameter_sampling",
+            "reference",
+        }
+    assert gc.engines.capabilities("mcmc", "softmax") == {"draws", "multiclass", "reference"}
