@@ -326,3 +326,16 @@ def test_capabilities_are_declared_per_likelihood():
             "reference",
         }
     assert gc.engines.capabilities("mcmc", "softmax") == {"draws", "multiclass", "reference"}
+
+
+def test_repr_shows_the_evidence_where_there_is_one(easy):
+    """``repr`` formats the evidence only where it was computed (without it, it raised)."""
+    import copy
+
+    post = easy[3]
+    assert f"log_marginal_likelihood={post.log_marginal_likelihood:.6g}>" in repr(post)
+    without = copy.copy(post)
+    without.evidence_estimate = None
+    text = repr(without)
+    assert "log_marginal_likelihood" not in text
+    assert text.startswith("<SamplePosterior method='mcmc' n=30 ") and text.endswith("'probit'>")

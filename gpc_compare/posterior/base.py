@@ -255,8 +255,13 @@ class Posterior(ABC):
         return Xs, ys
 
     def __repr__(self) -> str:
+        """Engine, size, kernel and likelihood, and the log marginal likelihood where
+        there is one (MCMC fitted without ``evidence=True`` has none)."""
+        try:
+            evidence = f" log_marginal_likelihood={float(self.log_marginal_likelihood):.6g}"
+        except ValueError:  # not computed (as record() has it)
+            evidence = ""
         return (
             f"<{type(self).__name__} method={self.method!r} n={self.X.shape[0]} "
-            f"kernel={self.kernel!r} likelihood={self.likelihood.name!r} "
-            f"log_marginal_likelihood={self.log_marginal_likelihood:.6g}>"
+            f"kernel={self.kernel!r} likelihood={self.likelihood.name!r}{evidence}>"
         )
