@@ -339,3 +339,25 @@ def test_repr_shows_the_evidence_where_there_is_one(easy):
     text = repr(without)
     assert "log_marginal_likelihood" not in text
     assert text.startswith("<SamplePosterior method='mcmc' n=30 ") and text.endswith("'probit'>")
+
+
+@pytest.mark.parametrize("likelihood", ["probit", "softmax"])
+def test_a_quick_fit_prints_and_records_its_run(likelihood, recwarn):
+    """The quick options fit without a warning; ``repr`` shows no evidence where none was
+    computed (it raised before); Convergence holds the iterations each chain ran and no
+    change (NaN), the diagnostics the run."""
+    X, y = toy_data(n=12, d=2, seed=5)
+    if likelihood == "softmax":
+        y = np.arange(12) % 3
+    quick = mcmc.ENGINE.quick_options
+    post = gc.fit(X, y, method="mcmc", likelihood=likelihood, random_seed=0, **quick)
+    assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
+    text = repr(post)
+    assert text.startswith("<") and "method='mcmc'" in text and "n=12" in text
+    assert "log_marginal_likelihood" not in text
+    d, conv = post.diagnostics, post.convergence
+    assert (d.draws, d.tune, d.chains) == (100, 100, 2)
+    assert conv.iterations == d.tune + d.draws == 200 and np.isnan(conv.last_change)
+    assert conv.converged == d.passed and conv.message == d.message
+    assert post.record()["diagnostics"]["draws"] == 100
+    assert post.record()["convergence"]["iterations"] == 200

@@ -78,7 +78,8 @@ def run_nuts(
     ``build_model`` returns the PyMC model (built only when ``pm.sample`` needs it, and
     once); ``compiled``, when given, is the nutpie model (:func:`._compiled.whitened_model`)
     that nutpie samples instead of compiling the PyMC model. The diagnostics record the
-    sampler that ran, why it replaced nutpie (``fallback``) and ``parameterization``.
+    sampler that ran, why it replaced nutpie (``fallback``), ``parameterization`` and the
+    draws, tuning iterations and chains.
     """
     model = functools.cache(build_model)  # (nutpie's failure, then PyMC's: one build)
     sampler, fallback = settings.nuts_sampler, ""
@@ -111,6 +112,9 @@ def run_nuts(
         sampler=sampler,
         fallback=fallback,
         parameterization=parameterization,
+        draws=settings.draws,
+        tune=settings.tune,
+        chains=settings.chains,
     )
     if not diagnostics.passed:
         warnings.warn(

@@ -324,9 +324,11 @@ def _nuts(options: MCMCOptions) -> NutsSettings:
     )
 
 
-def _convergence(diagnostics: Diagnostics, settings: NutsSettings) -> Convergence:
-    d = diagnostics
-    return Convergence(d.passed, settings.draws + settings.tune, d.r_hat_max, d.message)
+def _convergence(diagnostics: Diagnostics) -> Convergence:
+    """The shared record (see :class:`Convergence`): the NUTS iterations each chain ran
+    (tuning included), passed as the diagnostics pass; no change is monitored."""
+    iterations = diagnostics.tune + diagnostics.draws
+    return Convergence(diagnostics.passed, iterations, float("nan"), diagnostics.message)
 
 
 def _infer_binary(problem: Problem, options: MCMCOptions) -> SamplePosterior:
@@ -377,7 +379,7 @@ def _infer_binary(problem: Problem, options: MCMCOptions) -> SamplePosterior:
         L=L,
         diagnostics=diagnostics,
         evidence=_evidence(problem, L, m, parameterization, approx, options),
-        convergence=_convergence(diagnostics, settings),
+        convergence=_convergence(diagnostics),
         theta_draws=theta_draws,
     )
 
@@ -437,11 +439,10 @@ def _infer_softmax(problem: Problem, options: MCMCOptions) -> SoftmaxSamplePoste
     K = check_kernel_matrix(kernel, X)
     L = cholesky(K, jitter=JITTER, what="kernel matrix K")
     model, dropped = softmax_model(problem, codes, C, K, L, parameterization)
-    settings = _nuts(options)
     idata, diagnostics = run_nuts(
         lambda: model,
         codes,
-        settings,
+        _nuts(options),
         dropped=dropped,
         parameterization=parameterization,
         var_names=["f"],
@@ -457,5 +458,5 @@ def _infer_softmax(problem: Problem, options: MCMCOptions) -> SoftmaxSamplePoste
         K=K,
         L=L,
         diagnostics=diagnostics,
-        convergence=_convergence(diagnostics, settings),
+        convergence=_convergence(diagnostics),
     )

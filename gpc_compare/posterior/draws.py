@@ -46,7 +46,8 @@ class _Draws:
     K, L : ndarray, shape (n, n)
         The kernel matrix and its Cholesky factor.
     diagnostics : gpc_compare.diagnostics.Diagnostics
-        R-hat, ESS and divergences (typed loosely here: that record lives a layer up).
+        R-hat, ESS, divergences and the run: draws, tuning iterations, chains (typed
+        loosely here: that record lives a layer up).
     convergence : Convergence
     """
 
