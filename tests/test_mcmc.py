@@ -156,11 +156,14 @@ def test_prediction_at_training_points_returns_the_draws_moments(easy):
 
 def test_inference_data_and_diagnostics(easy):
     X, y, k, post = easy
-    idata = post.to_inference_data(X[:4], random_seed=0)
+    idata = post.to_inference_data(random_seed=0, Xs=X[:4])
     for group in ("posterior", "sample_stats", "observed_data", "predictions"):
         assert group in idata.groups()
     assert idata.posterior["f"].shape == (2, 1000, 30)
     assert idata.predictions["f_star"].shape == (2, 1000, 4)
+    with pytest.warns(DeprecationWarning, match=r"now to_inference_data\(Xs=Xs\)"):
+        old = post.to_inference_data(X[:4])  # (the old order: Xs first)
+    assert old.predictions["f_star"].shape == (2, 1000, 4)
     d = post.diagnostics
     assert d.passed and d.r_hat_max <= 1.01 and d.ess_bulk_min >= 400 and d.divergences == 0
     assert post.hyperparameter_names == ["log_lengthscale", "log_variance"]
@@ -361,3 +364,23 @@ def test_a_quick_fit_prints_and_records_its_run(likelihood, recwarn):
     assert conv.converged == d.passed and conv.message == d.message
     assert post.record()["diagnostics"]["draws"] == 100
     assert post.record()["convergence"]["iterations"] == 200
+
+
+def test_every_posterior_exports_inference_data_with_one_signature():
+    """``to_inference_data(random_seed=None)`` for every posterior class, an engine's own
+    options (``draws=``, ``Xs=``) keyword-only."""
+    import inspect
+
+    from gpc_compare.posterior import Posterior
+
+    def subclasses(cls):
+        for sub in cls.__subclasses__():
+            yield sub
+            yield from subclasses(sub)
+
+    classes = set(subclasses(Posterior))
+    assert len(classes) >= 8
+    for cls in classes:
+        params = list(inspect.signature(cls.to_inference_data).parameters.values())[1:]
+        assert params[0].name == "random_seed" and params[0].default is None, cls
+        assert all(p.kind is p.KEYWORD_ONLY for p in params[1:]), cls

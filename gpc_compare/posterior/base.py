@@ -203,8 +203,17 @@ class Posterior(ABC):
         return self.likelihood.log_predictive(ys, mean, var, integration=integration)
 
     @abstractmethod
-    def to_inference_data(self, *args, **kwargs) -> arviz.InferenceData:
-        """The posterior of f at the training inputs as an ArviZ InferenceData."""
+    def to_inference_data(
+        self, random_seed: int | np.random.Generator | None = None
+    ) -> arviz.InferenceData:
+        """The posterior of f at the training inputs as an ArviZ InferenceData.
+
+        Every posterior takes this signature: ``random_seed`` seeds whatever the export
+        draws (a Gaussian posterior's draws of f; a sampled posterior returns its sampler's
+        draws and seeds only its ``Xs`` predictions). An engine may add keyword-only
+        options: ``draws=`` (how many draws a Gaussian posterior makes, 1000 by default),
+        ``Xs=`` (a sampled posterior's predictions at new inputs).
+        """
 
     def _draws_inference_data(self, f: np.ndarray, **attrs: Any) -> arviz.InferenceData:
         """Draws ``f`` (draws, n) of f at the training inputs as an InferenceData: groups
