@@ -28,6 +28,10 @@ prediction conditions every draw's C functions on the GP (independent given the 
 with the same conditional variance) and integrates the softmax against that Gaussian
 (:class:`~gpc_compare.posterior.SoftmaxSamplePosterior`). Fixed hyperparameters only:
 full Bayes and the evidence are binary only.
+
+Here: the options (:class:`MCMCOptions`), the engine (:class:`MCMCEngine`) and the fit,
+which builds the model (:mod:`._mcmc_models`), runs NUTS (:func:`._sampling.run_nuts`)
+and the evidence estimator, and makes the posterior.
 """
 
 from __future__ import annotations
@@ -275,7 +279,9 @@ class MCMCEngine(Engine):
 ENGINE = MCMCEngine()
 
 
-def infer(X, y, kernel, likelihood, mean=None, **options) -> SamplePosterior:
+def infer(
+    X, y, kernel, likelihood, mean=None, **options
+) -> SamplePosterior | SoftmaxSamplePosterior:
     """The MCMC engine on checked arrays, options as keywords (:class:`MCMCOptions`):
     ``ENGINE.run``."""
     return ENGINE.run(X, y, kernel, likelihood, mean, **options)
@@ -384,7 +390,14 @@ def _infer_binary(problem: Problem, options: MCMCOptions) -> SamplePosterior:
     )
 
 
-def _evidence(problem, L, m, parameterization, approx, options: MCMCOptions):
+def _evidence(
+    problem: Problem,
+    L: np.ndarray,
+    m: float,
+    parameterization: str,
+    approx: Any,
+    options: MCMCOptions,
+) -> Any:
     """gc.evidence.estimate's run, seeded as the sampler is, where ``options.evidence``
     asks for it (else None): from the whitening's EP fit (``approx``, where EP whitened)
     or a new one, timed from here."""
