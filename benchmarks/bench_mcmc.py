@@ -11,7 +11,7 @@ all tasks):
 * ``ours_nutpie``   -- ``gc.fit(X, y, method="mcmc", kernel=SE(1, 1), likelihood="probit",
   draws=1000, tune=1000, chains=4, random_seed=seed)``: the engine's default sampler,
   nutpie, and the engine's other defaults (``target_accept``, the parameterisation...:
-  read from ``gpc_compare.engines.mcmc.OPTIONS`` at run time and written to the
+  read from ``gpc_compare.engines.mcmc.MCMCOptions`` at run time and written to the
   Markdown). The model is the engine's: L = chol(K) and the whitening (EP's sites, the
   eigenvectors G of K) computed once in NumPy, f a linear function of the sampled vector
   z; nutpie samples the log density of z written once in numba for every problem
@@ -532,13 +532,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     defaults = pm_sample_defaults()
     ours_explicit = ("draws", "tune", "chains", "random_seed", "nuts_sampler")
+    ours_defaults = mcmc_engine.MCMCOptions.defaults()
     capped = args.draws != DRAWS or args.tune != TUNE
     settings = {
         "ours": f"gc.fit(method='mcmc', kernel=SE({LENGTHSCALE:g}, {VARIANCE:g}), "
         f"likelihood='probit', draws={args.draws}, tune={args.tune}, chains={OURS_CHAINS}, "
         "random_seed=seed), nuts_sampler='nutpie' (the default when installed) / 'pymc'; "
         "the engine's other options at their defaults: "
-        + ", ".join(f"{k}={v!r}" for k, v in mcmc_engine.OPTIONS.items() if k not in ours_explicit)
+        + ", ".join(f"{k}={v!r}" for k, v in ours_defaults.items() if k not in ours_explicit)
         + "; L = chol(K + 1e-10 I) in NumPy, y in {-1, +1}, log Phi(y f) in numba (nutpie: "
         "the compiled density, its gradient's H^T d in float32) or "
         "pm.Potential(normal_lcdf(0, 1, y f).sum()) (PyMC's sampler)",

@@ -42,6 +42,9 @@ class Diagnostics:
     parameterization : str
         The coordinates NUTS moved in ("ep", "laplace", "prior" or "full_bayes"; empty when
         not recorded).
+    draws, tune, chains : int
+        The run: per chain, ``tune`` tuning iterations (discarded) and then ``draws`` draws
+        kept (0 when not recorded). A fit's ``convergence.iterations`` is ``tune + draws``.
     """
 
     r_hat_max: float
@@ -53,6 +56,9 @@ class Diagnostics:
     sampler: str = ""
     fallback: str = ""
     parameterization: str = ""
+    draws: int = 0
+    tune: int = 0
+    chains: int = 0
 
 
 def check_complete(idata, draws: int, chains: int) -> None:

@@ -45,3 +45,17 @@ def test_a_partial_trace_is_refused():
     check_complete(idata, 50, 2)
     with pytest.raises(RuntimeError, match="sampling stopped early"):
         check_complete(idata, 100, 2)
+
+
+def test_the_run_is_recorded_beside_the_diagnostics():
+    """draws, tune and chains: 0 until the sampler's run records them (``run_nuts``)."""
+    import dataclasses
+
+    d = diagnose(_idata(np.random.default_rng(2).standard_normal((2, 50, 1))), 1.1, 10.0, ["f"])
+    assert (d.draws, d.tune, d.chains) == (0, 0, 0)
+    run = dataclasses.replace(d, draws=50, tune=20, chains=2)
+    assert {k: dataclasses.asdict(run)[k] for k in ("draws", "tune", "chains")} == {
+        "draws": 50,
+        "tune": 20,
+        "chains": 2,
+    }

@@ -156,11 +156,14 @@ def test_prediction_at_training_points_returns_the_draws_moments(easy):
 
 def test_inference_data_and_diagnostics(easy):
     X, y, k, post = easy
-    idata = post.to_inference_data(X[:4], random_seed=0)
+    idata = post.to_inference_data(random_seed=0, Xs=X[:4])
     for group in ("posterior", "sample_stats", "observed_data", "predictions"):
         assert group in idata.groups()
     assert idata.posterior["f"].shape == (2, 1000, 30)
     assert idata.predictions["f_star"].shape == (2, 1000, 4)
+    with pytest.warns(DeprecationWarning, match=r"now to_inference_data\(Xs=Xs\)"):
+        old = post.to_inference_data(X[:4])  # (the old order: Xs first)
+    assert old.predictions["f_star"].shape == (2, 1000, 4)
     d = post.diagnostics
     assert d.passed and d.r_hat_max <= 1.01 and d.ess_bulk_min >= 400 and d.divergences == 0
     assert post.hyperparameter_names == ["log_lengthscale", "log_variance"]
@@ -293,3 +296,91 @@ def test_where_ep_fails_laplace_whitens_and_a_warning_says_so(monkeypatch):
         post = gc.fit(X, y, method="mcmc", draws=100, tune=100, chains=2, random_seed=0,
                       rhat_max=np.inf, ess_min=0.0)  # fmt: skip
     assert post.diagnostics.parameterization == "laplace"
+
+
+def test_the_options_are_declared_once():
+    """MCMCOptions: PyMC's names and defaults, each checked where it is declared and the
+    evidence options together; the module's old declarations are gone."""
+    opts = mcmc.MCMCOptions()
+    assert (opts.draws, opts.tune, opts.chains, opts.random_seed) == (1000, 1000, 4, None)
+    assert (opts.rhat_max, opts.ess_min, opts.evidence, opts.evidence_start) == (
+        1.01,
+        400.0,
+        False,
+        "ep",
+    )
+    assert gc.engines.get_engine("mcmc") is mcmc.ENGINE and mcmc.ENGINE.Options is mcmc.MCMCOptions
+    assert all(doc for _, _, doc in mcmc.MCMCOptions.describe())
+    with pytest.raises(ValueError, match="draws must be a whole number >= 1"):
+        mcmc.MCMCOptions(draws=0)
+    with pytest.raises(ValueError, match="does not combine with full_bayes"):
+        mcmc.MCMCOptions(full_bayes=True, evidence=True)
+    for gone in ("OPTIONS", "OPTION_CHECKS", "CAPABILITIES", "LIKELIHOODS", "LABEL"):
+        assert not hasattr(mcmc, gone), gone
+    assert not hasattr(mcmc, "check_options")
+
+
+def test_capabilities_are_declared_per_likelihood():
+    """Full Bayes (and the evidence) are binary only; the softmax model is multi-class."""
+    for lik in ("probit", "logistic", "gaussian"):
+        assert gc.engines.capabilities("mcmc", lik) == {
+            "draws",
+            "hyperparameter_sampling",
+            "reference",
+        }
+    assert gc.engines.capabilities("mcmc", "softmax") == {"draws", "multiclass", "reference"}
+
+
+def test_repr_shows_the_evidence_where_there_is_one(easy):
+    """``repr`` formats the evidence only where it was computed (without it, it raised)."""
+    import copy
+
+    post = easy[3]
+    assert f"log_marginal_likelihood={post.log_marginal_likelihood:.6g}>" in repr(post)
+    without = copy.copy(post)
+    without.evidence_estimate = None
+    text = repr(without)
+    assert "log_marginal_likelihood" not in text
+    assert text.startswith("<SamplePosterior method='mcmc' n=30 ") and text.endswith("'probit'>")
+
+
+@pytest.mark.parametrize("likelihood", ["probit", "softmax"])
+def test_a_quick_fit_prints_and_records_its_run(likelihood, recwarn):
+    """The quick options fit without a warning; ``repr`` shows no evidence where none was
+    computed (it raised before); Convergence holds the iterations each chain ran and no
+    change (NaN), the diagnostics the run."""
+    X, y = toy_data(n=12, d=2, seed=5)
+    if likelihood == "softmax":
+        y = np.arange(12) % 3
+    quick = mcmc.ENGINE.quick_options
+    post = gc.fit(X, y, method="mcmc", likelihood=likelihood, random_seed=0, **quick)
+    assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
+    text = repr(post)
+    assert text.startswith("<") and "method='mcmc'" in text and "n=12" in text
+    assert "log_marginal_likelihood" not in text
+    d, conv = post.diagnostics, post.convergence
+    assert (d.draws, d.tune, d.chains) == (100, 100, 2)
+    assert conv.iterations == d.tune + d.draws == 200 and np.isnan(conv.last_change)
+    assert conv.converged == d.passed and conv.message == d.message
+    assert post.record()["diagnostics"]["draws"] == 100
+    assert post.record()["convergence"]["iterations"] == 200
+
+
+def test_every_posterior_exports_inference_data_with_one_signature():
+    """``to_inference_data(random_seed=None)`` for every posterior class, an engine's own
+    options (``draws=``, ``Xs=``) keyword-only."""
+    import inspect
+
+    from gpc_compare.posterior import Posterior
+
+    def subclasses(cls):
+        for sub in cls.__subclasses__():
+            yield sub
+            yield from subclasses(sub)
+
+    classes = set(subclasses(Posterior))
+    assert len(classes) >= 8
+    for cls in classes:
+        params = list(inspect.signature(cls.to_inference_data).parameters.values())[1:]
+        assert params[0].name == "random_seed" and params[0].default is None, cls
+        assert all(p.kind is p.KEYWORD_ONLY for p in params[1:]), cls

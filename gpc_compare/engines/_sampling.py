@@ -15,6 +15,7 @@ import functools
 import time
 import warnings
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -22,7 +23,7 @@ import xarray as xr
 
 from ..diagnostics import Diagnostics, check_complete, diagnose
 
-__all__ = ["default_sampler", "run_nuts", "sample_nutpie"]
+__all__ = ["NutsSettings", "default_sampler", "run_nuts", "sample_nutpie"]
 
 
 def default_sampler() -> str:
@@ -34,22 +35,39 @@ def default_sampler() -> str:
     return "nutpie"
 
 
+@dataclass(frozen=True)
+class NutsSettings:
+    """What NUTS is asked for: the MCMC engine's options with its defaults resolved.
+
+    Attributes
+    ----------
+    draws, tune, chains, random_seed, target_accept, progressbar
+        As for ``pm.sample`` (per chain: ``tune`` iterations discarded, then ``draws``).
+    nuts_sampler : {"nutpie", "pymc"}
+        The NUTS implementation tried first.
+    rhat_max, ess_min : float
+        The thresholds of :attr:`Diagnostics.passed`.
+    """
+
+    draws: int
+    tune: int
+    chains: int
+    random_seed: Any
+    target_accept: float
+    nuts_sampler: str
+    progressbar: bool
+    rhat_max: float
+    ess_min: float
+
+
 def run_nuts(
     build_model: Callable[[], Any],
     observed: np.ndarray,
+    settings: NutsSettings,
     *,
     compiled: Any = None,
-    draws: int,
-    tune: int,
-    chains: int,
-    random_seed,
-    target_accept: float,
-    nuts_sampler: str,
-    progressbar: bool,
     dropped: float | None,
     parameterization: str,
-    rhat_max: float,
-    ess_min: float,
     var_names: list[str],
     stacklevel: int,
 ) -> tuple[Any, Diagnostics]:
@@ -58,42 +76,24 @@ def run_nuts(
     ``stacklevel`` above the caller) when they do not pass.
 
     ``build_model`` returns the PyMC model (built only when ``pm.sample`` needs it, and
-    once);
-    ``compiled``, when given, is the nutpie model (:func:`._compiled.whitened_model`)
-    that nutpie samples instead of compiling the PyMC model.
+    once); ``compiled``, when given, is the nutpie model (:func:`._compiled.whitened_model`)
+    that nutpie samples instead of compiling the PyMC model. The diagnostics record the
+    sampler that ran, why it replaced nutpie (``fallback``), ``parameterization`` and the
+    draws, tuning iterations and chains.
     """
-    import pymc as pm
-
     model = functools.cache(build_model)  # (nutpie's failure, then PyMC's: one build)
-
-    def sample(sampler: str):
-        if sampler == "nutpie" and compiled is not None:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                return sample_nutpie(
-                    compiled, draws=int(draws), tune=int(tune), chains=int(chains),
-                    random_seed=random_seed, target_accept=target_accept,
-                    progressbar=progressbar,
-                )  # fmt: skip
-        with model(), warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return pm.sample(
-                draws=int(draws), tune=int(tune), chains=int(chains), random_seed=random_seed,
-                target_accept=target_accept, nuts_sampler=sampler, progressbar=progressbar,
-                compute_convergence_checks=False,
-            )  # fmt: skip
-
-    fallback = ""
+    sampler, fallback = settings.nuts_sampler, ""
     try:
-        idata = sample(nuts_sampler)
+        idata = _sample(sampler, settings, model, compiled)
     except RuntimeError as exc:  # nutpie's failures (e.g. "All initialization points failed")
-        if nuts_sampler != "nutpie":
+        if sampler != "nutpie":
             raise
         reason = " ".join(str(exc).split("Stack backtrace")[0].split())  # (not Rust's frames)
         fallback = f"nutpie failed ({reason}); sampled with PyMC's NUTS instead"
         warnings.warn(fallback, RuntimeWarning, stacklevel=stacklevel + 1)
+        sampler = "pymc"
         try:
-            idata = sample("pymc")
+            idata = _sample(sampler, settings, model, compiled)
         except Exception as again:  # noqa: BLE001 - both failed: say so, plainly
             raise RuntimeError(
                 f"MCMC could not start: nutpie failed ({reason}), and so did PyMC's "
@@ -106,12 +106,16 @@ def run_nuts(
         idata.add_groups(
             observed_data=xr.Dataset({"y": ("obs", observed)}, coords={"obs": np.arange(n)})
         )
-    check_complete(idata, draws, chains)
-    diagnostics = diagnose(idata, rhat_max, ess_min, var_names)
+    check_complete(idata, settings.draws, settings.chains)
     diagnostics = dataclasses.replace(
-        diagnostics, sampler="pymc" if fallback else nuts_sampler, fallback=fallback,
+        diagnose(idata, settings.rhat_max, settings.ess_min, var_names),
+        sampler=sampler,
+        fallback=fallback,
         parameterization=parameterization,
-    )  # fmt: skip
+        draws=settings.draws,
+        tune=settings.tune,
+        chains=settings.chains,
+    )
     if not diagnostics.passed:
         warnings.warn(
             f"MCMC diagnostics {diagnostics.message}", RuntimeWarning, stacklevel=stacklevel + 1
@@ -119,16 +123,39 @@ def run_nuts(
     return idata, diagnostics
 
 
-def sample_nutpie(model, *, draws: int, tune: int, chains: int, random_seed, target_accept: float,
-                  progressbar: bool):  # fmt: skip
+def _sample(sampler: str, settings: NutsSettings, model: Callable[[], Any], compiled: Any):
+    """One sampler's run: nutpie on the ``compiled`` density where there is one, else
+    ``pm.sample`` on the PyMC ``model()`` (nutpie compiling it, or PyMC's own NUTS)."""
+    if sampler == "nutpie" and compiled is not None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return sample_nutpie(compiled, settings)
+    import pymc as pm
+
+    with model(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return pm.sample(
+            draws=settings.draws,
+            tune=settings.tune,
+            chains=settings.chains,
+            random_seed=settings.random_seed,
+            target_accept=settings.target_accept,
+            nuts_sampler=sampler,
+            progressbar=settings.progressbar,
+            compute_convergence_checks=False,
+        )
+
+
+def sample_nutpie(model, settings: NutsSettings):
     """Run ``nutpie.sample`` on ``model``.
 
     Parameters
     ----------
     model
         A nutpie model (:func:`._compiled.whitened_model`).
-    draws, tune, chains, random_seed, target_accept, progressbar
-        As for ``pm.sample``; nutpie's seed is drawn from ``random_seed``
+    settings : NutsSettings
+        ``draws``, ``tune``, ``chains``, ``target_accept``, ``progressbar`` as for
+        ``pm.sample``; nutpie's seed is drawn from ``random_seed``
         (``np.random.default_rng``), so an integer (or a Generator) reproduces the draws.
 
     Returns
@@ -139,12 +166,17 @@ def sample_nutpie(model, *, draws: int, tune: int, chains: int, random_seed, tar
     """
     import nutpie
 
-    seed = int(np.random.default_rng(random_seed).integers(2**31))
+    seed = int(np.random.default_rng(settings.random_seed).integers(2**31))
     t0 = time.perf_counter()
     idata = nutpie.sample(
-        model, draws=draws, tune=tune, chains=chains, seed=seed, target_accept=target_accept,
-        progress_bar=progressbar,
-    )  # fmt: skip
+        model,
+        draws=settings.draws,
+        tune=settings.tune,
+        chains=settings.chains,
+        seed=seed,
+        target_accept=settings.target_accept,
+        progress_bar=settings.progressbar,
+    )
     idata.posterior.attrs["sampling_time"] = time.perf_counter() - t0
-    idata.posterior.attrs["tuning_steps"] = tune
+    idata.posterior.attrs["tuning_steps"] = settings.tune
     return idata

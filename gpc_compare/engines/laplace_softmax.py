@@ -245,9 +245,10 @@ class SoftmaxLaplacePosterior(MulticlassPosterior):
         return self.latent_mean[None] + z.reshape(draws, C, n).transpose(0, 2, 1)
 
     def to_inference_data(
-        self, draws: int = 1000, random_seed: int | np.random.Generator | None = None
+        self, random_seed: int | np.random.Generator | None = None, *, draws: int = 1000
     ):
-        """Draws from the Gaussian posterior of f (dims ``obs``, ``class``) as InferenceData."""
+        """``draws`` draws from the Gaussian posterior of f (dims ``obs``, ``class``),
+        seeded by ``random_seed``, as InferenceData."""
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", FutureWarning)
             import arviz as az

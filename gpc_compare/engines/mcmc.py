@@ -28,13 +28,17 @@ prediction conditions every draw's C functions on the GP (independent given the 
 with the same conditional variance) and integrates the softmax against that Gaussian
 (:class:`~gpc_compare.posterior.SoftmaxSamplePosterior`). Fixed hyperparameters only:
 full Bayes and the evidence are binary only.
+
+Here: the options (:class:`MCMCOptions`), the engine (:class:`MCMCEngine`) and the fit,
+which builds the model (:mod:`._mcmc_models`), runs NUTS (:func:`._sampling.run_nuts`)
+and the evidence estimator, and makes the posterior.
 """
 
 from __future__ import annotations
 
 import time
-import warnings
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -47,55 +51,41 @@ from .._validation import (
     check_random_seed,
     choice,
     count,
-    option_checker,
     optional,
 )
 from ..annealing.estimate import METHODS, STARTS, EvidenceOptions, Prepared
 from ..annealing.estimate import estimate as estimate_evidence
 from ..diagnostics import Diagnostics
-from ..kernels import Kernel
-from ..likelihoods import Gaussian, Likelihood, Logistic, Probit, Softmax
+from ..likelihoods import Softmax
 from ..numerics import JITTER, cholesky
 from ..posterior import Convergence, SamplePosterior, SoftmaxSamplePosterior
-from . import ep, laplace
-from ._sampling import default_sampler, run_nuts
-from ._whitening import laplace_sites, prior_factor, site_whitening, softmax_laplace_whitening
-from .laplace_softmax import check_codes, infer_softmax
+from . import ep
+from ._engine import Engine, EngineOptions, Problem, engine_options, option
+from ._mcmc_models import (
+    compiled_model,
+    fixed_model,
+    full_bayes_model,
+    prior_moments,
+    softmax_model,
+    whiten,
+)
+from ._sampling import NutsSettings, default_sampler, run_nuts
+from .laplace_softmax import check_codes
 
-__all__ = ["Diagnostics", "SamplePosterior", "SoftmaxSamplePosterior", "check_options", "infer"]
-#: How this engine is named in messages.
-LABEL = "MCMC"
-#: Options ``gc.fit(method="mcmc", ...)`` accepts, with their defaults (PyMC's names).
-OPTIONS = {
-    "draws": 1000,
-    "tune": 1000,
-    "chains": 4,
-    "random_seed": None,
-    "target_accept": None,
-    "nuts_sampler": None,
-    "parameterization": None,
-    "full_bayes": False,
-    "priors": None,
-    "evidence": False,
-    "evidence_start": "ep",
-    "evidence_options": None,
-    "rhat_max": 1.01,
-    "ess_min": 400.0,
-    "progressbar": False,
-}
-#: What this engine can do (see :data:`gpc_compare.engines.CAPABILITY_NAMES`); its
-#: evidence (SMC or AIS) is optional (``evidence=True``), so "evidence" is not among them.
-CAPABILITIES = frozenset({"draws", "multiclass", "hyperparameter_sampling", "reference"})
-#: The likelihoods it takes (by name).
-LIKELIHOODS = frozenset({"probit", "logistic", "gaussian", "softmax"})
-
-#: Prior standard deviation of each log hyperparameter (and the mean) in full Bayes.
-DEFAULT_PRIOR_SD = 1.0
+__all__ = [
+    "ENGINE",
+    "Diagnostics",
+    "MCMCEngine",
+    "MCMCOptions",
+    "SamplePosterior",
+    "SoftmaxSamplePosterior",
+    "infer",
+]
 
 
 def _check_priors(value: Any, name: str) -> dict[str, tuple[float, float]]:
     """``{hyperparameter: (mu, sigma)}`` with finite mu and sigma > 0 (the names are
-    checked against the kernel's by :func:`infer`)."""
+    checked against the kernel's when the model is built: it knows the kernel)."""
     if not isinstance(value, Mapping):
         raise ValueError(f"{name} must map hyperparameter names to (mu, sigma), got {value!r}")
     out = {}
@@ -116,6 +106,15 @@ def _check_mapping(value: object, name: str) -> dict[str, Any]:
     return dict(value)
 
 
+def _check_evidence(value: object, name: str) -> bool | str:
+    """True, False or an estimator's name (checked with the other evidence options)."""
+    return value if isinstance(value, str) else check_flag(value, name)
+
+
+def _check_target_accept(value: object, name: str) -> float:
+    return check_fraction(value, name, closed=False)
+
+
 def _at_least(minimum: float, why: str):
     """The check of a threshold >= ``minimum`` (infinity allowed: no threshold)."""
 
@@ -129,39 +128,164 @@ def _at_least(minimum: float, why: str):
     return check
 
 
-#: How each option is checked (:func:`check_options`).
-OPTION_CHECKS = {
-    "draws": count(1),
-    "tune": count(0),
-    "chains": count(1),
-    "random_seed": check_random_seed,
-    "target_accept": optional(lambda v, name: check_fraction(v, name, closed=False)),
-    "nuts_sampler": optional(choice("nutpie", "pymc")),
-    "parameterization": optional(choice("ep", "laplace", "prior")),
-    "full_bayes": check_flag,
-    "priors": optional(_check_priors),
-    "evidence": lambda v, name: v if isinstance(v, str) else check_flag(v, name),
-    "evidence_start": choice(*STARTS),
-    "evidence_options": optional(_check_mapping),
-    "rhat_max": _at_least(1.0, "R-hat is 1 at convergence"),
-    "ess_min": _at_least(0.0, "an effective sample size"),
-    "progressbar": check_flag,
-}
+@engine_options
+class MCMCOptions(EngineOptions):
+    """Options of the MCMC engine (``gc.fit(method="mcmc", ...)``), by PyMC's names."""
+
+    draws: int = option(1000, count(1), "Draws kept per chain, after tuning (as in pymc.sample).")
+    tune: int = option(
+        1000,
+        count(0),
+        "Tuning iterations per chain, discarded: NUTS adapts its step size and mass matrix "
+        "(as in pymc.sample).",
+    )
+    chains: int = option(
+        4, count(1), "Independent chains (as in pymc.sample; R-hat needs at least two)."
+    )
+    random_seed: Any = option(
+        None,
+        check_random_seed,
+        "Seeds the sampler (and the evidence estimate, seeded as gc.evidence.estimate is): a "
+        "given seed makes the run reproducible.",
+    )
+    target_accept: float | None = option(
+        None,
+        optional(_check_target_accept),
+        "NUTS's target acceptance rate, in (0, 1); default 0.8 (PyMC's) at fixed "
+        "hyperparameters and 0.95 in full Bayes, whose hyperparameter geometry needs "
+        "smaller steps.",
+    )
+    nuts_sampler: str | None = option(
+        None,
+        optional(choice("nutpie", "pymc")),
+        '"nutpie" or "pymc"; default nutpie when it is installed (compiled, faster), else '
+        "PyMC's sampler.",
+    )
+    parameterization: str | None = option(
+        None,
+        optional(choice("ep", "laplace", "prior")),
+        'The coordinates NUTS moves in at fixed hyperparameters. "prior" is the non-centred '
+        'f = m + L v, v ~ N(0, I), L = chol(K). "ep" and "laplace" write f = m + G u with '
+        "K ~= G G^T from the eigenvectors of K above 1e-8 of the mean prior variance (for "
+        "smooth kernels a fraction of n: 165 of 300 in the benchmark), and whiten u by a "
+        "Gaussian approximation of the posterior, u = a + B z, so that z is close to "
+        "N(0, I) a posteriori: EP's, B B^T = (I + G^T diag(ttau) G)^-1, or Laplace's, "
+        "B B^T = (I + G^T W G)^-1. A linear change of variables with a constant Jacobian: "
+        "all three sample the same posterior (up to the prior variance of the directions "
+        'left out, recorded as idata.attrs["dropped_prior_variance"]: 5.4e-8 in the '
+        'benchmark, whose total prior variance is 300). Default: "ep" ("laplace" for the '
+        "softmax, which has no EP here). Laplace's covariance is far too narrow at large "
+        "sigma_f (R&W section 3.4; Kuss and Rasmussen 2005), and NUTS then takes tiny "
+        'steps in z: on digits 3 vs 5 (n = 292, sigma_f^2 = 1e5) "laplace" gave step size '
+        '0.03, R-hat 1.022 and bulk ESS 201 in 82 s, "ep" R-hat 1.007 and bulk ESS 1062 '
+        "in 65 s.",
+    )
+    full_bayes: bool = option(
+        False,
+        check_flag,
+        "Sample the hyperparameters jointly with f (f = m + chol(K(theta)) v inside the "
+        "graph) instead of holding them at the kernel's values (binary likelihoods only).",
+    )
+    priors: dict[str, tuple[float, float]] | None = option(
+        None,
+        optional(_check_priors),
+        "Full Bayes: {name: (mu, sigma)}, a normal prior on each log hyperparameter (and on "
+        '"mean"), by hyperparameter_names. Default: centred on the given kernel\'s values '
+        "(and the given mean), standard deviation 1 (a factor of e either way on the "
+        "natural scale). The names are checked against the kernel's when the model is built.",
+    )
+    evidence: bool | str = option(
+        False,
+        _check_evidence,
+        "Also estimate log p(y | X, theta) (fixed hyperparameters, binary likelihoods "
+        "only), exactly as gpc_compare.evidence.estimate does with the same random_seed: "
+        'True or "auto" is its default, sequential Monte Carlo with an adaptive schedule; '
+        '"smc" that; "ais" annealed importance sampling on a fixed schedule (Neal 2001; '
+        "Kuss and Rasmussen 2005). The estimate and its health are "
+        "post.evidence_estimate.",
+    )
+    evidence_start: str = option(
+        "ep",
+        choice(*STARTS),
+        "Where the evidence's path starts: \"ep\", at EP's approximation at the same "
+        'hyperparameters, or "prior" (longer paths; from the prior AIS is biased low in '
+        "log p(y) unless the schedule is very long).",
+    )
+    evidence_options: dict[str, Any] | None = option(
+        None,
+        optional(_check_mapping),
+        "The evidence estimator's options (gpc_compare.evidence.OPTIONS): for SMC "
+        "particles, runs, moves, sweeps, cess, max_steps; for AIS temperatures, runs.",
+    )
+    rhat_max: float = option(
+        1.01,
+        _at_least(1.0, "R-hat is 1 at convergence"),
+        "post.diagnostics.passed needs the largest R-hat at most this (inf: no threshold).",
+    )
+    ess_min: float = option(
+        400.0,
+        _at_least(0.0, "an effective sample size"),
+        "post.diagnostics.passed needs the smallest bulk ESS at least this (no divergences "
+        "is its third condition).",
+    )
+    progressbar: bool = option(False, check_flag, "Show the sampler's progress bar.")
+
+    def check_together(self) -> None:
+        """The evidence options together, and with ``full_bayes``."""
+        _fixed_for_evidence(self.to_dict())
 
 
-def _ep_for_whitening(X, y, kernel, likelihood, mean):
-    """EP's approximation to whiten NUTS's coordinates (parallel schedule, as
-    :func:`gpc_compare.evidence.estimate` fits it), or None where EP fails (any Gaussian
-    whitens: Laplace's is used instead, and a RuntimeWarning says why). An EP that stopped
-    short of its tolerance still whitens: its warning is not the sampler's."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return ep.infer(X, y, kernel, likelihood, mean, schedule="parallel")
-    except (FloatingPointError, ValueError, np.linalg.LinAlgError) as exc:
-        warnings.warn(f"EP failed ({exc}); NUTS's coordinates are whitened by the Laplace "
-                      "approximation instead", RuntimeWarning, stacklevel=3)  # fmt: skip
-        return None
+_BINARY = frozenset({"draws", "hyperparameter_sampling", "reference"})
+
+
+class MCMCEngine(Engine):
+    """NUTS on the latent posterior, with PyMC and nutpie: the reference (see the module
+    note). Its evidence (SMC or AIS) is optional (``evidence=True``, binary likelihoods
+    at fixed hyperparameters), so "evidence" is not among its capabilities; full Bayes
+    (``full_bayes=True``) is binary only."""
+
+    name = "mcmc"
+    label = "MCMC"
+    summary = "NUTS draws of the latent posterior (PyMC, nutpie): the reference"
+    Options = MCMCOptions
+    likelihoods = {
+        "probit": _BINARY,
+        "logistic": _BINARY,
+        "gaussian": _BINARY,
+        "softmax": frozenset({"draws", "multiclass", "reference"}),
+    }
+    quick_options = {
+        "draws": 100,
+        "tune": 100,
+        "chains": 2,
+        "rhat_max": float("inf"),
+        "ess_min": 0.0,
+    }
+
+    def infer(
+        self, problem: Problem, options: MCMCOptions
+    ) -> SamplePosterior | SoftmaxSamplePosterior:
+        """Sample the latent posterior with NUTS (see :class:`Engine`): at fixed
+        hyperparameters, or jointly with them (``full_bayes``).
+
+        With the softmax likelihood ``y`` holds class indices 0..C-1, ``mean`` must be
+        None, and neither ``full_bayes`` nor ``evidence`` is taken.
+        """
+        if isinstance(problem.likelihood, Softmax):
+            return _infer_softmax(problem, options)
+        return _infer_binary(problem, options)
+
+
+#: The engine (registered by :mod:`gpc_compare.engines`).
+ENGINE = MCMCEngine()
+
+
+def infer(
+    X, y, kernel, likelihood, mean=None, **options
+) -> SamplePosterior | SoftmaxSamplePosterior:
+    """The MCMC engine on checked arrays, options as keywords (:class:`MCMCOptions`):
+    ``ENGINE.run``."""
+    return ENGINE.run(X, y, kernel, likelihood, mean, **options)
 
 
 def _estimator(evidence: bool | str) -> str | None:
@@ -190,354 +314,156 @@ def _fixed_for_evidence(options: dict[str, Any]) -> None:
         raise OptionError("evidence_options", f"evidence_options: {exc}") from None
 
 
-#: The options checked before any sampling, as ``gc.fit`` and a study's ``[engines.mcmc]``
-#: are (``priors``' names are :func:`infer`'s: it knows the kernel).
-check_options = option_checker(OPTION_CHECKS, "method 'mcmc'", OPTIONS, _fixed_for_evidence)
-
-
-def infer(
-    X: np.ndarray,
-    y: np.ndarray,
-    kernel: Kernel,
-    likelihood: Likelihood,
-    mean: float | None = None,
-    *,
-    draws: int = OPTIONS["draws"],
-    tune: int = OPTIONS["tune"],
-    chains: int = OPTIONS["chains"],
-    random_seed: int | None = OPTIONS["random_seed"],
-    target_accept: float | None = OPTIONS["target_accept"],
-    nuts_sampler: str | None = OPTIONS["nuts_sampler"],
-    parameterization: str | None = OPTIONS["parameterization"],
-    full_bayes: bool = OPTIONS["full_bayes"],
-    priors: dict[str, tuple[float, float]] | None = OPTIONS["priors"],
-    evidence: bool | str = OPTIONS["evidence"],
-    evidence_start: str = OPTIONS["evidence_start"],
-    evidence_options: Mapping[str, Any] | None = OPTIONS["evidence_options"],
-    rhat_max: float = OPTIONS["rhat_max"],
-    ess_min: float = OPTIONS["ess_min"],
-    progressbar: bool = OPTIONS["progressbar"],
-) -> SamplePosterior:
-    """Sample the latent posterior with NUTS at fixed hyperparameters.
-
-    Parameters
-    ----------
-    X, y, kernel, likelihood, mean
-        As for the other engines.
-    draws, tune, chains, random_seed, target_accept
-        As in :func:`pymc.sample`; a given ``random_seed`` makes the run reproducible.
-        ``target_accept`` defaults to 0.8 (PyMC's) at fixed hyperparameters and 0.95 in
-        full Bayes, whose hyperparameter geometry needs smaller steps.
-    nuts_sampler : {"nutpie", "pymc"}, optional
-        Default: nutpie when it is installed (compiled, faster), else PyMC's sampler.
-    parameterization : {"ep", "laplace", "prior"}, optional
-        Fixed hyperparameters: "prior" is the non-centred f = m + L v, v ~ N(0, I),
-        L = chol(K). "ep" and "laplace" write f = m + G u with K ~= G G^T from the
-        eigenvectors of K above 1e-8 of the mean prior variance (for smooth kernels a
-        fraction of n: 165 of 300 in the benchmark), and whiten u by a Gaussian
-        approximation of the posterior, u = a + B z, so that z is close to N(0, I) a
-        posteriori: EP's, B B^T = (I + G^T diag(ttau) G)^-1, or Laplace's,
-        B B^T = (I + G^T W G)^-1. A linear change of variables with a constant Jacobian:
-        all three sample the same posterior (up to the prior variance of the directions
-        left out, recorded as ``idata.attrs["dropped_prior_variance"]``: 5.4e-8 in the
-        benchmark, whose total prior variance is 300). Default: "ep" ("laplace"
-        for the softmax, which has no EP here). Laplace's covariance is far too narrow at
-        large sigma_f (R&W section 3.4; Kuss and Rasmussen 2005), and NUTS then takes
-        tiny steps in z: on digits 3 vs 5 (n = 292, sigma_f^2 = 1e5) "laplace" gave step
-        size 0.03, R-hat 1.022 and bulk ESS 201 in 82 s, "ep" R-hat 1.007 and bulk ESS
-        1062 in 65 s.
-    full_bayes : bool
-        Sample the hyperparameters jointly with f (f = m + chol(K(theta)) v inside the
-        graph) instead of holding them at the kernel's values.
-    priors : dict, optional
-        Full Bayes: ``{name: (mu, sigma)}``, a normal prior on each log hyperparameter
-        (and on ``"mean"``), by ``hyperparameter_names``. Default: centred on the given
-        kernel's values (and the given mean), standard deviation 1 (a factor of e
-        either way on the natural scale).
-    evidence : bool or {"auto", "smc", "ais"}
-        Also estimate log p(y | X, theta) (fixed hyperparameters only), exactly as
-        :func:`gpc_compare.evidence.estimate` does with the same ``random_seed``: True or
-        "auto" is its default, sequential Monte Carlo with an adaptive schedule; "ais" is
-        annealed importance sampling on a fixed schedule (Neal 2001; Kuss and Rasmussen
-        2005). The estimate and its health are ``post.evidence_estimate``.
-    evidence_start : {"ep", "prior"}
-        Where the path starts: at EP's approximation at the same hyperparameters
-        (default) or at the prior (longer paths; from the prior AIS is biased low in
-        log p(y) unless the schedule is very long).
-    evidence_options : dict, optional
-        The estimator's options (:data:`gpc_compare.evidence.OPTIONS`): for SMC
-        ``particles``, ``runs``, ``moves``, ``sweeps``, ``cess``, ``max_steps``; for AIS
-        ``temperatures``, ``runs``.
-    rhat_max, ess_min : float
-        Thresholds of ``post.diagnostics.passed`` (no divergences is the third).
-    progressbar : bool
-        Show PyMC's progress bar.
-    """
-    if not isinstance(likelihood, Probit | Logistic | Softmax | Gaussian):
-        raise ValueError(
-            "the MCMC engine supports the probit, logistic, softmax and Gaussian likelihoods, "
-            f"not {likelihood!r}"
-        )
-    checked = check_options(
-        {"draws": draws, "tune": tune, "chains": chains, "random_seed": random_seed,
-         "target_accept": target_accept, "nuts_sampler": nuts_sampler,
-         "parameterization": parameterization, "full_bayes": full_bayes, "priors": priors,
-         "evidence": evidence, "evidence_start": evidence_start,
-         "evidence_options": evidence_options, "rhat_max": rhat_max, "ess_min": ess_min,
-         "progressbar": progressbar}
-    )  # fmt: skip
-    draws, tune, chains = checked["draws"], checked["tune"], checked["chains"]
-    evidence, full_bayes = checked["evidence"], checked["full_bayes"]
-    sampler = nuts_sampler or default_sampler()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", FutureWarning)
-        import pymc as pm
-        import pytensor.tensor as pt
-        from pymc.distributions.dist_math import normal_lcdf
-
+def _nuts(options: MCMCOptions) -> NutsSettings:
+    """The sampler's settings, ``target_accept`` and ``nuts_sampler`` defaults resolved."""
+    target_accept = options.target_accept
     if target_accept is None:
-        target_accept = 0.95 if full_bayes else 0.8
-    if isinstance(likelihood, Softmax):
-        if parameterization == "ep":
-            raise ValueError(
-                "parameterization='ep' needs EP, which is binary here: with the softmax "
-                "likelihood use 'laplace' (the default) or 'prior'"
-            )
-        parameterization = parameterization or "laplace"
-        if full_bayes or evidence:
-            raise ValueError(
-                "with the softmax likelihood the MCMC engine samples f at fixed "
-                "hyperparameters only: full_bayes=True and evidence=True are binary only"
-            )
-        if mean is not None:
-            raise ValueError("the softmax likelihood takes no prior mean (mean=None)")
-        return _infer_softmax(
-            X,
-            y,
-            kernel,
-            likelihood,
-            draws=int(draws),
-            tune=int(tune),
-            chains=int(chains),
-            random_seed=random_seed,
-            target_accept=target_accept,
-            nuts_sampler=sampler,
-            parameterization=parameterization,
-            rhat_max=rhat_max,
-            ess_min=ess_min,
-            progressbar=progressbar,
-        )
-    parameterization = parameterization or "ep"
-    n = X.shape[0]
-    m = 0.0 if mean is None else float(mean)
-    K = check_kernel_matrix(kernel, X)
-    L = cholesky(K, jitter=JITTER, what="kernel matrix K")
-    names = kernel.hyperparameter_names + ([] if mean is None else ["mean"])
-    whitened = not full_bayes and parameterization != "prior"
-    compiled = dropped = None
-    if whitened:
-        G, dropped = prior_factor(K)
-        if parameterization == "ep":
-            approx = _ep_for_whitening(X, y, kernel, likelihood, mean)
-            parameterization = "ep" if approx is not None else "laplace"
-        if parameterization == "laplace":
-            T, b = laplace_sites(laplace.infer(X, y, kernel, likelihood, mean))
-        else:
-            T, b = approx.ttau, approx.tnu - approx.ttau * m
-        a, B = site_whitening(T, b, G)
-        g0, H = G @ a, G @ B
-        if sampler == "nutpie":  # the compiled density: nothing to compile per model
-            compiled = _compiled_model(H, g0, m, y, T, b, likelihood)
-
-    def build_model() -> pm.Model:
-        with pm.Model(coords={"obs": np.arange(n), "hyperparameter": names}) as model:
-            if full_bayes:
-                v = pm.Normal("v", 0.0, 1.0, dims="obs")
-                mu, sd = _prior_moments(kernel, mean, names, priors)
-                theta = pm.Normal("theta", mu, sd, dims="hyperparameter")
-                p = kernel.n_hyperparameters
-                Kt = kernel.symbolic(X, theta[:p])
-                Kt = Kt + JITTER * max(float(np.mean(np.diag(K))), 1.0) * np.eye(n)
-                m_t = theta[p] if mean is not None else m
-                # (K(theta) is finite by construction: no finiteness scan in every gradient)
-                L_t = pt.linalg.cholesky(Kt, check_finite=False)
-                f = pm.Deterministic("f", m_t + pt.dot(L_t, v), dims="obs")
-            elif whitened:
-                # With u = a + B z, N(u; 0, I) t(G u) is N(z; 0, I) (up to a constant): the
-                # prior is that Gaussian over the sites t(g) = exp(-1/2 g^T T g + b^T g), so
-                # the density of z is N(z; 0, I) p(y | f) / t(g), one n x r product per
-                # gradient (H = G B) where -|u|^2 / 2 would add an r x r one
-                model.add_coord("basis", np.arange(H.shape[1]))
-                z = pm.Normal("z", 0.0, 1.0, dims="basis")
-                g = pt.as_tensor(g0) + pt.dot(H, z)
-                pm.Potential("sites", 0.5 * pt.sum(T * g**2) - pt.dot(b, g))  # -log t(g)
-                f = pm.Deterministic("f", m + g, dims="obs")
-            else:  # non-centred, L fixed
-                v = pm.Normal("v", 0.0, 1.0, dims="obs")
-                f = pm.Deterministic("f", m + pt.dot(L, v), dims="obs")
-            if isinstance(likelihood, Probit):
-                # log Phi(y f) through PyMC's stable log normal CDF (exact in the tails)
-                pm.Potential("log_likelihood", normal_lcdf(0.0, 1.0, y * f).sum())
-            elif isinstance(likelihood, Gaussian):
-                sigma = np.sqrt(likelihood.variance)
-                pm.Normal("y", mu=f, sigma=sigma, observed=y, dims="obs")
-            else:  # log sigma(y f) = -log(1 + exp(-y f)) (R&W eq. 3.4): softplus's gradient
-                # is finite for any f, where PyMC's Bernoulli(logit_p)'s is NaN at |f| ~ 1e4
-                pm.Potential("log_likelihood", -pt.softplus(-y * f).sum())
-        return model
-
-    idata, diagnostics = run_nuts(
-        build_model, y, compiled=compiled, draws=draws, tune=tune, chains=chains,
-        random_seed=random_seed, target_accept=target_accept, nuts_sampler=sampler,
-        progressbar=progressbar, dropped=dropped,
-        parameterization="full_bayes" if full_bayes else parameterization,
-        rhat_max=rhat_max, ess_min=ess_min, var_names=["f", "theta"] if full_bayes else ["f"],
-        stacklevel=2,
-    )  # fmt: skip
-    f_draws = idata.posterior["f"].values.reshape(-1, n)
-    theta_draws = (
-        idata.posterior["theta"].values.reshape(f_draws.shape[0], -1) if full_bayes else None
+        target_accept = 0.95 if options.full_bayes else 0.8
+    return NutsSettings(
+        draws=options.draws,
+        tune=options.tune,
+        chains=options.chains,
+        random_seed=options.random_seed,
+        target_accept=target_accept,
+        nuts_sampler=options.nuts_sampler or default_sampler(),
+        progressbar=options.progressbar,
+        rhat_max=options.rhat_max,
+        ess_min=options.ess_min,
     )
-    estimate = None
-    if _estimator(evidence) is not None:  # gc.evidence.estimate's run, seeded as the sampler is
-        whitening = approx if parameterization == "ep" else None  # (the same EP fit)
-        estimate = _evidence(X, y, kernel, likelihood, mean, L, whitening, random_seed, checked)
+
+
+def _convergence(diagnostics: Diagnostics) -> Convergence:
+    """The shared record (see :class:`Convergence`): the NUTS iterations each chain ran
+    (tuning included), passed as the diagnostics pass; no change is monitored."""
+    iterations = diagnostics.tune + diagnostics.draws
+    return Convergence(diagnostics.passed, iterations, float("nan"), diagnostics.message)
+
+
+def _infer_binary(problem: Problem, options: MCMCOptions) -> SamplePosterior:
+    """The binary (or Gaussian) latent posterior: at fixed hyperparameters, whitened
+    (:func:`._mcmc_models.whiten`) or non-centred, or in full Bayes; with the evidence
+    where ``options.evidence`` asks for it."""
+    X, y, lik, n = problem.X, problem.y, problem.likelihood, problem.n
+    m = 0.0 if problem.mean is None else float(problem.mean)
+    K = check_kernel_matrix(problem.kernel, X)
+    L = cholesky(K, jitter=JITTER, what="kernel matrix K")
+    settings = _nuts(options)
+    parameterization = options.parameterization or "ep"
+    whitened = compiled = None
+    if options.full_bayes:
+        parameterization = "full_bayes"
+        build = partial(full_bayes_model, problem, K, prior_moments(problem, options.priors))
+    else:
+        if parameterization != "prior":
+            whitened = whiten(problem, K, parameterization)
+            parameterization = whitened.parameterization
+            if settings.nuts_sampler == "nutpie":  # the compiled density: nothing per model
+                compiled = compiled_model(whitened, m, y, lik)
+        build = partial(fixed_model, problem, L, whitened)
+    idata, diagnostics = run_nuts(
+        build,
+        y,
+        settings,
+        compiled=compiled,
+        dropped=None if whitened is None else whitened.dropped,
+        parameterization=parameterization,
+        var_names=["f", "theta"] if options.full_bayes else ["f"],
+        stacklevel=4,
+    )
+    f_draws = idata.posterior["f"].values.reshape(-1, n)
+    theta_draws = None
+    if options.full_bayes:
+        theta_draws = idata.posterior["theta"].values.reshape(f_draws.shape[0], -1)
+    approx = None if whitened is None else whitened.approx
     return SamplePosterior(
         X,
         y,
-        kernel,
-        likelihood,
-        mean,
+        problem.kernel,
+        lik,
+        problem.mean,
         f_draws=f_draws,
         idata=idata,
         K=K,
         L=L,
         diagnostics=diagnostics,
-        evidence=estimate,
-        convergence=Convergence(
-            diagnostics.passed, int(draws) + int(tune), diagnostics.r_hat_max, diagnostics.message
-        ),
+        evidence=_evidence(problem, L, m, parameterization, approx, options),
+        convergence=_convergence(diagnostics),
         theta_draws=theta_draws,
     )
 
 
-def _evidence(X, y, kernel, likelihood, mean, L, approx, random_seed, options):
-    """The gold-standard evidence ``options["evidence"]`` asks for, as
-    :func:`gpc_compare.evidence.estimate` makes it: on K's Cholesky factor ``L`` and EP's
-    fit (``approx``, the whitening's; fitted here where None), seeded ``random_seed``."""
+def _evidence(
+    problem: Problem,
+    L: np.ndarray,
+    m: float,
+    parameterization: str,
+    approx: Any,
+    options: MCMCOptions,
+) -> Any:
+    """gc.evidence.estimate's run, seeded as the sampler is, where ``options.evidence``
+    asks for it (else None): from the whitening's EP fit (``approx``, where EP whitened)
+    or a new one, timed from here."""
+    method = _estimator(options.evidence)
+    if method is None:
+        return None
     t0 = time.perf_counter()
     record = EvidenceOptions.from_arguments(
-        _estimator(options["evidence"]),
-        options["evidence_start"],
-        options["evidence_options"] or {},
+        method, options.evidence_start, options.evidence_options or {}
     )
-    if approx is None:
-        approx = ep.infer(X, y, kernel, likelihood, mean, schedule="parallel")
-    m = 0.0 if mean is None else float(mean)
-    problem = Prepared.from_ep(L, m, y, likelihood, approx, time.perf_counter() - t0)
-    return estimate_evidence(problem, record, random_seed)
-
-
-def _compiled_model(H, g0, m, y, T, b, likelihood):
-    """nutpie's model with the compiled density, or None (warned) where numba cannot
-    compile or cache it here: nutpie then compiles the PyMC model, as for other models."""
-    try:
-        from . import _compiled
-
-        return _compiled.whitened_model(_compiled.pack(H, g0, m, y, T, b, likelihood))
-    except Exception as exc:  # noqa: BLE001 - e.g. numba's "cannot cache function": say so
-        warnings.warn(
-            f"the compiled density is unavailable ({type(exc).__name__}: "
-            f"{' '.join(str(exc).split())[:200]}); nutpie compiles the PyMC model instead",
-            RuntimeWarning,
-            stacklevel=3,
+    if parameterization != "ep":  # (else the whitening's EP, the same fit)
+        approx = ep.infer(
+            problem.X,
+            problem.y,
+            problem.kernel,
+            problem.likelihood,
+            problem.mean,
+            schedule="parallel",
         )
-        return None
+    prepared = Prepared.from_ep(
+        L, m, problem.y, problem.likelihood, approx, time.perf_counter() - t0
+    )
+    return estimate_evidence(prepared, record, options.random_seed)
 
 
-def _prior_moments(kernel, mean, names, priors):
-    """Normal prior means and sds of the log hyperparameters (and the mean) by name."""
-    centre = np.append(kernel.theta, [] if mean is None else [float(mean)])
-    mu, sd = centre.copy(), np.full(centre.size, DEFAULT_PRIOR_SD)
-    for name, value in (priors or {}).items():
-        if name not in names:
-            raise ValueError(f"priors names unknown hyperparameter {name!r}; expected {names}")
-        try:
-            mu_i, sd_i = (float(v) for v in value)
-        except (TypeError, ValueError):
-            raise ValueError(f"the prior of {name!r} must be a pair (mu, sigma)") from None
-        if not (np.isfinite(mu_i) and sd_i > 0):
-            raise ValueError(f"the prior of {name!r} needs a finite mu and sigma > 0")
-        mu[names.index(name)], sd[names.index(name)] = mu_i, sd_i
-    return mu, sd
-
-
-def _infer_softmax(
-    X,
-    y,
-    kernel,
-    likelihood,
-    *,
-    draws,
-    tune,
-    chains,
-    random_seed,
-    target_accept,
-    nuts_sampler,
-    parameterization,
-    rhat_max,
-    ess_min,
-    progressbar,
-) -> SoftmaxSamplePosterior:
-    """C latent GPs and a categorical likelihood, sampled with NUTS (see :func:`infer`).
-
-    "prior": F = L V, V ~ N(0, I) (n, C). "laplace": per class f_c = G u_c with K ~= G G^T
-    as for the binary model, and u = (u_1, ..., u_C) = a + B z whitened by the multi-class
-    Laplace approximation, B B^T = (I + G_blk^T W G_blk)^-1, whose (c, c') block is
-    G^T (delta_cc' D_c - D_c D_c') G since W = D - Pi Pi^T (:mod:`._whitening`).
-    """
-    codes, C = check_codes(y, likelihood)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", FutureWarning)
-        import pymc as pm
-        import pytensor.tensor as pt
-
-    n = X.shape[0]
+def _infer_softmax(problem: Problem, options: MCMCOptions) -> SoftmaxSamplePosterior:
+    """C latent GPs and a categorical likelihood, sampled with NUTS at fixed
+    hyperparameters (:func:`._mcmc_models.softmax_model`)."""
+    if options.parameterization == "ep":
+        raise ValueError(
+            "parameterization='ep' needs EP, which is binary here: with the softmax "
+            "likelihood use 'laplace' (the default) or 'prior'"
+        )
+    parameterization = options.parameterization or "laplace"
+    if options.full_bayes or options.evidence:
+        raise ValueError(
+            "with the softmax likelihood the MCMC engine samples f at fixed "
+            "hyperparameters only: full_bayes=True and evidence=True are binary only"
+        )
+    if problem.mean is not None:
+        raise ValueError("the softmax likelihood takes no prior mean (mean=None)")
+    X, kernel, lik, n = problem.X, problem.kernel, problem.likelihood, problem.n
+    codes, C = check_codes(problem.y, lik)
     K = check_kernel_matrix(kernel, X)
     L = cholesky(K, jitter=JITTER, what="kernel matrix K")
-    with pm.Model(coords={"obs": np.arange(n), "class": np.arange(C)}) as model:
-        if parameterization == "prior":
-            v = pm.Normal("v", 0.0, 1.0, dims=("obs", "class"))
-            F = pm.Deterministic("f", pt.dot(L, v), dims=("obs", "class"))
-        else:
-            G, dropped = prior_factor(K)
-            r = G.shape[1]
-            a, B = softmax_laplace_whitening(infer_softmax(X, codes, kernel, likelihood), G)
-            model.add_coord("basis", np.arange(C * r))
-            z = pm.Flat("z", dims="basis")
-            u = a + pt.dot(B, z)
-            pm.Potential("prior", -0.5 * pt.sum(u**2))
-            F = pm.Deterministic("f", pt.dot(G, u.reshape((C, r)).T), dims=("obs", "class"))
-        pm.Categorical("y", logit_p=F, observed=codes, dims="obs")
+    model, dropped = softmax_model(problem, codes, C, K, L, parameterization)
     idata, diagnostics = run_nuts(
-        lambda: model, codes, draws=draws, tune=tune, chains=chains, random_seed=random_seed,
-        target_accept=target_accept, nuts_sampler=nuts_sampler, progressbar=progressbar,
-        dropped=dropped if parameterization == "laplace" else None,
-        parameterization=parameterization, rhat_max=rhat_max,
-        ess_min=ess_min, var_names=["f"], stacklevel=3,
-    )  # fmt: skip
-    f_draws = idata.posterior["f"].values.reshape(-1, n, C)
+        lambda: model,
+        codes,
+        _nuts(options),
+        dropped=dropped,
+        parameterization=parameterization,
+        var_names=["f"],
+        stacklevel=4,
+    )
     return SoftmaxSamplePosterior(
         X,
         codes,
         kernel,
-        likelihood,
-        f_draws=f_draws,
+        lik,
+        f_draws=idata.posterior["f"].values.reshape(-1, n, C),
         idata=idata,
         K=K,
         L=L,
         diagnostics=diagnostics,
-        convergence=Convergence(
-            diagnostics.passed, draws + tune, diagnostics.r_hat_max, diagnostics.message
-        ),
+        convergence=_convergence(diagnostics),
     )

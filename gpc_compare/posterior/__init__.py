@@ -20,8 +20,9 @@ Every engine (``gc.fit(X, y, method=...)``) returns a :class:`Posterior`:
     which is regression: there ``log_predictive`` takes real-valued ys.
 ``log_predictive(Xs, ys)``
     log p(y* | x*, data), computed in log space (never from a clipped probability).
-``to_inference_data()``
-    An :class:`arviz.InferenceData` with the posterior of f at the training inputs.
+``to_inference_data(random_seed=None)``
+    An :class:`arviz.InferenceData` with the posterior of f at the training inputs
+    (``random_seed`` seeds what the export draws; engines add keyword-only options).
 ``convergence``
     A :class:`Convergence` record of the engine's iteration.
 ``optimization``

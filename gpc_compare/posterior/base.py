@@ -22,16 +22,17 @@ __all__ = ["Convergence", "OptimizationResult", "Posterior", "Restart"]
 
 
 class Convergence(NamedTuple):
-    """How an engine's iteration ended.
+    """How an engine's iteration ended; each field means the same for every engine.
 
     Attributes
     ----------
     converged : bool
-        Whether the stopping criterion was met.
+        Whether the engine's stopping criterion was met.
     iterations : int
-        Newton iterations (Laplace) or sweeps (EP) performed.
+        The iterations the engine performed (per chain, for a sampler).
     last_change : float
-        The last change in the monitored objective.
+        The change of the engine's objective at its last iteration (the evidence, a bound,
+        or Psi: see below); NaN where the engine monitors no change.
     message : str
         A human-readable account.
     schedule : str or None
@@ -41,6 +42,21 @@ class Convergence(NamedTuple):
         The O(n^3) (sparse: O(n M^2)) factorisations done, where an engine counts them
         (binary Laplace: one per Newton step, none per chord step, and one at the mode);
         else None.
+
+    Notes
+    -----
+    What each engine puts in ``iterations`` and ``last_change``:
+
+    - Laplace (binary and softmax), FITC-Laplace: Newton iterations (binary: chord steps
+      among them); the decrease of Psi = -log p(y | f) - log p(f) at the last one.
+    - EP, FITC-EP: sweeps over the sites; the change of the log evidence in the last one.
+    - KL, SVGP: fixed-point iterations on the sites; the change of the bound (ELBO).
+    - VB: EM iterations on xi (extrapolated where that helps); the change of the bound.
+    - MCMC: the NUTS iterations each chain ran, tuning included (``tune + draws``);
+      ``last_change`` NaN (a sampler runs its iterations, it monitors no change);
+      ``converged`` is ``diagnostics.passed`` and ``message`` its message. R-hat, the
+      effective sample sizes, the divergences, the draws, tuning iterations and chains
+      are the posterior's ``diagnostics`` (:class:`gpc_compare.diagnostics.Diagnostics`).
     """
 
     converged: bool
@@ -187,8 +203,17 @@ class Posterior(ABC):
         return self.likelihood.log_predictive(ys, mean, var, integration=integration)
 
     @abstractmethod
-    def to_inference_data(self, *args, **kwargs) -> arviz.InferenceData:
-        """The posterior of f at the training inputs as an ArviZ InferenceData."""
+    def to_inference_data(
+        self, random_seed: int | np.random.Generator | None = None
+    ) -> arviz.InferenceData:
+        """The posterior of f at the training inputs as an ArviZ InferenceData.
+
+        Every posterior takes this signature: ``random_seed`` seeds whatever the export
+        draws (a Gaussian posterior's draws of f; a sampled posterior returns its sampler's
+        draws and seeds only its ``Xs`` predictions). An engine may add keyword-only
+        options: ``draws=`` (how many draws a Gaussian posterior makes, 1000 by default),
+        ``Xs=`` (a sampled posterior's predictions at new inputs).
+        """
 
     def _draws_inference_data(self, f: np.ndarray, **attrs: Any) -> arviz.InferenceData:
         """Draws ``f`` (draws, n) of f at the training inputs as an InferenceData: groups
@@ -262,6 +287,8 @@ class Posterior(ABC):
         return Xs, ys
 
     def __repr__(self) -> str:
+        """Engine, size, kernel and likelihood, and the log marginal likelihood where
+        there is one (MCMC fitted without ``evidence=True`` has none)."""
         lml = self._evidence_or_none()
         evidence = "" if lml is None else f" log_marginal_likelihood={lml:.6g}"
         return (

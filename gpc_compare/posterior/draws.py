@@ -12,6 +12,7 @@ K and its factor, the convergence diagnostics.
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from functools import cached_property
 from typing import Any
 
@@ -46,7 +47,8 @@ class _Draws:
     K, L : ndarray, shape (n, n)
         The kernel matrix and its Cholesky factor.
     diagnostics : gpc_compare.diagnostics.Diagnostics
-        R-hat, ESS and divergences (typed loosely here: that record lives a layer up).
+        R-hat, ESS, divergences and the run: draws, tuning iterations, chains (typed
+        loosely here: that record lives a layer up).
     convergence : Convergence
     """
 
@@ -208,9 +210,19 @@ class SamplePosterior(_Draws, Posterior):
         lp = self.likelihood.log_predictive(ys[None, :], means, var, integration=integration)
         return logsumexp(lp, axis=0) - np.log(lp.shape[0])
 
-    def to_inference_data(self, Xs: np.ndarray | None = None, random_seed=None):
+    def to_inference_data(self, random_seed=None, *, Xs: np.ndarray | None = None):
         """The sampler's InferenceData (posterior, sample_stats, observed_data); with ``Xs``,
-        a ``predictions`` group holding a draw of f* | f for every posterior draw."""
+        a ``predictions`` group holding a draw of f* | f for every posterior draw, seeded
+        by ``random_seed``. (``Xs`` given first, by position, is the old form: it warns.)"""
+        if Xs is None and np.ndim(random_seed) == 2:  # to_inference_data(Xs), the old order
+            warnings.warn(
+                "to_inference_data(Xs) is now to_inference_data(Xs=Xs) (the first argument "
+                "of every posterior's to_inference_data is random_seed); the old form will "
+                "be removed",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            Xs, random_seed = random_seed, None
         idata = self.idata.copy()
         if Xs is not None:
             if self.theta_draws is not None:
@@ -303,6 +315,7 @@ class SoftmaxSamplePosterior(_Draws, MulticlassPosterior):
         cov = var[:, None, None] * np.eye(self.n_classes)
         return means, cov[None]
 
-    def to_inference_data(self):
-        """The sampler's InferenceData (f with dims ``obs``, ``class``)."""
+    def to_inference_data(self, random_seed=None):
+        """The sampler's InferenceData (f with dims ``obs``, ``class``); ``random_seed``
+        (the shared signature) is not used: nothing is drawn."""
         return self.idata.copy()

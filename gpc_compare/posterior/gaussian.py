@@ -169,9 +169,10 @@ class GaussianPosterior(Posterior):
         return self.latent_mean[None, :] + z @ Lc.T
 
     def to_inference_data(
-        self, draws: int = 1000, random_seed: int | np.random.Generator | None = None
+        self, random_seed: int | np.random.Generator | None = None, *, draws: int = 1000
     ) -> arviz.InferenceData:
-        """Draws from the Gaussian posterior of f as an InferenceData.
+        """``draws`` draws from the Gaussian posterior of f (seeded by ``random_seed``) as
+        an InferenceData.
 
         Groups: ``posterior`` (variable ``f``, one chain, dimension ``obs``),
         ``observed_data`` (``y``: in {-1, +1}, or real for the Gaussian likelihood);

@@ -261,7 +261,7 @@ class InducingPosterior(Posterior):
         raise NotImplementedError
 
     def to_inference_data(
-        self, draws: int = 1000, random_seed: int | np.random.Generator | None = None
+        self, random_seed: int | np.random.Generator | None = None, *, draws: int = 1000
     ) -> arviz.InferenceData:
         """Draws of f at the training inputs (:meth:`sample_latent`) as an InferenceData,
         as :meth:`GaussianPosterior.to_inference_data`; ``attrs`` add M and the jitter."""
