@@ -78,8 +78,11 @@ def _check_evidence(post, caps: frozenset[str]) -> None:
 
 def _check_prediction(post, likelihood: str) -> None:
     Xs = np.random.default_rng(3).normal(size=(6, 2))
-    mean, var = post.predict_latent(Xs)
-    assert np.all(np.isfinite(mean)) and np.all(np.asarray(var) >= 0)
+    mean, var = post.predict_latent(Xs)  # (softmax: mean (m, C) and covariance (m, C, C))
+    if likelihood == "softmax":
+        assert mean.shape == (6, C) and var.shape == (6, C, C)
+        var = np.diagonal(var, axis1=1, axis2=2)
+    assert np.all(np.isfinite(mean)) and np.all(var >= 0)
     if likelihood == "gaussian":
         with pytest.raises(ValueError):
             post.predict_proba(Xs)
