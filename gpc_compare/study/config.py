@@ -137,8 +137,8 @@ def load_study(path: str | os.PathLike[str]) -> StudyConfig:
             [kernels.se]  name = "squared_exponential"
             [kernels.matern52]                    # name defaults to a kernel-name label
             [hyperparameters]  policy = "optimize"  source = "ep"  n_restarts = 2
-            [splits]     kind = "kfold"  n_splits = 5      # or "holdout": test_size, n_repeats
-                                                          # or "none": all train (evidence)
+            [splits]     kind = "kfold"  n_splits = 5  n_repeats = 1   # r x k splits, or
+                         # "holdout": test_size, n_repeats; or "none": all train (evidence)
             [engines.laplace]                         # one table per engine, its options
             [engines.ep]       schedule = "parallel"
             [engines.mcmc]     draws = 500  tune = 500  chains = 2  evidence = true
@@ -585,10 +585,11 @@ def _parse_splits(value: Any, p: str) -> dict[str, Any]:
             raise _fail(p, "splits", "kind = 'none' (every case trains, none is held out) has no "
                         "other fields")  # fmt: skip
         return {"kind": kind}
-    if kind == "kfold":
-        if "test_size" in value or "n_repeats" in value:
-            raise _fail(p, "splits", "test_size and n_repeats belong to kind = 'holdout'")
-        return {"kind": kind, "n_splits": _int(value.get("n_splits", 5), p, "splits.n_splits", 2)}
+    if kind == "kfold":  # n_repeats kept only above 1: the job ids of one repeat stay the same
+        _check_keys(value, {"kind", "n_splits", "n_repeats"}, p, "splits")  # (no test_size)
+        folds = {"kind": kind, "n_splits": _int(value.get("n_splits", 5), p, "splits.n_splits", 2)}
+        repeats = _int(value.get("n_repeats", 1), p, "splits.n_repeats", 1)
+        return folds if repeats == 1 else {**folds, "n_repeats": repeats}
     if "n_splits" in value:
         raise _fail(p, "splits.n_splits", "belongs to kind = 'kfold'; use n_repeats")
     test_size = value.get("test_size", 0.25)
