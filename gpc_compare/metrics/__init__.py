@@ -37,7 +37,9 @@ Modules: ``scores`` (scoring rules), ``multiclass`` (their C-class counterparts)
 ``calibration`` (ECE, reliability curves),
 ``comparison`` (against a reference posterior), ``bayes_rule`` (against the truth),
 ``summary`` and ``intervals`` (across
-repetitions and test cases); every public name is importable from here.
+repetitions and test cases), ``paired`` (two engines on the same splits:
+:func:`paired_difference`, the corrected resampled t-interval of Nadeau and Bengio 2003);
+every public name is importable from here.
 """
 
 from __future__ import annotations
@@ -65,6 +67,13 @@ from .multiclass import (
     top_label_ece,
     top_label_reliability_curve,
 )
+from .paired import (
+    A_BETTER,
+    B_BETTER,
+    NO_DIFFERENCE,
+    PairedDifference,
+    paired_difference,
+)
 from .scores import (
     SCORE_ECE_BINS,
     auc,
@@ -78,10 +87,14 @@ from .scores import (
 from .summary import mc_standard_errors, summarize
 
 __all__ = [
+    "A_BETTER",
     "BOOTSTRAP_METRICS",
     "BOOTSTRAP_METRICS_MULTICLASS",
+    "B_BETTER",
     "METRIC_RANGES",
+    "NO_DIFFERENCE",
     "SCORE_ECE_BINS",
+    "PairedDifference",
     "auc",
     "base_rate_entropy_bits",
     "bootstrap_indices",
@@ -106,6 +119,7 @@ __all__ = [
     "multiclass_auc",
     "multiclass_brier",
     "multiclass_error_rate",
+    "paired_difference",
     "probability_differences",
     "reliability_curve",
     "score",

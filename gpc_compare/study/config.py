@@ -128,8 +128,8 @@ def load_study(path: str | os.PathLike[str]) -> StudyConfig:
             [kernels.se]  name = "squared_exponential"
             [kernels.matern52]                    # name defaults to a kernel-name label
             [hyperparameters]  policy = "optimize"  source = "ep"  n_restarts = 2
-            [splits]     kind = "kfold"  n_splits = 5      # or "holdout": test_size, n_repeats
-                                                          # or "none": all train (evidence)
+            [splits]     kind = "kfold"  n_splits = 5  n_repeats = 1   # r x k splits, or
+                         # "holdout": test_size, n_repeats; or "none": all train (evidence)
             [engines.laplace]                         # one table per engine, its options
             [engines.ep]       schedule = "parallel"
             [engines.mcmc]     draws = 500  tune = 500  chains = 2  evidence = true

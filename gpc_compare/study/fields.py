@@ -119,16 +119,17 @@ def parse_splits(value: Any, p: str) -> dict[str, Any]:
         raise fail(p, "splits.kind", f"must be one of {SPLIT_KINDS}, got {kind!r}")
     if kind == "none":
         if len(value) > 1:
-            raise fail(p, "splits", "kind = 'none' (every case trains, none is held out) has no "
-                        "other fields")  # fmt: skip
+            why = "kind = 'none' (every case trains, none is held out) has no other fields"
+            raise fail(p, "splits", why)
         return {"kind": kind}
-    if kind == "kfold":
-        if "test_size" in value or "n_repeats" in value:
-            raise fail(p, "splits", "test_size and n_repeats belong to kind = 'holdout'")
-        return {
+    if kind == "kfold":  # n_repeats kept only above 1: the job ids of one repeat stay the same
+        check_keys(value, {"kind", "n_splits", "n_repeats"}, p, "splits")  # (no test_size)
+        folds = {
             "kind": kind,
             "n_splits": integer(value.get("n_splits", 5), p, "splits.n_splits", 2),
         }
+        repeats = integer(value.get("n_repeats", 1), p, "splits.n_repeats", 1)
+        return folds if repeats == 1 else {**folds, "n_repeats": repeats}
     if "n_splits" in value:
         raise fail(p, "splits.n_splits", "belongs to kind = 'kfold'; use n_repeats")
     test_size = value.get("test_size", 0.25)

@@ -72,9 +72,12 @@ def stable_seed(*parts: object) -> int:
 
 
 def n_splits(splits: Mapping[str, Any]) -> int:
-    """How many splits a study's ``[splits]`` makes (one for ``kind = "none"``)."""
+    """How many splits a study's ``[splits]`` makes (one for ``kind = "none"``; r x k for
+    r repeats of k-fold)."""
     kind = splits["kind"]
-    return 1 if kind == "none" else splits["n_splits"] if kind == "kfold" else splits["n_repeats"]
+    if kind == "kfold":
+        return splits["n_splits"] * splits.get("n_repeats", 1)
+    return 1 if kind == "none" else splits["n_repeats"]
 
 
 def load_dataset(spec: DatasetSpec, seed: int = 0) -> gc_datasets.Dataset:
@@ -100,11 +103,18 @@ def split_indices(data: gc_datasets.Dataset, splits: Mapping[str, Any], index: i
     """Train and test indices of split ``index`` (stratified; same for every engine).
 
     ``kind = "none"``: every case trains and the test set is empty (evidence studies).
+    ``kind = "kfold"`` with ``n_repeats`` r (default 1): split ``index`` is fold
+    ``index % k`` of repeat ``index // k``; repeat 0 shuffles with ``seed`` (the splits of
+    a study without repeats), repeat i > 0 with a seed derived from ``seed`` and i.
     """
     if splits["kind"] == "none":
         return np.arange(data.n_samples), np.arange(0)
     if splits["kind"] == "kfold":
-        splitter = StratifiedKFold(splits["n_splits"], shuffle=True, random_state=seed)
+        repeat, index = divmod(index, splits["n_splits"])
+        if repeat >= splits.get("n_repeats", 1):
+            raise IndexError(f"split {repeat * splits['n_splits'] + index} out of range")
+        shuffle = seed if repeat == 0 else stable_seed("repeat", seed, repeat)
+        splitter = StratifiedKFold(splits["n_splits"], shuffle=True, random_state=shuffle)
     else:
         splitter = StratifiedShuffleSplit(
             splits["n_repeats"], test_size=splits["test_size"], random_state=seed
