@@ -34,6 +34,23 @@ _MAX_QUADRATURE_DRAWS = 500
 _MAX_FULL_BAYES_DRAWS = 200
 
 
+def _with_log_likelihood(idata: Any, likelihood: Likelihood, y: np.ndarray) -> Any:
+    """``idata`` with a ``log_likelihood`` group (variable ``y``: log p(y_i | f_i) for every
+    draw of ``posterior.f``, dims chain, draw, obs), which ``arviz.loo`` and
+    ``arviz.compare`` read; one already there is kept."""
+    if "log_likelihood" in idata.groups():
+        return idata
+    f = idata.posterior["f"]
+    values = f.values
+    labels = np.broadcast_to(y, values.shape[: 2 + y.ndim])  # (softmax: F has a class axis)
+    ll = likelihood.log_prob(labels, values)
+    coords = {name: f[name].values for name in ("chain", "draw", "obs")}
+    idata.add_groups(
+        log_likelihood=xr.Dataset({"y": (("chain", "draw", "obs"), ll)}, coords=coords)
+    )
+    return idata
+
+
 class _Draws:
     """What a posterior held as draws carries, set once by :meth:`_set_draws`.
 
@@ -209,9 +226,11 @@ class SamplePosterior(_Draws, Posterior):
         return logsumexp(lp, axis=0) - np.log(lp.shape[0])
 
     def to_inference_data(self, Xs: np.ndarray | None = None, random_seed=None):
-        """The sampler's InferenceData (posterior, sample_stats, observed_data); with ``Xs``,
-        a ``predictions`` group holding a draw of f* | f for every posterior draw."""
-        idata = self.idata.copy()
+        """The sampler's InferenceData (posterior, sample_stats, observed_data) with a
+        ``log_likelihood`` group (``y``: log p(y_i | f_i) per draw, for ``arviz.loo`` and
+        ``arviz.compare``); with ``Xs``, a ``predictions`` group holding a draw of f* | f
+        for every posterior draw."""
+        idata = _with_log_likelihood(self.idata.copy(), self.likelihood, self.y)
         if Xs is not None:
             if self.theta_draws is not None:
                 raise ValueError("predictions in to_inference_data need fixed hyperparameters")
@@ -304,5 +323,6 @@ class SoftmaxSamplePosterior(_Draws, MulticlassPosterior):
         return means, cov[None]
 
     def to_inference_data(self):
-        """The sampler's InferenceData (f with dims ``obs``, ``class``)."""
-        return self.idata.copy()
+        """The sampler's InferenceData (f with dims ``obs``, ``class``) with a
+        ``log_likelihood`` group (``y``: log p(y_i | f_i) per draw, dims ``obs``)."""
+        return _with_log_likelihood(self.idata.copy(), self.likelihood, self.y)
