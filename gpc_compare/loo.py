@@ -19,7 +19,7 @@ Three ways to get it:
 
         v_-i = s_i^2 / (1 - W_i s_i^2),     mu_-i = f^_i - v_-i alpha_i
 
-    (Vehtari et al. 2016, section 3.1; 1 - W_i s_i^2 = [B^-1]_ii, B = I + sW K sW, which
+    (Vehtari et al. 2016, section 3; 1 - W_i s_i^2 = [B^-1]_ii, B = I + sW K sW, which
     does not cancel). One O(n^3) factorisation for all n cases; no refit.
 ``"psis"``
     Pareto-smoothed importance sampling (Vehtari, Gelman and Gabry 2017, "Practical
@@ -29,8 +29,10 @@ Three ways to get it:
     generalised Pareto distribution whose shape k says how far to trust each case
     (k > 0.7: not at all). Computed by ``arviz.loo`` on the posterior's InferenceData
     (its ``log_likelihood`` group); for an MCMC posterior from its draws, for a Gaussian
-    one from draws of the approximation q (which then stands in for the posterior: the
-    estimate is of q's leave-one-out predictive, not the exact one).
+    one from draws of the approximation q, which then stands in for the posterior. q holds
+    a Gaussian site where the posterior has p(y_i | f_i), so dividing p(y_i | f_i) out of
+    q does not remove case i: on a 40-point problem this landed 0.2 (EP) to 0.9 (Laplace)
+    nats below the cavity and the refits (tests/test_loo.py).
 ``"exact"``
     n refits on D_-i with the same engine, kernel (at its hyperparameters), likelihood,
     mean and options, each warm-started from the full fit with case i's entries dropped,
@@ -40,7 +42,7 @@ Three ways to get it:
 
 ``se`` is sqrt(n) times the standard deviation of the pointwise values (``ddof=0``), as
 ``arviz.loo`` computes it: the standard error of elpd_loo as an estimate of the expected
-log predictive density of n new cases (Vehtari, Gelman and Gabry 2017, eq. 23).
+log predictive density of n new cases (Vehtari, Gelman and Gabry 2017, section 2).
 """
 
 from __future__ import annotations

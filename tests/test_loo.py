@@ -101,7 +101,7 @@ def test_cavity_ep_loo_is_eps_loo_log_predictive(likelihood):
 
 @pytest.mark.parametrize("likelihood", ["probit", "logistic"])
 def test_cavity_laplace_loo_is_close_to_exact_loo(likelihood):
-    """Laplace's cavity form (Vehtari et al. 2016, section 3.1) against n Laplace refits on
+    """Laplace's cavity form (Vehtari et al. 2016, section 3) against n Laplace refits on
     a small, well-behaved problem (40 points, sigma_f^2 = 2). Measured: probit -18.390
     against -18.365 (gap 0.024, the largest per case 0.012); logistic -19.572 against
     -19.551 (0.021, largest 0.003). EP's cavity against EP's refits on the same problem:
