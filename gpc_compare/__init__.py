@@ -4,6 +4,7 @@
 >>> k = gc.kernels.SquaredExponential(lengthscale=1.0, variance=1.0)
 >>> post = gc.fit(X, y, method="laplace", kernel=k, likelihood="probit")  # doctest: +SKIP
 >>> post.log_marginal_likelihood, post.predict_proba(Xs)                  # doctest: +SKIP
+>>> gc.loo(post, "cavity").elpd                                           # doctest: +SKIP
 
 See :mod:`gpc_compare.posterior` for the ``Posterior`` contract every engine honours.
 """
@@ -13,6 +14,7 @@ from ._fit import fit
 from .comparison import Comparison, compare
 from .estimator import GPClassifier
 from .hyperparameters import OptimizationResult
+from .loo import LOOResult, loo
 from .posterior import Convergence, GaussianPosterior, Posterior
 from .provenance import __version__ as __version__
 
@@ -21,6 +23,7 @@ __all__ = [
     "Convergence",
     "GPClassifier",
     "GaussianPosterior",
+    "LOOResult",
     "OptimizationResult",
     "Posterior",
     "annealing",
@@ -31,6 +34,7 @@ __all__ = [
     "fit",
     "kernels",
     "likelihoods",
+    "loo",
     "metrics",
     "numerics",
 ]

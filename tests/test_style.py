@@ -26,7 +26,7 @@ LAYERS = [
     {"diagnostics", "annealing"},
     {"engines"},
     {"hyperparameters", "evidence"},
-    {"_fit", "estimator"},
+    {"_fit", "estimator", "loo"},
     {"study"},
     {"report"},
     {"cli", "__main__", "__init__", "comparison"},

@@ -216,8 +216,14 @@ class EPPosterior(GaussianPosterior):
     def loo_log_predictive(self) -> float:
         """sum_i log p(y_i | cavity_i) = sum_i log Phi(y_i mu_-i / sqrt(1 + s2_-i)) for
         probit (Opper and Winther 2000; Vehtari et al. 2016): EP's leave-one-out predictive
-        log-likelihood."""
+        log-likelihood (the sum of :attr:`loo_log_predictive_pointwise`)."""
         return float(self._state.log_z.sum())
+
+    @property
+    def loo_log_predictive_pointwise(self) -> np.ndarray:
+        """log p(y_i | cavity_i) for each case, shape (n,): the log normalisers of the
+        tilted distributions at EP's fixed point (``gc.loo(post, "cavity")`` reads them)."""
+        return self._state.log_z.copy()
 
     def loo_log_predictive_gradient(self, total: bool = False) -> np.ndarray:
         """Gradient of :attr:`loo_log_predictive`, in the order of ``hyperparameter_names``.

@@ -27,7 +27,10 @@ Against a known truth (synthetic data with the true p(y | x)), :func:`decide`,
 classifier against the Bayes-optimal rule. Across repetitions, :func:`summarize` gives
 means with t-intervals over a study's splits (clipped to each metric's range),
 :func:`bootstrap_scores` an interval over test cases that stays in the range, and
-:func:`mc_standard_errors` the Monte Carlo standard errors of MCMC draws.
+:func:`mc_standard_errors` the Monte Carlo standard errors of MCMC draws;
+:func:`log_predictive_mcse`, :func:`mean_log_predictive_mcse` and
+:func:`joint_mean_log_predictive_mcse` those of an MCMC reference's held-out log
+predictive, per case and of the mean.
 
 For C classes (the softmax likelihood), :func:`score_multiclass` gives the multi-class
 scores (multi-class Brier, top-label ECE, one-vs-rest macro AUC) and
@@ -36,10 +39,10 @@ scores (multi-class Brier, top-label ECE, one-vs-rest macro AUC) and
 Modules: ``scores`` (scoring rules), ``multiclass`` (their C-class counterparts),
 ``calibration`` (ECE, reliability curves),
 ``comparison`` (against a reference posterior), ``bayes_rule`` (against the truth),
-``summary`` and ``intervals`` (across
-repetitions and test cases), ``paired`` (two engines on the same splits:
-:func:`paired_difference`, the corrected resampled t-interval of Nadeau and Bengio 2003);
-every public name is importable from here.
+``summary`` and ``intervals`` (across repetitions and test cases), ``paired`` (two engines on
+the same splits: :func:`paired_difference`, the corrected resampled t-interval of Nadeau and
+Bengio 2003), ``mcse`` (a reference's Monte Carlo error); every public name is importable
+from here.
 """
 
 from __future__ import annotations
@@ -55,6 +58,11 @@ from .intervals import (
     bootstrap_scores,
     clipped_t_interval,
     percentile_interval,
+)
+from .mcse import (
+    joint_mean_log_predictive_mcse,
+    log_predictive_mcse,
+    mean_log_predictive_mcse,
 )
 from .multiclass import (
     class_entropy_bits,
@@ -109,11 +117,14 @@ __all__ = [
     "expected_calibration_error",
     "expected_error_rate",
     "information_bits",
+    "joint_mean_log_predictive_mcse",
     "kl_gaussian",
     "latent_errors",
     "log_predictive",
+    "log_predictive_mcse",
     "mc_standard_errors",
     "mean_class_kl",
+    "mean_log_predictive_mcse",
     "mean_marginal_kl",
     "percentile_interval",
     "multiclass_auc",

@@ -217,9 +217,10 @@ class Posterior(ABC):
 
     def _draws_inference_data(self, f: np.ndarray, **attrs: Any) -> arviz.InferenceData:
         """Draws ``f`` (draws, n) of f at the training inputs as an InferenceData: groups
-        ``posterior`` (``f``, one chain, dimension ``obs``) and ``observed_data`` (``y``);
-        ``attrs`` name the method, kernel and likelihood, give the log marginal likelihood,
-        and add ``attrs``."""
+        ``posterior`` (``f``, one chain, dimension ``obs``), ``observed_data`` (``y``) and
+        ``log_likelihood`` (``y``: log p(y_i | f_i) per draw, for ``arviz.loo`` and
+        ``arviz.compare``); ``attrs`` name the method, kernel and likelihood, give the log
+        marginal likelihood, and add ``attrs``."""
         import warnings
 
         with warnings.catch_warnings():
@@ -231,6 +232,7 @@ class Posterior(ABC):
         return az.from_dict(
             posterior={"f": f[None]},
             observed_data={"y": self.y},
+            log_likelihood={"y": self.likelihood.log_prob(self.y, f)[None]},
             coords={"obs": np.arange(self.X.shape[0])},
             dims={"f": ["obs"], "y": ["obs"]},
             attrs={

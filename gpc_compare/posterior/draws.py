@@ -35,6 +35,23 @@ _MAX_QUADRATURE_DRAWS = 500
 _MAX_FULL_BAYES_DRAWS = 200
 
 
+def _with_log_likelihood(idata: Any, likelihood: Likelihood, y: np.ndarray) -> Any:
+    """``idata`` with a ``log_likelihood`` group (variable ``y``: log p(y_i | f_i) for every
+    draw of ``posterior.f``, dims chain, draw, obs), which ``arviz.loo`` and
+    ``arviz.compare`` read; one already there is kept."""
+    if "log_likelihood" in idata.groups():
+        return idata
+    f = idata.posterior["f"]
+    values = f.values
+    labels = np.broadcast_to(y, values.shape[: 2 + y.ndim])  # (softmax: F has a class axis)
+    ll = likelihood.log_prob(labels, values)
+    coords = {name: f[name].values for name in ("chain", "draw", "obs")}
+    idata.add_groups(
+        log_likelihood=xr.Dataset({"y": (("chain", "draw", "obs"), ll)}, coords=coords)
+    )
+    return idata
+
+
 class _Draws:
     """What a posterior held as draws carries, set once by :meth:`_set_draws`.
 
@@ -210,10 +227,70 @@ class SamplePosterior(_Draws, Posterior):
         lp = self.likelihood.log_predictive(ys[None, :], means, var, integration=integration)
         return logsumexp(lp, axis=0) - np.log(lp.shape[0])
 
+    def log_predictive_draws(
+        self, Xs: np.ndarray, ys: np.ndarray, *, integration: str = "exact"
+    ) -> np.ndarray:
+        """log p(y* | x*, f_s) for every draw s that prediction uses, by chain.
+
+        :meth:`log_predictive` is the log of the mean of their exponentials; the
+        functions of :mod:`gpc_compare.metrics.mcse` take them for its Monte Carlo error.
+
+        Returns
+        -------
+        ndarray, shape (chains, k, m)
+            k = draws per chain, or where prediction uses an evenly spaced subset of the
+            draws (full Bayes; logistic beyond 500 draws), each chain's share of it, cut
+            to the shortest share (at most one draw less).
+        """
+        Xs, ys = self._check_test_set(Xs, ys)
+        means, var = self._draws_for_integration(*self._conditional(Xs))
+        lp = self.likelihood.log_predictive(ys[None, :], means, var, integration=integration)
+        return self._by_chain(lp)
+
+    def log_predictive_mcse(
+        self, Xs: np.ndarray, ys: np.ndarray, *, integration: str = "exact"
+    ) -> np.ndarray:
+        """The Monte Carlo standard error of :meth:`log_predictive`, per test case.
+
+        log p(y* | x*, D) is the log of a mean over the draws of p(y* | x*, f_s); its MCSE
+        is sd_s(p_s / p) / sqrt(ESS), the ESS that of p_s over the chains (ArviZ's, for
+        the mean), by the delta method (:func:`gpc_compare.metrics.log_predictive_mcse` on
+        :meth:`log_predictive_draws`). :func:`gpc_compare.metrics.mean_log_predictive_mcse`
+        combines the cases into the MCSE of a mean log predictive (as independent);
+        :func:`gpc_compare.metrics.joint_mean_log_predictive_mcse` takes
+        :meth:`log_predictive_draws` instead and keeps their correlation through the
+        shared draws.
+
+        Returns
+        -------
+        ndarray, shape (m,)
+        """
+        from ..metrics.mcse import log_predictive_mcse
+
+        return log_predictive_mcse(self.log_predictive_draws(Xs, ys, integration=integration))[1]
+
+    def _by_chain(self, values: np.ndarray) -> np.ndarray:
+        """Per-draw values (S', m) of the draws prediction uses as (chains, k, m): the
+        draws all of them (S' = chains * draws) or the evenly spaced subset that
+        :meth:`_conditional` (full Bayes) or :meth:`_draws_for_integration` took, grouped
+        by the chain each came from (each cut to the shortest share, at most one draw)."""
+        post = self.idata.posterior
+        chains, per_chain = post.sizes["chain"], post.sizes["draw"]
+        S = chains * per_chain
+        if values.shape[0] == S:
+            return values.reshape(chains, per_chain, -1)
+        # the subset: np.linspace(0, S - 1, S').round(), as both take it
+        idx = np.linspace(0, S - 1, values.shape[0]).round().astype(int)
+        groups = [values[idx // per_chain == c] for c in range(chains)]
+        k = min(g.shape[0] for g in groups)
+        return np.stack([g[:k] for g in groups])
+
     def to_inference_data(self, random_seed=None, *, Xs: np.ndarray | None = None):
-        """The sampler's InferenceData (posterior, sample_stats, observed_data); with ``Xs``,
-        a ``predictions`` group holding a draw of f* | f for every posterior draw, seeded
-        by ``random_seed``. (``Xs`` given first, by position, is the old form: it warns.)"""
+        """The sampler's InferenceData (posterior, sample_stats, observed_data) with a
+        ``log_likelihood`` group (``y``: log p(y_i | f_i) per draw, for ``arviz.loo`` and
+        ``arviz.compare``); with ``Xs``, a ``predictions`` group holding a draw of f* | f
+        for every posterior draw, seeded by ``random_seed``. (``Xs`` given first, by
+        position, is the old form: it warns.)"""
         if Xs is None and np.ndim(random_seed) == 2:  # to_inference_data(Xs), the old order
             warnings.warn(
                 "to_inference_data(Xs) is now to_inference_data(Xs=Xs) (the first argument "
@@ -223,7 +300,7 @@ class SamplePosterior(_Draws, Posterior):
                 stacklevel=2,
             )
             Xs, random_seed = random_seed, None
-        idata = self.idata.copy()
+        idata = _with_log_likelihood(self.idata.copy(), self.likelihood, self.y)
         if Xs is not None:
             if self.theta_draws is not None:
                 raise ValueError("predictions in to_inference_data need fixed hyperparameters")
@@ -316,6 +393,7 @@ class SoftmaxSamplePosterior(_Draws, MulticlassPosterior):
         return means, cov[None]
 
     def to_inference_data(self, random_seed=None):
-        """The sampler's InferenceData (f with dims ``obs``, ``class``); ``random_seed``
-        (the shared signature) is not used: nothing is drawn."""
-        return self.idata.copy()
+        """The sampler's InferenceData (f with dims ``obs``, ``class``) with a
+        ``log_likelihood`` group (``y``: log p(y_i | f_i) per draw, dims ``obs``);
+        ``random_seed`` (the shared signature) is not used: nothing is drawn."""
+        return _with_log_likelihood(self.idata.copy(), self.likelihood, self.y)

@@ -175,7 +175,8 @@ class GaussianPosterior(Posterior):
         an InferenceData.
 
         Groups: ``posterior`` (variable ``f``, one chain, dimension ``obs``),
-        ``observed_data`` (``y``: in {-1, +1}, or real for the Gaussian likelihood);
+        ``observed_data`` (``y``: in {-1, +1}, or real for the Gaussian likelihood),
+        ``log_likelihood`` (``y``: log p(y_i | f_i) per draw, for ``arviz.loo``);
         ``attrs`` name the method, kernel and likelihood and give the log marginal
         likelihood.
         """
