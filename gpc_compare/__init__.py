@@ -15,6 +15,7 @@ from .estimator import GPClassifier
 from .hyperparameters import OptimizationResult
 from .posterior import Convergence, GaussianPosterior, Posterior
 from .provenance import __version__ as __version__
+from .trust import PSISDiagnosis, psis
 
 __all__ = [
     "Comparison",
@@ -22,6 +23,7 @@ __all__ = [
     "GPClassifier",
     "GaussianPosterior",
     "OptimizationResult",
+    "PSISDiagnosis",
     "Posterior",
     "annealing",
     "datasets",
@@ -33,4 +35,5 @@ __all__ = [
     "likelihoods",
     "metrics",
     "numerics",
+    "psis",
 ]
