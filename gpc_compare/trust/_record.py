@@ -121,6 +121,14 @@ def draw_blocks(
         yield lw, d
 
 
+def _no_options(kwargs: dict[str, Any]) -> None:
+    if kwargs:
+        raise TypeError(
+            f"unexpected keyword argument(s) {sorted(kwargs)}: the options are for the "
+            "softmax's integral; a binary prediction is exact (closed form or quadrature)"
+        )
+
+
 @dataclass(frozen=True, repr=False)
 class PSISDiagnosis:
     """The outcome of :func:`gpc_compare.trust.psis` (see there for the method).
@@ -153,6 +161,12 @@ class PSISDiagnosis:
         The raw log weights log p(y, x) - log proposal(x).
     smoothed_log_weights : ndarray, shape (draws,)
         PSIS-smoothed and normalised (log-sum-exp zero).
+
+    Notes
+    -----
+    For the corrected predictions the record keeps what each draw is conditioned on
+    (dense: its whitened values, draws x n floats, and chol(K); sparse: its M inducing
+    values), and the generators to draw them again (``latent_mean``).
     """
 
     method: str
@@ -203,6 +217,7 @@ class PSISDiagnosis:
             )
         if post.likelihood.latent_dim != 1:
             return np.exp(self._softmax_log_proba(Xs, **kwargs))
+        _no_options(kwargs)
         ones = np.ones(Xs.shape[0])
 
         def log_pred(means, var):
@@ -222,6 +237,7 @@ class PSISDiagnosis:
                 raise ValueError(f"Xs has {Xs.shape[0]} samples but ys has {codes.shape[0]}")
             lp = self._softmax_log_proba(Xs, **kwargs)
             return lp[np.arange(codes.size), codes]
+        _no_options(kwargs)
         Xs, ys = post._check_test_set(Xs, ys)
 
         def log_pred(means, var):
