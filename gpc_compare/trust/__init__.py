@@ -89,11 +89,14 @@ tails as meant (tests/test_trust.py).
 
 Cost
 ----
-Dense: one Cholesky of K (with the project's jitter) and one of A = I + L_K^T W L_K, the
-product forming A (n^3), then 2 n^2 per draw (a triangular solve and product), in blocks
-of draws; the draws' whitened values are kept for prediction (draws x n floats).
-Sparse: O(n M) per draw (SVGP with the logistic likelihood: a quadrature per case and
-draw, about 15 microseconds each).
+Dense: a Cholesky of K (with the project's jitter), the triangular product L_K^T W L_K
+(LAPACK dlauum) and a Cholesky of A = I + L_K^T W L_K, n^3 flops in all, then 2 n^2 per
+draw (a triangular solve and product) in blocks of draws; the draws' whitened values are
+kept for prediction (draws x n floats). Sparse: O(n M) per draw (SVGP with the logistic
+likelihood: a quadrature per case and draw, about 15 microseconds each). Measured at
+n = 5,000 (2-D, probit, 4000 draws): Laplace 20.5 s of CPU over both BLAS threads and a
+1.6 GB peak (137 s wall on this machine, shared with a load of 13); FITC-EP and SVGP with
+M = 128, 2.5 s and 1.9 s of CPU.
 
 References
 ----------
