@@ -23,8 +23,13 @@ from ..engines.svgp import SVGPPosterior
 from ..likelihoods import Likelihood
 from ..likelihoods._expectation import gaussian_expectations
 from ..numerics import JITTER, cholesky, solve_lower, solve_lower_transpose
-from ..posterior import GaussianPosterior, Posterior, SparsePosterior
-from ..posterior.draws import _Draws
+from ..posterior import (
+    GaussianPosterior,
+    Posterior,
+    SamplePosterior,
+    SoftmaxSamplePosterior,
+    SparsePosterior,
+)
 
 __all__ = ["Draws", "Target", "log_gaussian_integral", "target_for"]
 
@@ -331,7 +336,7 @@ class SVGPTarget(Target):
 def target_for(posterior: object, draws: int) -> Target:
     """The :class:`Target` of ``posterior``, or a ValueError saying why there is none (not
     a Gaussian approximation; too large for the memory available)."""
-    if isinstance(posterior, _Draws):
+    if isinstance(posterior, SamplePosterior | SoftmaxSamplePosterior):
         raise ValueError(
             "psis diagnoses a Gaussian approximation q by importance sampling from it; "
             f"{type(posterior).__name__} holds draws from the posterior itself (MCMC), "
