@@ -17,6 +17,7 @@ from .hyperparameters import OptimizationResult
 from .loo import LOOResult, loo
 from .posterior import Convergence, GaussianPosterior, Posterior
 from .provenance import __version__ as __version__
+from .trust import PSISDiagnosis, psis
 
 __all__ = [
     "Comparison",
@@ -25,6 +26,7 @@ __all__ = [
     "GaussianPosterior",
     "LOOResult",
     "OptimizationResult",
+    "PSISDiagnosis",
     "Posterior",
     "annealing",
     "datasets",
@@ -37,4 +39,5 @@ __all__ = [
     "loo",
     "metrics",
     "numerics",
+    "psis",
 ]

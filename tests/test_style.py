@@ -25,7 +25,7 @@ LAYERS = [
     {"posterior"},
     {"diagnostics", "annealing"},
     {"engines"},
-    {"hyperparameters", "evidence"},
+    {"hyperparameters", "evidence", "trust"},
     {"_fit", "estimator", "loo"},
     {"study"},
     {"report"},

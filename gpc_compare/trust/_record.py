@@ -1,0 +1,281 @@
+"""The record :func:`gpc_compare.trust.psis` returns, and the PSIS arithmetic behind it."""
+
+from __future__ import annotations
+
+import copy
+import math
+import warnings
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+from scipy.special import gammaln, logsumexp
+
+from .._validation import check_class_labels
+from ..numerics import LOG_2PI
+from ._targets import Draws, Target, log_gaussian_integral
+
+__all__ = [
+    "EQUAL_SPREAD",
+    "KHAT_BOUND",
+    "PSISDiagnosis",
+    "draw_blocks",
+    "khat_threshold",
+    "smooth",
+    "verdict",
+]
+
+#: Above this k-hat no number of draws makes the estimates reliable in practice
+#: (Vehtari et al. 2024, sec. 3.2.4): "not reliable".
+KHAT_BOUND = 0.7
+#: Raw log weights spanning less than this are equal (q is the target): there is no tail
+#: to fit (loo's and ArviZ's fits give up there, k = inf), and pareto_k is -inf.
+EQUAL_SPREAD = float(np.sqrt(np.finfo(float).eps))
+#: The scalars of :meth:`PSISDiagnosis.record`.
+RECORD_KEYS = (
+    *("method", "diagnosed", "proposal", "df", "draws", "pareto_k", "khat_threshold"),
+    *("verdict", "min_draws", "ess", "log_evidence", "log_evidence_se", "seconds"),
+)
+#: Elements of the (draws x test points) arrays of a block of predictions.
+PREDICT_ELEMENTS = 2**20
+
+
+def khat_threshold(draws: int) -> float:
+    """min(1 - 1 / log10(S), 0.7): below it the PSIS estimates from S draws are reliable
+    (Vehtari et al. 2024, eq. 13 and sec. 3.2.4)."""
+    return min(1.0 - 1.0 / math.log10(draws), KHAT_BOUND)
+
+
+def verdict(pareto_k: float, draws: int) -> str:
+    """ "reliable" below :func:`khat_threshold`, "usable with care" from it up to 0.7 (more
+    draws, at least :func:`min_draws`, would make it reliable), "not reliable" above 0.7
+    (or where the tail could not be fitted: k = inf or NaN)."""
+    if pareto_k < khat_threshold(draws):
+        return "reliable"
+    if pareto_k <= KHAT_BOUND:
+        return "usable with care"
+    return "not reliable"
+
+
+def min_draws(pareto_k: float) -> float:
+    """10^(1 / (1 - k)), the draws at which k is below the sample-size threshold
+    (Vehtari et al. 2024, sec. 3.2.3); 10 for k <= 0, inf for k >= 1."""
+    if not pareto_k < 1.0:
+        return math.inf
+    return 10.0 ** (1.0 / (1.0 - max(pareto_k, 0.0)))
+
+
+def smooth(log_weights: np.ndarray) -> tuple[np.ndarray, float]:
+    """PSIS-smoothed, normalised log weights and k-hat: ``arviz.psislw`` (r_eff = 1: the
+    draws are independent), except for equal weights (spread below :data:`EQUAL_SPREAD`),
+    which are returned equal, with k-hat -inf."""
+    S = log_weights.size
+    if float(np.ptp(log_weights)) < EQUAL_SPREAD:
+        return np.full(S, -math.log(S)), -math.inf
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # arviz's refactor notice
+        import arviz as az
+
+        smoothed, k = az.psislw(np.array(log_weights, dtype=float), reff=1.0)
+    return np.asarray(smoothed), float(k)
+
+
+def log_evidence(log_weights: np.ndarray) -> tuple[float, float]:
+    """log Z^ = log mean exp of the raw log weights (unbiased Z^), and its standard error
+    by the delta method: sd(w) / (sqrt(S) mean(w))."""
+    S = log_weights.size
+    w = np.exp(log_weights - log_weights.max())
+    mean = float(w.mean())
+    se = float(np.std(w, ddof=1) / math.sqrt(S) / mean)
+    return float(logsumexp(log_weights) - math.log(S)), se
+
+
+def t_correction(sq_dist: np.ndarray, dim: int, df: float) -> np.ndarray:
+    """log N_D(x | 0, I) - log t_D,df(x | 0, I) at |x|^2 = ``sq_dist``: the Gaussian
+    proposal's log weight plus this is the Student-t proposal's (same location and scale,
+    so the log determinants cancel)."""
+    log_t = (
+        gammaln(0.5 * (df + dim))
+        - gammaln(0.5 * df)
+        - 0.5 * dim * math.log(df * math.pi)
+        - 0.5 * (df + dim) * np.log1p(sq_dist / df)
+    )
+    return -0.5 * dim * LOG_2PI - 0.5 * sq_dist - log_t
+
+
+def draw_blocks(
+    target: Target, generators: list, sizes: list[int], df: float | None
+) -> Iterator[tuple[np.ndarray, Draws]]:
+    """(log weights, draws) block by block: each block from its own generator (copied, so
+    that the same blocks can be drawn again), the standard normal vectors scaled by
+    sqrt(df / chi2_df) for the Student-t proposal (``df`` not None)."""
+    for gen, size in zip(generators, sizes, strict=True):
+        rng = copy.deepcopy(gen)
+        scale = np.ones(size) if df is None else np.sqrt(df / rng.chisquare(df, size))
+        d = target.draw(rng, scale)
+        lw = d.log_ratio
+        if df is not None:
+            lw = lw + t_correction(scale**2 * d.sq_norm, target.dim, df)
+        yield lw, d
+
+
+def _no_options(kwargs: dict[str, Any]) -> None:
+    if kwargs:
+        raise TypeError(
+            f"unexpected keyword argument(s) {sorted(kwargs)}: the options are for the "
+            "softmax's integral; a binary prediction is exact (closed form or quadrature)"
+        )
+
+
+@dataclass(frozen=True, repr=False)
+class PSISDiagnosis:
+    """The outcome of :func:`gpc_compare.trust.psis` (see there for the method).
+
+    Attributes
+    ----------
+    method : str
+        The engine diagnosed.
+    diagnosed : str
+        Which q is weighed against which target density.
+    proposal : str
+        "gaussian" (q) or "student_t" (q's location and scale, ``df`` degrees of freedom).
+    df : float or None
+    draws : int
+    pareto_k : float
+        k-hat of the raw weights' upper tail (``arviz.psislw``); -inf for equal weights.
+    khat_threshold : float
+        min(1 - 1 / log10(draws), 0.7).
+    verdict : str
+        "reliable", "usable with care" or "not reliable".
+    min_draws : float
+        10^(1 / (1 - k)): the draws that would bring k-hat below the threshold.
+    ess : float
+        1 / sum(w~^2) of the smoothed, normalised weights w~.
+    log_evidence, log_evidence_se : float
+        log mean exp of the raw log weights, and its delta-method standard error.
+    seconds : float
+        Wall-clock time of the diagnosis.
+    log_weights : ndarray, shape (draws,)
+        The raw log weights log p(y, x) - log proposal(x).
+    smoothed_log_weights : ndarray, shape (draws,)
+        PSIS-smoothed and normalised (log-sum-exp zero).
+
+    Notes
+    -----
+    For the corrected predictions the record keeps what each draw is conditioned on
+    (dense: its whitened values, draws x n floats, and chol(K); sparse: its M inducing
+    values), and the generators to draw them again (``latent_mean``).
+    """
+
+    method: str
+    diagnosed: str
+    proposal: str
+    df: float | None
+    draws: int
+    pareto_k: float
+    khat_threshold: float
+    verdict: str
+    min_draws: float
+    ess: float
+    log_evidence: float
+    log_evidence_se: float
+    seconds: float
+    log_weights: np.ndarray
+    smoothed_log_weights: np.ndarray
+    _target: Target = field(compare=False)
+    _keep: np.ndarray = field(compare=False)
+    _blocks: tuple = field(compare=False)
+
+    # ------------------------------------------------------------------ predictions
+    def _weighted_log_predictive(self, Xs: np.ndarray, log_pred) -> np.ndarray:
+        """log sum_s w~_s p_s(x*) over draws in blocks, ``log_pred(means, var)`` giving
+        log p_s, (b, m) or (b, m, C)."""
+        lw = self.smoothed_log_weights
+        step = max(1, PREDICT_ELEMENTS // max(1, Xs.shape[0]))
+        out = None
+        for start in range(0, lw.size, step):
+            s = slice(start, start + step)
+            lp = log_pred(*self._target.conditional(Xs, self._keep[s]))
+            w = lw[s].reshape((-1,) + (1,) * (lp.ndim - 1))
+            part = logsumexp(w + lp, axis=0)
+            out = part if out is None else np.logaddexp(out, part)
+        return out
+
+    def predict_proba(self, Xs: np.ndarray, **kwargs: Any) -> np.ndarray:
+        """p(y* = +1 | x*, data) corrected by the weights, shape (m,), or
+        p(y* = c | x*, data), shape (m, C), for the softmax (``kwargs`` as for its
+        ``predict_log_proba``): sum_s w~_s int p(y* | f*) N(f* | conditional of draw s).
+        Refused for the Gaussian likelihood (regression)."""
+        post = self._target.posterior
+        Xs = post._check_Xs(Xs)
+        if post.likelihood.regression:
+            raise ValueError(
+                "the Gaussian likelihood is for regression: there is no class probability; "
+                "use log_predictive"
+            )
+        if post.likelihood.latent_dim != 1:
+            return np.exp(self._softmax_log_proba(Xs, **kwargs))
+        _no_options(kwargs)
+        ones = np.ones(Xs.shape[0])
+
+        def log_pred(means, var):
+            return log_gaussian_integral(post.likelihood, ones, means, var[None, :])
+
+        return np.exp(self._weighted_log_predictive(Xs, log_pred))
+
+    def log_predictive(self, Xs: np.ndarray, ys: np.ndarray, **kwargs: Any) -> np.ndarray:
+        """log p(y* | x*, data) corrected by the weights, in log space: log sum_s w~_s
+        p(y* | draw s) (labels as for the posterior's ``log_predictive``; ``kwargs`` for
+        the softmax's integral only)."""
+        post = self._target.posterior
+        if post.likelihood.latent_dim != 1:
+            Xs = post._check_Xs(Xs)
+            codes, _ = check_class_labels(ys, name="ys", classes=post.classes_)
+            if codes.shape[0] != Xs.shape[0]:
+                raise ValueError(f"Xs has {Xs.shape[0]} samples but ys has {codes.shape[0]}")
+            lp = self._softmax_log_proba(Xs, **kwargs)
+            return lp[np.arange(codes.size), codes]
+        _no_options(kwargs)
+        Xs, ys = post._check_test_set(Xs, ys)
+
+        def log_pred(means, var):
+            return log_gaussian_integral(post.likelihood, ys, means, var[None, :])
+
+        return self._weighted_log_predictive(Xs, log_pred)
+
+    def _softmax_log_proba(self, Xs: np.ndarray, **kwargs: Any) -> np.ndarray:
+        lik = self._target.posterior.likelihood
+        C = lik.n_classes or self._keep.shape[1] // self._target.posterior.X.shape[0]
+
+        def log_pred(means, var):
+            cov = var[:, None, None] * np.eye(C)
+            return lik.log_predictive_all(means, cov[None], **kwargs)
+
+        return self._weighted_log_predictive(Xs, log_pred)
+
+    @cached_property
+    def latent_mean(self) -> np.ndarray:
+        """The weighted mean of the latent values diagnosed: f at the training inputs ((n,)
+        or (n, C)), or SVGP's whitened inducing values v (M,). The draws are made again
+        (from the same generators), so this costs about what the diagnosis did."""
+        w = np.exp(self.smoothed_log_weights)
+        generators, sizes, df = self._blocks
+        total, start = 0.0, 0
+        for _, d in draw_blocks(self._target, generators, sizes, df):
+            total = total + np.tensordot(w[start : start + d.latent.shape[0]], d.latent, 1)
+            start += d.latent.shape[0]
+        return total
+
+    # ------------------------------------------------------------------- reporting
+    def record(self) -> dict[str, Any]:
+        """The scalars, JSON-ready (pareto_k may be -inf, min_draws inf)."""
+        return {key: getattr(self, key) for key in RECORD_KEYS}
+
+    def __repr__(self) -> str:
+        return (
+            f"<PSISDiagnosis {self.method} ({self.proposal}, {self.draws} draws): "
+            f"pareto_k={self.pareto_k:.3g} -> {self.verdict}; ess={self.ess:.4g}; "
+            f"log_evidence={self.log_evidence:.6g} +- {self.log_evidence_se:.2g}>"
+        )
