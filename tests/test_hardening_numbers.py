@@ -16,7 +16,8 @@ import pytest
 from scipy import special
 
 import gpc_compare as gc
-from gpc_compare.engines import _newton, fitc_laplace, laplace
+from gpc_compare import numerics
+from gpc_compare.engines import fitc_laplace, laplace
 from gpc_compare.likelihoods import Logistic, Probit, Softmax
 
 # ------------------------------------------------- Laplace at a huge signal variance
@@ -113,7 +114,7 @@ def test_a_newton_step_lost_to_rounding_is_reported_not_converged(monkeypatch):
     -700.1); alpha is then nowhere near grad log p(y | f) (the mode's condition, R&W eq.
     3.17), and the fit says it stalled. (At 3e15 the net alone recovers: the chord step
     that stalled is followed by Newton steps, which reach the mode.)"""
-    monkeypatch.setattr(_newton, "CANCELLATION", np.inf)
+    monkeypatch.setattr(numerics, "CANCELLATION", np.inf)
     y = np.ones(N_FAR)
     with pytest.warns(RuntimeWarning, match="stalled at iteration 1"):
         post = laplace.infer(X_FAR, y, gc.kernels.SquaredExponential(1e-3, 1e30), Probit())
@@ -164,3 +165,102 @@ def test_softmax_laplace_at_a_huge_signal_variance_finds_the_mode():
         assert post.log_marginal_likelihood == pytest.approx(
             n * _three_class_laplace(v), rel=1e-8
         ), v
+
+
+# ------------------------------------------------------------- KL's bound above zero
+# The best bound of KL, per point, at f ~ N(0, v) (every label +1, by symmetry the same
+# for -1), times 20: the maximum over (mu, s^2) of E_N(mu, s^2)[log p(f)] - KL(N(mu, s^2)
+# || N(0, v)), found by Nelder-Mead from five starts on an adaptive quadrature split at
+# f = 0, its value rechecked by mpmath at 30 digits (scripts in the commit message).
+KL_OPTIMUM = {
+    "probit": {
+        1e0: -13.8930342821692,
+        1e5: -27.6007679092206,
+        1e10: -35.9360264262014,
+        1e15: -40.6064955660857,
+        1e20: -43.8305274188021,
+        1e25: -46.2867247171395,
+        1e30: -48.2682529293799,
+    },
+    "logistic": {
+        1e0: -13.8645094854689,
+        1e5: -23.3714185770257,
+        1e10: -30.5068082885829,
+        1e15: -34.7259064727743,
+        1e20: -37.7126998718046,
+        1e25: -40.0219423141421,
+        1e30: -41.9031576728585,
+    },
+}
+
+
+@pytest.mark.parametrize("likelihood", ["probit", "logistic"])
+def test_kl_bound_at_a_huge_signal_variance_is_a_bound(likelihood):
+    """At v = 1e30 KL returned a "bound" of +6.7e54 (not converged, but in the table):
+    its quadrature covered mean +- 10 sd, which at a large scale left out the bend of
+    log Phi, and at |mean| 6e28 lost its panels (E_q[log Phi] came out 0 or positive),
+    and the sites' mean rounded to multiples of v eps. Now, at every v, the bound is
+    finite, below log p(y) = 20 log(1/2) (exact: p(y_i) = 1/2 under a prior symmetric
+    about 0), and below the best bound there is; where converged, at it (to 1e-8). (At
+    most 100 iterations each: beyond v = 1e5 KL converges slowly, and what is tested is
+    that whatever it reports is a bound.)"""
+    from gpc_compare.engines import kl
+
+    lik = {"probit": Probit(), "logistic": Logistic()}[likelihood]
+    for v, optimum in KL_OPTIMUM[likelihood].items():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # (not converging warns)
+            post = kl.infer(X_FAR, Y_FAR, gc.kernels.SquaredExponential(1e-3, v), lik, max_iter=100)
+        bound = post.log_marginal_likelihood
+        assert np.isfinite(bound) and bound <= N_FAR * np.log(0.5), v
+        assert bound <= optimum + 1e-9 * abs(optimum), v
+        if post.convergence.converged:
+            assert bound == pytest.approx(optimum, rel=1e-8), v
+        else:
+            assert "not converged" in post.convergence.message
+        if v == 1e30 and likelihood == "probit":  # the issue's route (was +6.7e54)
+            assert -50.0 < bound < optimum
+
+
+def test_expected_log_prob_far_from_the_bend_and_at_a_large_scale():
+    """The quadrature's two failures under KL at v = 1e30, against mpmath's (30 digits):
+    at m = 11 s, s = 1e15 the bend of log Phi at f = 0 lay outside mean +- 10 sd (E came
+    out 0); at m = -1e20, s = 1.4 the panel coordinate had no bits left (E came out 0,
+    and at other means positive)."""
+    probit = Probit()
+    cases = [  # (mean, sd, E by mpmath.quad of log ncdf(m + s z) npdf(z) at 30 digits, split
+        # at the bend and at z = -40, -10, 0, 10, 40)
+        (0.988e15, 0.0894e15, -0.0067846800684108776),
+        (-1e20, np.sqrt(1.98), -5.0e39),  # (-(m^2 + s^2) / 2 - E log|f| ...: -5e39 to 1e-37)
+        (-1e14, np.sqrt(1.98), -5.0e27),
+    ]
+    for mean, sd, expected in cases:
+        E, dE_dm, dE_dv = probit.expected_log_prob(
+            np.ones(1), np.array([mean]), np.array([sd * sd])
+        )
+        assert E[0] <= 0.0
+        assert E[0] == pytest.approx(expected, rel=1e-12)
+
+
+def test_a_bound_that_cannot_be_one_is_refused_not_reported():
+    """The safety net: a likelihood whose expectations come out positive (as the old
+    quadrature's did) gives no state with a bound that can be one; KL says so, its
+    log_marginal_likelihood raises ValueError instead of returning the number, and the
+    record a study stores has no evidence."""
+    from gpc_compare.engines import kl
+
+    class Broken(Probit):
+        def expected_log_prob(self, y, mean, var):
+            E, d1, d2 = super().expected_log_prob(y, mean, var)
+            return np.abs(E) + 1.0, d1, d2
+
+    with pytest.warns(RuntimeWarning, match="the bound is refused"):
+        post = kl.infer(X_FAR, Y_FAR, gc.kernels.SquaredExponential(1e-3, 1.0), Broken())
+    assert not post.convergence.converged
+    assert post.convergence.iterations < 5  # (it stops: there is no bound to raise)
+    with pytest.raises(ValueError, match="refused"):
+        post.log_marginal_likelihood  # noqa: B018
+    with pytest.raises(ValueError, match="refused"):
+        post.log_marginal_likelihood_gradient  # noqa: B018
+    assert post.record()["log_evidence"] is None
+    assert "log_marginal_likelihood=refused" in repr(post)

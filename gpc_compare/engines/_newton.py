@@ -16,11 +16,11 @@ both at any point. It was seen: R&W's step (I + W K)^-1 b = b - sW B^-1 sW K b c
 where W_i K_ii is large, and at K = v I with v = 3e15 it rounded to one ulp of alpha, f
 stopped at 0.67 instead of about 8, and "converged" with an evidence of -354.6 (the true
 Laplace evidence -41.9). The engines now take that part in a form that does not cancel
-(:data:`CANCELLATION`), and a caller may give ``likelihood_gradient``, grad log p(y | f)
-in x's shape, which x equals at the mode (R&W eqs. 3.17 and 3.34): convergence then also
-asks |x - grad log p|_max <= ``STATIONARY_TOL`` max(|x|_max, |grad log p|_max), and an
-iteration whose steps have stopped short of that ends not converged, saying why, instead
-of reporting a wrong mode as one.
+(:func:`gpc_compare.numerics.solve_I_plus_WK`), and a caller may give
+``likelihood_gradient``, grad log p(y | f) in x's shape, which x equals at the mode (R&W
+eqs. 3.17 and 3.34): convergence then also asks |x - grad log p|_max <= ``STATIONARY_TOL``
+max(|x|_max, |grad log p|_max), and an iteration whose steps have stopped short of that
+ends not converged, saying why, instead of reporting a wrong mode as one.
 
 Chord steps
 -----------
@@ -52,7 +52,6 @@ import numpy as np
 from ..posterior import Convergence
 
 __all__ = [
-    "CANCELLATION",
     "CHORD_RATE",
     "STATIONARY_TOL",
     "NewtonResult",
@@ -67,11 +66,6 @@ __all__ = [
 #: breast-cancer fold at sigma_f^2 = 4140, stopped at the limit of rounding), 2e-11 in all
 #: the others; a stalled iteration leaves it ~1.
 STATIONARY_TOL = 1e-4
-
-#: Where W_i K_ii exceeds this, R&W's Newton step (I + W K)^-1 b = b - sW B^-1 sW K b
-#: has lost eps W_i K_ii ~ 2e-10 of its i-th component to cancellation, and the Laplace
-#: engines take that part in another form (:func:`.laplace.solve_I_plus_WK`).
-CANCELLATION = 1e6
 
 #: A chord step is tried again only if the last step shrank the step in f by at least this
 #: factor (then the frozen Hessian is good enough that several chord steps, at a few per

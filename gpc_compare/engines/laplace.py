@@ -34,7 +34,7 @@ from .._validation import (
 )
 from ..kernels import Kernel
 from ..likelihoods import Likelihood, Softmax
-from ..numerics import cho_solve, chol_B
+from ..numerics import chol_B, solve_I_plus_WK
 from ..posterior import GaussianPosterior
 from . import _newton
 from .laplace_softmax import SoftmaxLaplacePosterior, infer_softmax
@@ -111,33 +111,6 @@ class LaplacePosterior(GaussianPosterior):
         return np.stack([self.alpha, self.alpha - self.W * df])
 
 
-def solve_I_plus_WK(
-    K: np.ndarray, sW: np.ndarray, L: np.ndarray, big: np.ndarray, b: np.ndarray
-) -> np.ndarray:
-    """(I + W K)^-1 b from L = chol(B), B = I + sW K sW, without cancellation.
-
-    R&W Alg. 3.1 computes it as b - sW B^-1 sW K b, a difference of two terms of b's size
-    whose result, where W_i K_ii >> 1, is about b_i / (1 + W_i K_ii): it keeps only about
-    eps W_i K_ii of b_i's precision there (at K = v I, v = 3e15 the step in alpha rounded
-    to one ulp, f = K alpha moved by multiples of v eps, and Newton "converged" at a wrong
-    f). Since (I + W K)^-1 = sW B^-1 sW^-1, the part of b on those components (``big``:
-    W_i K_ii large, so sW_i is not small) is taken as sW B^-1 (b / sW), which does not
-    cancel, and the rest as R&W do (also where W_i = 0); one solve with both right-hand
-    sides. ``big`` is W_i K_ii > :data:`._newton.CANCELLATION` (where R&W's form has lost
-    more than eps W_i K_ii ~ 2e-10 of alpha_i): below that R&W's form is kept, being as
-    accurate or, with a strongly correlated K, more so (sigma_f^2 = 1e4 on 60 points at
-    ell = 1: the other form left the Newton step at 6e-6 in f, R&W's at 2e-11).
-    """
-    if not big.any():
-        return b - sW * cho_solve(L, sW * (K @ b))
-    b_big = np.where(big, b, 0.0)
-    b_rest = b - b_big
-    rhs = np.column_stack([np.divide(b_big, sW, out=np.zeros_like(b), where=big),
-                           sW * (K @ b_rest)])  # fmt: skip
-    u, t = cho_solve(L, rhs).T
-    return sW * u + b_rest - sW * t
-
-
 def _objective(alpha: np.ndarray, f: np.ndarray, m: float, lp: np.ndarray) -> float:
     """Psi to minimise: 1/2 alpha^T (f - m) - sum log p(y | f) (R&W eq. 3.12, negated)."""
     return 0.5 * float(alpha @ (f - m)) - float(lp.sum())
@@ -204,22 +177,20 @@ def infer(
         derivs = lik.derivatives(y, f)
         return _objective(alpha, f, m, derivs[0]), (f, derivs)
 
-    factor: list[np.ndarray] = []  # (W, sW, L, big) of the last factorisation, for chords
-    K_diag = np.diag(K)
+    factor: list[np.ndarray] = []  # (W, sW, L) of the last factorisation, for chord steps
 
     def direction(alpha: np.ndarray, at: tuple) -> np.ndarray:
         W = -at[1][2]
         sW = np.sqrt(W)
-        factor[:] = W, sW, chol_B(K, sW), W * K_diag > _newton.CANCELLATION
+        factor[:] = W, sW, chol_B(K, sW)
         return chord(alpha, at)
 
     def chord(alpha: np.ndarray, at: tuple) -> np.ndarray:
         # R&W Alg. 3.1 lines 6-8 with the last factorised W (the Newton step when W is the
         # current one): alpha_new = (I + W K)^-1 b, b = W (f - m) + grad log p(y | f)
         f, (_, d1, _, _) = at
-        W, sW, L, big = factor
-        b = W * (f - m) + d1
-        return solve_I_plus_WK(K, sW, L, big, b)
+        W, sW, L = factor
+        return solve_I_plus_WK(K, sW, L, W * (f - m) + d1)
 
     alpha, psi, at = _newton.start(state, (n,), warm_start, "alpha", candidates=True)
     res = _newton.newton(state, direction, alpha, psi, at, K, tol=tol, max_iter=max_iter,

@@ -42,7 +42,7 @@ from scipy.special import logsumexp, softmax
 from .._validation import check_count, check_kernel_matrix, check_positive
 from ..kernels import Kernel
 from ..likelihoods import Softmax
-from ..numerics import JITTER, cho_solve, chol_B, cholesky, solve_lower
+from ..numerics import CANCELLATION, JITTER, cho_solve, chol_B, cholesky, solve_lower
 from ..posterior import Convergence, MulticlassPosterior
 from . import _newton
 
@@ -98,11 +98,11 @@ def _b_minus_c(fac: _Factors, K: np.ndarray, pi: np.ndarray, b: np.ndarray) -> n
 
     As R&W write it, b_c - E_c K b_c subtracts two terms of b's size whose difference, where
     pi_ic K_ii >> 1, is about b_ic / (1 + pi_ic K_ii): at a large signal variance only a few
-    bits of it are left (as in the binary form, :func:`.laplace.solve_I_plus_WK`). Since
-    (I + D_c K)^-1 = E_c D_c^-1, that part of b_c (pi_ic K_ii above
-    :data:`._newton.CANCELLATION`) is taken as E_c (b_c / pi_c).
+    bits of it are left (as in the binary form, :func:`~gpc_compare.numerics.solve_I_plus_WK`).
+    Since (I + D_c K)^-1 = E_c D_c^-1, that part of b_c (pi_ic K_ii above
+    :data:`~gpc_compare.numerics.CANCELLATION`) is taken as E_c (b_c / pi_c).
     """
-    big = pi * np.diag(K)[:, None] > _newton.CANCELLATION
+    big = pi * np.diag(K)[:, None] > CANCELLATION
     b_big = np.where(big, b, 0.0)
     b_rest = b - b_big
     scaled = np.divide(b_big, pi, out=np.zeros_like(b), where=big)
