@@ -403,3 +403,43 @@ def test_gc_compare_keeps_the_rule_and_refuses_labels_its_file_would_merge(tmp_p
     assert same.study.datasets[0].data.class_names == ("1", "2")
     with pytest.raises(ValueError, match=r"X: column name\(s\) given more than once: \['a'\]"):
         gc.compare(pd.DataFrame(np.ones((8, 2)), columns=["a", "a"]), y, workers=1)
+
+
+# ----------------------------------------------------------- values of 1e200 and more
+def test_standardising_values_of_1e200_does_not_overflow():
+    """StandardScaler squared them (1e400 = inf) and every job failed with "X contains NaN
+    or infinity ... row 0, column 0". Columns are now divided by a power of two first:
+    scaling the data by 2^700 gives the same standardised numbers to the last bit, and by
+    1e200 (not a power of two: each input rounds once) to 1e-13."""
+    from gpc_compare.datasets import standardize
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(30, 4)) * [1.0, 3e-3, 250.0, 0.0] + [0.0, 1.0, -7.0, 3.25]
+    Xt = rng.normal(size=(10, 4))
+    plain = standardize(X, Xt)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # (no overflow)
+        exact = standardize(X * 2.0**700, Xt * 2.0**700)
+        scaled = standardize(X * 1e200, Xt * 1e200)
+    for a, b in zip(plain, exact, strict=True):
+        np.testing.assert_array_equal(b[:, :3], a[:, :3])
+        # the constant training column is centred, in its own units (as before)
+        np.testing.assert_array_equal(b[:, 3], a[:, 3] * 2.0**700)
+    for a, b in zip(plain, scaled, strict=True):
+        np.testing.assert_allclose(b[:, :3], a[:, :3], rtol=1e-13, atol=1e-13)
+
+
+def test_a_study_on_values_of_1e200_gives_the_table_of_the_unscaled_data(tmp_path):
+    """The route of the issue: gc.compare on the crabs times 1e200 failed every job; it
+    now gives the same numbers as on the crabs themselves (each input rounds once when
+    multiplied, and once more through the CSV: 1e-12 relative)."""
+    df = pd.read_csv(CRABS)
+    X, y = df[["FL", "RW", "CL", "CW", "BD"]].to_numpy(), df["sex"].to_numpy()
+    common = {"engines": ("laplace",), "policy": "fixed", "folds": 2, "workers": 1}
+    plain = gc.compare(X, y, output=tmp_path / "plain", **common)  # (one name: one split)
+    huge = gc.compare(X * 1e200, y, output=tmp_path / "huge", **common)
+    assert huge.run.failed == 0 and plain.run.failed == 0
+    a, b = (r.table.sort_values(["split", "metric"]).reset_index(drop=True) for r in (plain, huge))
+    assert list(a.metric) == list(b.metric) and len(a) == 14
+    np.testing.assert_allclose(b.value, a.value, rtol=1e-12)
+    assert a[a.metric == "error_rate"].value.max() < 0.5
