@@ -13,7 +13,9 @@ Either way the study file kept with the results repeats the run
 
 from __future__ import annotations
 
+import io
 import json
+import numbers
 import os
 import shutil
 import tempfile
@@ -25,6 +27,7 @@ from typing import Any, TextIO
 import numpy as np
 import pandas as pd
 
+from .datasets.files import _label_text
 from .study import RunSummary, StudyConfig, StudyError, run_study
 from .study.datafiles import check_label
 from .study.fields import plain
@@ -137,7 +140,11 @@ def compare(
         ``"drop"``.
     y : array_like of shape (n,), or pandas.Series
         Class labels: any two distinct values (the larger sorted one is +1 unless
-        ``positive=`` says otherwise).
+        ``positive=`` says otherwise). They are compared as a data file's are
+        (:func:`~gpc_compare.datasets.files.load_table`): as text with surrounding
+        whitespace stripped (``" yes"`` and ``"yes"`` are one class), numbers by value
+        (``1`` and ``1.0`` are one). Different values that the CSV written for the study
+        cannot keep apart (the integer ``1`` and the text ``"1"``) are refused.
     engines : sequence of str
         Engines, each with its default options (``engine_options`` adds some).
     likelihood : {"probit", "logistic"}
@@ -186,6 +193,8 @@ def compare(
         raise TypeError(f"compare() got unexpected keyword argument(s) {unknown}")
     check_label(name, "name")
     frame, target = _frame(X, y)
+    text = frame.to_csv(index=False)
+    _check_labels_survive(frame[target].to_numpy(), text, target)
     keep = None
     if output is None:
         keep = tempfile.TemporaryDirectory(prefix="gpc_compare_")
@@ -193,7 +202,6 @@ def compare(
     result_dir = Path(output) / name
     result_dir.mkdir(parents=True, exist_ok=True)
     data_file = result_dir / "data.csv"
-    text = frame.to_csv(index=False)
     if not data_file.exists() or data_file.read_text() != text:  # (resume: leave it alone)
         data_file.write_text(text)
     study_file = result_dir / "study.toml"
@@ -389,6 +397,9 @@ def _frame(X: Any, y: Any) -> tuple[pd.DataFrame, str]:
     if isinstance(X, pd.DataFrame):
         frame = X.copy()
         frame.columns = [str(c) for c in frame.columns]
+        twice = sorted({c for c in frame.columns if list(frame.columns).count(c) > 1})
+        if twice:
+            raise ValueError(f"X: column name(s) given more than once: {twice}; rename them")
     else:
         array = np.asarray(X)
         if array.ndim == 1:
@@ -407,6 +418,48 @@ def _frame(X: Any, y: Any) -> tuple[pd.DataFrame, str]:
     frame = frame.reset_index(drop=True)
     frame[target] = labels
     return frame, target
+
+
+def _check_labels_survive(labels: np.ndarray, text: str, target: str) -> None:
+    """A ValueError if labels that are different values become one class through the data
+    file :func:`compare` writes and the study reads (a CSV keeps no types: the integer 1
+    and the text "1", or "01" and "1", read back alike). Labels are compared as the file
+    loader compares them (:func:`gpc_compare.datasets.files.load_table`): text with
+    surrounding whitespace stripped, numbers by value (1 and 1.0 are one label), so
+    " yes" and "yes " are one class here too, by that rule, and not refused."""
+    back = pd.read_csv(io.StringIO(text), skipinitialspace=True, usecols=[target])[target]
+    keys: dict[str, dict[tuple[str, Any], Any]] = {}  # read-back text -> label -> a value
+    for value, read in zip(labels, back, strict=True):
+        if not pd.isna(read):
+            keys.setdefault(_label_text(read), {}).setdefault(_label_key(value), value)
+    merged = {t: k for t, k in keys.items() if len(k) > 1}
+    if merged:
+        which = "; ".join(
+            f"{', '.join(repr(_plain(v)) for v in k.values())} (all read back as {t!r})"
+            for t, k in merged.items()
+        )
+        raise ValueError(
+            f"y: labels that are different values would become one class in the data file "
+            f"gc.compare writes: {which}. A CSV keeps no types; make the labels distinct as "
+            "text (e.g. 'one' and 'two', not 1 and '1'), or map them to one value yourself"
+        )
+
+
+def _label_key(value: Any) -> tuple[str, Any]:
+    """What makes two labels the same for :func:`_check_labels_survive`: a number's value,
+    a text's stripped self, a boolean's truth."""
+    if isinstance(value, bool | np.bool_):
+        return ("bool", bool(value))
+    if isinstance(value, numbers.Number):
+        return ("number", float(value))
+    if isinstance(value, str):
+        return ("text", value.strip())
+    return ("other", repr(value))
+
+
+def _plain(value: Any) -> Any:
+    """A NumPy scalar as the Python value it holds (for messages)."""
+    return value.item() if isinstance(value, np.generic) else value
 
 
 def _write(path: Path, text: str) -> None:

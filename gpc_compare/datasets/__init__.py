@@ -305,6 +305,13 @@ def standardize(X_train: np.ndarray, X_test: np.ndarray) -> tuple[np.ndarray, np
     -------
     X_train_scaled, X_test_scaled : ndarray
         The scaled arrays. A constant training column is centred but left unscaled.
+
+    Notes
+    -----
+    Each column is first divided by the power of two above its largest training magnitude
+    (exact: only the exponent changes), so that its variance cannot overflow: values of
+    1e200 and more used to give an infinite variance, and NaN in every job. Elsewhere the
+    result is the same to the last bit.
     """
     X_train = np.asarray(X_train, dtype=float)
     X_test = np.asarray(X_test, dtype=float)
@@ -315,5 +322,10 @@ def standardize(X_train: np.ndarray, X_test: np.ndarray) -> tuple[np.ndarray, np
         )
     X_train = check_X(X_train, name="X_train")
     X_test = check_X(X_test, name="X_test")
+    exponent = np.frexp(np.max(np.abs(X_train), axis=0, initial=0.0))[1]
+    X_train, X_test = np.ldexp(X_train, -exponent), np.ldexp(X_test, -exponent)
     scaler = StandardScaler().fit(X_train)
-    return scaler.transform(X_train), scaler.transform(X_test)
+    out = scaler.transform(X_train), scaler.transform(X_test)
+    # a column StandardScaler left unscaled (constant): back to its own units, as it was
+    kept = (scaler.scale_ == 1.0) & (scaler.var_ != 1.0)
+    return tuple(np.ldexp(Z, np.where(kept, exponent, 0)) for Z in out)

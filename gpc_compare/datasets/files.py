@@ -79,22 +79,44 @@ def read_table(path: str | os.PathLike[str]) -> pd.DataFrame:
         )
     try:
         if name.endswith(CSV_SUFFIXES):
+            # the header as written (pandas would rename a second "label" to "label.1")
+            header = pd.read_csv(path, compression="infer", skipinitialspace=True,
+                                 header=None, nrows=1, dtype=str).iloc[0].tolist()  # fmt: skip
+            _check_unique_columns(path, header)
             return pd.read_csv(path, compression="infer", skipinitialspace=True)
         if name.endswith(PARQUET_SUFFIXES):
             try:
                 import pyarrow  # noqa: F401
+                import pyarrow.parquet as pq
             except ImportError:
                 raise ValueError(
                     f"{path}: reading Parquet needs pyarrow: pip install 'gpc_compare[parquet]' "
                     "(or save the table as CSV)"
                 ) from None
-            return pd.read_parquet(path)
+            try:
+                _check_unique_columns(path, pq.read_schema(path).names)
+                return pd.read_parquet(path)
+            except pyarrow.ArrowException as exc:
+                raise ValueError(f"{path}: cannot be read as Parquet: {exc}") from None
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, OSError) as exc:
         raise ValueError(f"{path}: cannot be read as a table: {exc}") from None
     raise ValueError(
         f"{path}: unknown file type; give a CSV ({', '.join(CSV_SUFFIXES)}) or Parquet "
         f"({', '.join(PARQUET_SUFFIXES)}) file"
     )
+
+
+def _check_unique_columns(path: Path, names: Sequence[Any]) -> None:
+    """A ValueError naming the file and the column names given more than once (pandas
+    would rename the second ``label`` to ``label.1`` and take the first as the target)."""
+    seen = [str(c) for c in names if not pd.isna(c)]  # (unnamed columns are not a clash)
+    twice = sorted({c for c in seen if seen.count(c) > 1})
+    if twice:
+        counts = ", ".join(f"{c!r} ({seen.count(c)} times)" for c in twice)
+        raise ValueError(
+            f"{path}: column name(s) given more than once: {counts}; a column is chosen by "
+            "its name, so rename or remove the copies"
+        )
 
 
 def load_table(
@@ -115,7 +137,10 @@ def load_table(
     path : path
         The file (CSV, gzip CSV or Parquet; see :func:`read_table`), named in every message.
     target : str
-        The column of class labels (any two or more distinct values).
+        The column of class labels (any two or more distinct values). Labels are compared
+        as text with surrounding whitespace stripped: ``" yes"``, ``"yes "`` and ``"yes"``
+        are one class, ``1``, ``1.0`` and ``"1"`` another; a one-hot column's levels are
+        stripped likewise.
     features : sequence of str, optional
         The input columns, in order (default: every column but ``target``).
     positive : optional
@@ -210,7 +235,7 @@ def load_table(
             notes.append(f"non-numeric column(s) {text} dropped (categorical = 'drop')")
             features = [c for c in features if c not in text]
         else:
-            levels = {c: sorted(df[c].astype(str).unique()) for c in text}
+            levels = {c: sorted(df[c].astype(str).str.strip().unique()) for c in text}
             notes.append(
                 "one-hot encoded: "
                 + "; ".join(f"{c!r} ({len(v)} levels)" for c, v in levels.items())
@@ -220,7 +245,8 @@ def load_table(
                 if c in text:
                     for level in levels[c]:
                         name_ = f"{c}={level}"
-                        df = df.assign(**{name_: (df[c].astype(str) == level).astype(float)})
+                        is_level = df[c].astype(str).str.strip() == level
+                        df = df.assign(**{name_: is_level.astype(float)})
                         expanded.append(name_)
                 else:
                     expanded.append(c)
@@ -237,7 +263,7 @@ def load_table(
         )
 
     # constant inputs carry nothing and break nothing: dropped, and said so
-    constant = [c for j, c in enumerate(features) if X.shape[0] and np.ptp(X[:, j]) == 0]
+    constant = [c for j, c in enumerate(features) if X.shape[0] and np.all(X[:, j] == X[0, j])]
     if constant:
         notes.append(
             f"constant column(s) {constant} dropped (one value in every row: no information)"
@@ -315,12 +341,14 @@ def _position_of(column: pd.Series, i: int) -> int:
 
 def _label_text(value: Any) -> str:
     """A label as text: integral floats as integers (``1.0`` -> ``"1"``, as a CSV with gaps
-    reads an integer column)."""
+    reads an integer column), and text without surrounding whitespace (``" yes"``,
+    ``"yes "`` and ``"yes"`` are one label: the CSV reader strips the leading space only,
+    which made ``"yes "`` a third class)."""
     if isinstance(value, float | np.floating) and float(value).is_integer():
         return str(int(value))
     if isinstance(value, np.generic):
         value = value.item()
-    return str(value)
+    return str(value).strip()
 
 
 def _label_key(text: str) -> tuple[int, float, str]:

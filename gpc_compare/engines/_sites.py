@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from scipy.linalg import lapack
 
-from ..numerics import cho_solve, chol_B, solve_lower
+from ..numerics import cho_solve, chol_B, solve_I_plus_WK, solve_lower
 from ..posterior import GaussianPosterior
 
 __all__ = [
@@ -74,7 +74,7 @@ def gaussian_sites(
     sW = np.sqrt(W)
     L = chol_B(K, sW)
     r = b - W * m
-    alpha = r - sW * cho_solve(L, sW * (K @ r))
+    alpha = solve_I_plus_WK(K, sW, L, r)  # r - sW B^-1 sW K r, without its cancellation
     v = np.maximum(marginal_variances(K, W, sW, L), 0.0) if variances else None
     log_det_B = 2.0 * float(np.log(np.diag(L)).sum())
     return GaussianSites(W, b, sW, L, alpha, m + K @ alpha, v, log_det_B)
@@ -289,6 +289,9 @@ def maximize_bound(
                     break
                 rho *= 0.5
                 halvings += 1
+        if not (np.isfinite(new.elbo) or np.isfinite(state.elbo)):
+            state = new  # no bound to raise (the caller's states refuse them: KL's)
+            break
         change = new.elbo - state.elbo
         state = new
         if abs(change) < max(tol, noise) and site_change < site_tol:

@@ -21,6 +21,7 @@ import numpy as np
 from .._validation import any_value, check_positive, count, option_checker
 from ..kernels import Kernel
 from ..likelihoods import Likelihood
+from ..numerics import cho_solve
 from ..posterior import FITCPrior, FITCSites, SparsePosterior
 from . import _newton
 from ._inducing import SPARSE_OPTION_CHECKS, SPARSE_OPTIONS, choose_inducing
@@ -93,6 +94,21 @@ def _objective(alpha: np.ndarray, g: np.ndarray, lp: np.ndarray) -> float:
     return 0.5 * float(alpha @ g) - float(lp.sum())
 
 
+def _solve_I_plus_WK(sites: FITCSites, b: np.ndarray) -> np.ndarray:
+    """(I + W K~)^-1 b = (I + w Q)^-1 (b / d) = c - w V^T A^-1 V c with c = b / d.
+
+    With K~ = Q + Lambda, I + W K~ = D (I + w Q), D = diag(d) = I + Lambda W, w = W / d;
+    Woodbury on Q = V^T V then gives the form above (A = I + V w V^T, factorised). R&W's
+    b - sW B^-1 sW K~ b (as b - R K~ b) subtracts terms of size Lambda_i W_i and Q_ii W_i
+    times the result's; this form only w_i Q_ii times, which Lambda's jitter bounds where
+    the inducing inputs are the training inputs (at K = v I, v = 1e10, the old form lost
+    all but a bit of alpha and stalled).
+    """
+    V, w = sites.prior.V, sites.w
+    c = b / sites.d
+    return c - w * (V.T @ cho_solve(sites.L_A, V @ c))
+
+
 def infer(
     X: np.ndarray,
     y: np.ndarray,
@@ -143,15 +159,15 @@ def infer(
         return chord(alpha, at)
 
     def chord(alpha: np.ndarray, at: tuple) -> np.ndarray:
-        # R&W Alg. 3.1 lines 6-8 with the last factorised W: b - sW B^-1 sW K~ b
+        # R&W Alg. 3.1 lines 6-8 with the last factorised W: (I + W K~)^-1 b
         g, (_, d1, _, _) = at
         sites = factor[0]
-        b = sites.W * g + d1
-        return b - sites.R(prior @ b)
+        return _solve_I_plus_WK(sites, sites.W * g + d1)
 
     alpha, psi, at = _newton.start(state, (X.shape[0],), warm_start, "alpha", candidates=True)
     res = _newton.newton(state, direction, alpha, psi, at, prior, tol=checked["tol"],
-                         max_iter=checked["max_iter"], stacklevel=2, chord=chord)  # fmt: skip
+                         max_iter=checked["max_iter"], stacklevel=2, chord=chord,
+                         likelihood_gradient=lambda _, at: at[1][1])  # fmt: skip
     derivs = res.extra[1]
     sites = FITCSites(prior, -derivs[2])  # factorised at the final mode
     prior.drop_scratch()  # (the posterior keeps V and Z, not the work buffer)

@@ -98,7 +98,19 @@ def _state(K, y, lik, m, W, b) -> _State:
     quad, wv = float(q.alpha @ (q.mu - m)), float(W @ q.v)
     kl = 0.5 * (q.log_det_B + quad - wv)
     scale = float(np.abs(expected[0]).sum()) + abs(q.log_det_B) + abs(quad) + abs(wv)
-    return _State(q, expected, float(expected[0].sum()) - kl, 1e-13 * (1.0 + scale))
+    elbo, noise = float(expected[0].sum()) - kl, 1e-13 * (1.0 + scale)
+    if _impossible(elbo, noise, lik):
+        elbo = -np.inf  # never accepted by the iteration (see _impossible)
+    return _State(q, expected, elbo, noise)
+
+
+def _impossible(elbo: float, noise: float, lik: Likelihood) -> bool:
+    """Whether a bound cannot be one: not finite, or, for labels (a discrete y, so
+    log p(y) <= 0), above 0 beyond its rounding. Each E_q[log p(y_i | f_i)] is then <= 0
+    and the KL term >= 0, so only a numerical failure gives one (seen: +6.7e54 at
+    sigma_f^2 = 1e30, from a quadrature that lost the bend of log Phi and means rounded
+    to multiples of 6e28)."""
+    return not np.isfinite(elbo) or (not lik.regression and elbo > noise)
 
 
 class KLPosterior(SitePosterior):
@@ -106,19 +118,51 @@ class KLPosterior(SitePosterior):
 
     ``log_marginal_likelihood`` is the evidence lower bound at its optimum, a lower
     bound on log p(y | X, theta) (not an estimate of it); its gradient is exact.
-    Extra attributes: ``W`` and ``b`` (the sites), ``warm_start``, ``rounding_limited``.
+    Extra attributes: ``W`` and ``b`` (the sites), ``warm_start``, ``rounding_limited``,
+    ``refused`` (why there is no bound to report, when there is none).
     """
 
     method = "kl"
 
     def __init__(
-        self, *args, W: np.ndarray, b: np.ndarray, rounding_limited: bool = False, **kwargs
+        self,
+        *args,
+        W: np.ndarray,
+        b: np.ndarray,
+        rounding_limited: bool = False,
+        refused: str | None = None,
+        **kwargs,
     ) -> None:
         super().__init__(*args, **kwargs)
         self.W, self.b = W, b
         #: True where the iteration stopped because no step could raise the bound above its
         #: rounding, with the sites within ten times ``site_tol`` of the fixed point
         self.rounding_limited = rounding_limited
+        #: Why the bound is refused (not finite, or above 0 for labels: no bound at all), or
+        #: None. A refused bound is no evidence: ``log_marginal_likelihood`` and its
+        #: gradient raise ValueError saying this, and a study records no evidence
+        self.refused = refused
+
+    @property
+    def log_marginal_likelihood(self) -> float:
+        if self.refused is not None:
+            raise ValueError(self.refused)
+        return super().log_marginal_likelihood
+
+    @property
+    def log_marginal_likelihood_gradient(self) -> np.ndarray:
+        if self.refused is not None:
+            raise ValueError(self.refused)
+        return super().log_marginal_likelihood_gradient
+
+    def __repr__(self) -> str:
+        if self.refused is None:
+            return super().__repr__()
+        return (
+            f"<{type(self).__name__} method={self.method!r} n={self.X.shape[0]} "
+            f"kernel={self.kernel!r} likelihood={self.likelihood.name!r} "
+            "log_marginal_likelihood=refused>"
+        )
 
     @property
     def warm_start(self) -> tuple[np.ndarray, np.ndarray]:
@@ -181,6 +225,15 @@ def infer(
                          site_tol=site_tol, max_iter=max_iter)  # fmt: skip
     state, converged = run.state, run.converged
     message = bound_message(run, tol, site_tol)
+    refused = None
+    if _impossible(state.elbo, state.noise, likelihood):
+        converged = False
+        refused = (
+            "the bound is refused: no q the iteration reached had a bound that can be one "
+            "(finite and, for labels, <= 0, as log p(y) is): the kernel's scale is beyond "
+            "what double precision resolves; bound the signal variance lower"
+        )
+        message = f"{refused} ({message})"
     if not converged:
         warnings.warn(f"KL {message}", RuntimeWarning, stacklevel=2)
     return KLPosterior(
@@ -199,4 +252,5 @@ def infer(
         b=state.q.b,
         v=state.q.v,
         rounding_limited=run.rounding_limited,
+        refused=refused,
     )

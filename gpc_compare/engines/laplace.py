@@ -28,7 +28,7 @@ import numpy as np
 
 from .._validation import any_value, check_kernel_matrix, check_positive, count
 from ..likelihoods import Softmax
-from ..numerics import cho_solve, chol_B
+from ..numerics import chol_B, solve_I_plus_WK
 from ..posterior import GaussianPosterior
 from . import _newton
 from ._engine import Engine, EngineOptions, Problem, engine_options, option
@@ -202,15 +202,24 @@ def _infer_binary(problem: Problem, options: LaplaceOptions) -> LaplacePosterior
 
     def chord(alpha: np.ndarray, at: tuple) -> np.ndarray:
         # R&W Alg. 3.1 lines 6-8 with the last factorised W (the Newton step when W is the
-        # current one): alpha_new = b - sW B^-1 sW K b, b = W (f - m) + grad log p(y | f)
+        # current one): alpha_new = (I + W K)^-1 b, b = W (f - m) + grad log p(y | f)
         f, (_, d1, _, _) = at
         W, sW, L = factor
-        b = W * (f - m) + d1
-        return b - sW * cho_solve(L, sW * (K @ b))
+        return solve_I_plus_WK(K, sW, L, W * (f - m) + d1)
 
     alpha, psi, at = _newton.start(state, (n,), warm_start, "alpha", candidates=True)
     res = _newton.newton(
-        state, direction, alpha, psi, at, K, tol=tol, max_iter=max_iter, stacklevel=2, chord=chord
+        state,
+        direction,
+        alpha,
+        psi,
+        at,
+        K,
+        tol=tol,
+        max_iter=max_iter,
+        stacklevel=2,
+        chord=chord,
+        likelihood_gradient=lambda _, at: at[1][1],  # alpha = grad log p at the mode (eq. 3.17)
     )
     alpha, psi, (_, derivs) = res.x, res.psi, res.extra
 

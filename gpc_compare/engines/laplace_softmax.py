@@ -37,12 +37,12 @@ from functools import cached_property
 
 import numpy as np
 import scipy.linalg
-from scipy.special import logsumexp
+from scipy.special import logsumexp, softmax
 
 from .._validation import check_count, check_kernel_matrix, check_positive
 from ..kernels import Kernel
 from ..likelihoods import Softmax
-from ..numerics import JITTER, cho_solve, chol_B, cholesky, solve_lower
+from ..numerics import CANCELLATION, JITTER, cho_solve, chol_B, cholesky, solve_lower
 from ..posterior import Convergence, MulticlassPosterior
 from . import _newton
 
@@ -86,9 +86,41 @@ class _Factors:
         return U - self.E_times_shared(t)
 
 
+def _y_minus_pi(Y: np.ndarray, pi: np.ndarray) -> np.ndarray:
+    """y - pi (the gradient of log p(y | f)), with 1 - pi_y as the sum of the other pi_c:
+    where pi_y is near one, 1 - pi_y keeps only eps / (1 - pi_y) of its precision."""
+    rest = np.where(Y > 0, 0.0, pi)
+    return np.where(Y > 0, rest.sum(axis=1, keepdims=True), -pi)
+
+
+def _b_minus_c(fac: _Factors, K: np.ndarray, pi: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """b - c = b - E K b, column by column, = (I + D_c K)^-1 b_c, without cancellation.
+
+    As R&W write it, b_c - E_c K b_c subtracts two terms of b's size whose difference, where
+    pi_ic K_ii >> 1, is about b_ic / (1 + pi_ic K_ii): at a large signal variance only a few
+    bits of it are left (as in the binary form, :func:`~gpc_compare.numerics.solve_I_plus_WK`).
+    Since (I + D_c K)^-1 = E_c D_c^-1, that part of b_c (pi_ic K_ii above
+    :data:`~gpc_compare.numerics.CANCELLATION`) is taken as E_c (b_c / pi_c).
+    """
+    big = pi * np.diag(K)[:, None] > CANCELLATION
+    b_big = np.where(big, b, 0.0)
+    b_rest = b - b_big
+    scaled = np.divide(b_big, pi, out=np.zeros_like(b), where=big)
+    return fac.E_times(scaled) + b_rest - fac.E_times(K @ b_rest)
+
+
 def _psi(a: np.ndarray, f: np.ndarray, Y: np.ndarray) -> float:
-    """Psi = 1/2 a^T f - y^T f + sum_i log sum_c exp f_i^c, to minimise (R&W eq. 3.39)."""
-    return 0.5 * float(np.sum(a * f)) - float(np.sum(Y * f)) + float(logsumexp(f, axis=1).sum())
+    """Psi = 1/2 a^T f - y^T f + sum_i log sum_c exp f_i^c, to minimise (R&W eq. 3.39).
+
+    Each point's -log pi_y = log(1 + sum_{c != y} exp(f_c - f_y)) is summed as log1p: as
+    log sum exp f - f_y it is a difference of numbers of f's size, whose rounding (~1e-13
+    at f ~ 30) hid every decrease in Psi once the other classes' pi fell below it.
+    """
+    f_y = np.sum(Y * f, axis=1, keepdims=True)
+    rest = np.where(Y > 0, 0.0, np.exp(np.minimum(f - f_y, 0.0)))
+    top = np.max(f - f_y, axis=1)  # where a class other than y leads, log sum exp directly
+    nll = np.where(top > 0, logsumexp(f - f_y, axis=1), np.log1p(rest.sum(axis=1)))
+    return 0.5 * float(np.sum(a * f)) + float(nll.sum())
 
 
 class SoftmaxLaplacePosterior(MulticlassPosterior):
@@ -327,13 +359,28 @@ def infer_softmax(
         pi = np.exp(f - logsumexp(f, axis=1, keepdims=True))  # line 4: pi, Pi from f
         fac = _Factors(K, pi)  # lines 5-11
         # line 12: b = (D - Pi Pi^T) f + y - pi, row by row: pi f - pi (pi . f) + y - pi
-        b = pi * f - pi * np.sum(pi * f, axis=1, keepdims=True) + Y - pi
-        c = fac.E_times(K @ b)  # line 13: c = E K b
-        t = cho_solve(fac.M, c.sum(axis=1))  # R^T c, then M^T \ (M \ .)
-        return b - c + fac.E_times_shared(t)  # line 14: a = b - c + E R M^T \ (M \ R^T c)
+        b = pi * f - pi * np.sum(pi * f, axis=1, keepdims=True) + _y_minus_pi(Y, pi)
+        # line 13: c = E K b. R&W's b - c and R^T c = sum_c c_c both cancel where the
+        # signal variance is large (see _b_minus_c); here b - c comes without cancellation
+        # and R^T c = sum_c b_c - sum_c (b - c)_c = -sum_c (b - c)_c, as b sums to zero over
+        # the classes (1^T (D - Pi Pi^T) = 0 and y, pi each sum to one)
+        u = _b_minus_c(fac, K, pi, b)
+        t = cho_solve(fac.M, -u.sum(axis=1))  # R^T c, then M^T \ (M \ .)
+        return u + fac.E_times_shared(t)  # line 14: a = b - c + E R M^T \ (M \ R^T c)
 
     a, psi, f = _newton.start(state, (n, C), warm_start, "a")
-    res = _newton.newton(state, direction, a, psi, f, K, tol=tol, max_iter=max_iter, stacklevel=3)
+    res = _newton.newton(
+        state,
+        direction,
+        a,
+        psi,
+        f,
+        K,
+        tol=tol,
+        max_iter=max_iter,
+        stacklevel=3,
+        likelihood_gradient=lambda _, f: _y_minus_pi(Y, softmax(f, axis=1)),
+    )
     a, psi, f = res.x, res.psi, res.extra
 
     # factorise once more at the final mode: the evidence needs B there exactly

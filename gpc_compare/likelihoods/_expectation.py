@@ -11,9 +11,13 @@ distance; the Gaussian asks for panels no wider than a few standard deviations.
 - v = 0: the point mass, exact.
 - s = sqrt(v) <= 0.5 and <= 1: Gauss-Hermite with 24 and 48 nodes; g is smooth on the
   Gaussian's scale there (error below 1e-14, measured against a 400-panel rule).
-- s > 1: composite Gauss-Legendre, 20 nodes a panel, on [m - 10 s, m + 10 s] (the
-  Gaussian mass beyond is 1.5e-23, and |g| grows at most quadratically, so what is left
-  out is below 1e-20 relative). The panels are equal steps in the coordinate
+- s > 1: composite Gauss-Legendre, 20 nodes a panel, on [m - Z s, m + Z s] with Z = 10
+  (the Gaussian mass beyond is 1.5e-23, and |g| grows at most quadratically, so what is
+  left out is below 1e-20 relative) or, at a large scale, wider: what lies beyond,
+  about phi(Z) (|m| + s Z)^2 / Z, is below 1e-16 absolute with
+  Z = sqrt(4 log(|m| + s + 1) + 74). (With Z = 10 at s = 1e15, m = 11 s, the whole bend
+  of g at 0 lay outside: E came out 0 instead of -0.0065, and the KL engine raised its
+  "bound" by moving q there.) The panels are equal steps in the coordinate
   u(f) = sign(f) [log1p(min(|f|, f*)) / b + max(|f| - f*, 0) / (8 s)], b = log 8,
   f* = 8 s / b - 1: geometric panels (ratio 8 in |f| + 1) about 0 out to where
   they would be wider than 8 s, equal panels of width 8 s beyond. A site needs
@@ -21,6 +25,11 @@ distance; the Gaussian asks for panels no wider than a few standard deviations.
   count, so each group is one vectorised array): 5 to 8 panels (100 to 160 nodes) for
   s up to 10, at most 12 (240 nodes) at s = 1e3. Measured error below 5e-14 relative for
   |m| <= 1e3, 1 < s <= 1e3, for the probit and the logistic and for all three moments.
+- s > 1 and |m| > 100 s: Gauss-Hermite with 48 nodes. The bend is more than 100 standard
+  deviations away, and g's singularities recede in proportion to |f|, so g is smooth on
+  the Gaussian's scale; the panel coordinate, of size |m| / (8 s), would have no bits left
+  for panels of size one beyond |m| / s ~ 1e15 (at m = -1e20, s = 1.4 every panel
+  collapsed and E came out 0, not -5e39).
 
 All the sums are of one sign for a log-concave likelihood (g <= 0, g'' <= 0), so nothing
 cancels.
@@ -40,7 +49,8 @@ NodeFunction = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray, 
 # Gauss-Hermite tiers: (largest sd, nodes).
 _GH_TIERS = ((0.5, 24), (1.0, 48))
 _GL_NODES = 20
-_SPAN = 10.0  # standard deviations either side of the mean
+_SPAN = 10.0  # standard deviations either side of the mean (at least)
+_FAR = 100.0  # beyond this many standard deviations from 0, Gauss-Hermite
 _PANEL_SD = 8.0  # widest panel, in standard deviations
 _PANEL_LOG_RATIO = float(np.log(8.0))  # geometric panels about 0: ratio of |f| + 1
 _FEATURE = 1.0  # the feature's scale at f = 0
@@ -79,16 +89,20 @@ def gaussian_expectations(
         for o, val in zip(out, fun(idx, mean[idx, None]), strict=True):
             o[idx] = val[:, 0]
     lower = 0.0
+    far = np.abs(mean) > _FAR * sd
     for upper, nodes in _GH_TIERS:
-        idx = np.flatnonzero((sd > lower) & (sd <= upper))
+        tier = (sd > lower) & (sd <= upper)
         lower = upper
+        if nodes == _GH_TIERS[-1][1]:
+            tier |= (sd > upper) & far
+        idx = np.flatnonzero(tier)
         if idx.size:
             x, w = _GH_RULES[nodes]
             for chunk in _chunks(idx, nodes):
                 vals = fun(chunk, mean[chunk, None] + sd[chunk, None] * x)
                 for o, val in zip(out, vals, strict=True):
                     o[chunk] = val @ w
-    idx = np.flatnonzero(sd > lower)
+    idx = np.flatnonzero((sd > lower) & ~far)
     if idx.size:
         edges, panels = _panel_edges(mean[idx], sd[idx])
         for p in np.unique(panels):
@@ -120,7 +134,8 @@ def _panel_edges(mean: np.ndarray, sd: np.ndarray) -> tuple[np.ndarray, np.ndarr
     width = _PANEL_SD * sd
     fstar = np.maximum(width / _PANEL_LOG_RATIO - _FEATURE, 0.0)
     ustar = np.log1p(fstar / _FEATURE) / _PANEL_LOG_RATIO
-    lo, hi = mean - _SPAN * sd, mean + _SPAN * sd
+    span = np.maximum(_SPAN, np.sqrt(4.0 * np.log1p(np.abs(mean) + sd) + 74.0))
+    lo, hi = mean - span * sd, mean + span * sd
     u_lo, u_hi = _u(lo, fstar, width), _u(hi, fstar, width)
     panels = np.ceil(u_hi - u_lo).astype(int) + _EXTRA_PANELS
     steps = np.arange(panels.max() + 1) / panels[:, None]  # beyond a site's count: > 1
