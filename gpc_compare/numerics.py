@@ -246,8 +246,9 @@ def solve_I_plus_WK(K: np.ndarray, sW: np.ndarray, L: np.ndarray, b: np.ndarray)
         return b - sW * cho_solve(L, sW * (K @ b))
     b_big = np.where(big, b, 0.0)
     b_rest = b - b_big
-    rhs = np.column_stack([np.divide(b_big, sW, out=np.zeros_like(b), where=big),
-                           sW * (K @ b_rest)])  # fmt: skip
+    rhs = np.column_stack(
+        [np.divide(b_big, sW, out=np.zeros_like(b), where=big), sW * (K @ b_rest)]
+    )
     u, t = cho_solve(L, rhs).T
     return sW * u + b_rest - sW * t
 

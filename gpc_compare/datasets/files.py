@@ -80,8 +80,18 @@ def read_table(path: str | os.PathLike[str]) -> pd.DataFrame:
     try:
         if name.endswith(CSV_SUFFIXES):
             # the header as written (pandas would rename a second "label" to "label.1")
-            header = pd.read_csv(path, compression="infer", skipinitialspace=True,
-                                 header=None, nrows=1, dtype=str).iloc[0].tolist()  # fmt: skip
+            header = (
+                pd.read_csv(
+                    path,
+                    compression="infer",
+                    skipinitialspace=True,
+                    header=None,
+                    nrows=1,
+                    dtype=str,
+                )
+                .iloc[0]
+                .tolist()
+            )
             _check_unique_columns(path, header)
             return pd.read_csv(path, compression="infer", skipinitialspace=True)
         if name.endswith(PARQUET_SUFFIXES):
@@ -173,13 +183,57 @@ def load_table(
     """
     path = Path(path)
     df = read_table(path) if frame is None else frame
-    columns = [str(c) for c in df.columns]
-    df.columns = columns
-    line = 1 if path.name.lower().endswith(CSV_SUFFIXES) else None  # header line (CSV)
+    df.columns = [str(c) for c in df.columns]
+    if categorical is not None and categorical not in CATEGORICAL:
+        raise ValueError(f"categorical must be one of {CATEGORICAL}, got {categorical!r}")
+    if missing not in MISSING:
+        raise ValueError(f"missing must be one of {MISSING}, got {missing!r}")
+    features = _select_columns(path, list(df.columns), target, features)
+    rows = _Rows(path)
+    df = df[[*features, target]]
+    notes: list[str] = []
+    n_read = len(df)
+    df = _drop_missing(df, path, missing, rows, notes)
+    df, features = _encode_text(df, features, path, categorical, rows, notes)
+    X, features = _inputs(df, features, path, rows, notes)
+    classes, y = _classes(df[target].to_numpy(), path, target, positive)
+    counts = np.bincount(y, minlength=len(classes))
+    balance = " / ".join(f"{k} {c}" for c, k in zip(classes, counts, strict=True))
+    info = {
+        "file": str(path),
+        "sha256": file_sha256(path) if path.is_file() else None,
+        "rows": n_read,
+        "target": target,
+        "columns": list(features),
+        "notes": notes,
+    }
+    return Dataset(
+        name=name or path.name.split(".")[0],
+        X=X,
+        y=y,
+        feature_names=list(features),
+        description=f"{path}: {len(y)} cases, {len(features)} inputs, target {target!r} "
+        f"({balance})",
+        class_names=tuple(classes),
+        info=info,
+    )
 
-    def row(i: int) -> str:  # 0-based position -> a row a person can find in the file
-        return f"row {i + 1}" + ("" if line is None else f" (line {i + 1 + line})")
 
+class _Rows:
+    """How messages name a row: a 0-based position as a row (and, in a CSV file, the line)
+    a person can find in the file."""
+
+    def __init__(self, path: Path) -> None:
+        self.line = 1 if path.name.lower().endswith(CSV_SUFFIXES) else None  # the header line
+
+    def __call__(self, i: int) -> str:
+        return f"row {i + 1}" + ("" if self.line is None else f" (line {i + 1 + self.line})")
+
+
+def _select_columns(
+    path: Path, columns: list[str], target: str, features: Sequence[str] | None
+) -> list[str]:
+    """The input columns (every column but the target by default), each checked present."""
     if target not in columns:
         hint = ""
         if len(columns) == 1 and any(sep in columns[0] for sep in ";\t|"):
@@ -196,73 +250,87 @@ def load_table(
             raise ValueError(f"{path}: the target {target!r} is also listed among the features")
     if not features:
         raise ValueError(f"{path}: no input column besides the target {target!r}")
-    if categorical is not None and categorical not in CATEGORICAL:
-        raise ValueError(f"categorical must be one of {CATEGORICAL}, got {categorical!r}")
-    if missing not in MISSING:
-        raise ValueError(f"missing must be one of {MISSING}, got {missing!r}")
-    df = df[[*features, target]]
-    notes: list[str] = []
-    n_read = len(df)
+    return features
 
-    # missing values: counted per column, refused or dropped
+
+def _drop_missing(
+    df: pd.DataFrame, path: Path, missing: str, rows: _Rows, notes: list[str]
+) -> pd.DataFrame:
+    """Missing values, counted per column: refused (``missing="error"``) or their rows
+    dropped (and noted)."""
     holes = df.isna()
-    if holes.to_numpy().any():
-        counts = {c: int(k) for c, k in holes.sum().items() if k}
-        where = ", ".join(
-            f"{c!r} {k} (first at {row(int(np.flatnonzero(holes[c].to_numpy())[0]))})"
-            for c, k in counts.items()
+    if not holes.to_numpy().any():
+        return df
+    counts = {c: int(k) for c, k in holes.sum().items() if k}
+    where = ", ".join(
+        f"{c!r} {k} (first at {rows(int(np.flatnonzero(holes[c].to_numpy())[0]))})"
+        for c, k in counts.items()
+    )
+    bad = holes.any(axis=1).to_numpy()
+    if missing == "error":
+        raise ValueError(
+            f"{path}: missing values in column(s) {where}: fill them in, or set "
+            f'missing = "drop" to drop those {int(bad.sum())} of {len(df)} rows'
         )
-        bad = holes.any(axis=1).to_numpy()
-        if missing == "error":
-            raise ValueError(
-                f"{path}: missing values in column(s) {where}: fill them in, or set "
-                f'missing = "drop" to drop those {int(bad.sum())} of {n_read} rows'
-            )
-        df = df.loc[~bad]
-        notes.append(f"{int(bad.sum())} of {n_read} rows dropped for missing values ({where})")
+    notes.append(f"{int(bad.sum())} of {len(df)} rows dropped for missing values ({where})")
+    return df.loc[~bad]
 
-    # non-numeric inputs: refused, one-hot encoded or dropped
+
+def _encode_text(
+    df: pd.DataFrame,
+    features: list[str],
+    path: Path,
+    categorical: str | None,
+    rows: _Rows,
+    notes: list[str],
+) -> tuple[pd.DataFrame, list[str]]:
+    """Non-numeric inputs: refused (``categorical=None``), dropped, or one-hot encoded
+    (``name=level``, levels stripped of surrounding whitespace)."""
     text = [c for c in features if not _numeric(df[c])]
-    if text:
-        if categorical is None:
-            where = "; ".join(_first_text(df[c], c, row) for c in text)
-            raise ValueError(
-                f"{path}: non-numeric feature column(s) {text} ({where}): set "
-                'categorical = "onehot" (one 0/1 column per level) or categorical = "drop", '
-                "or list the numeric columns in features = [...]"
-            )
-        if categorical == "drop":
-            notes.append(f"non-numeric column(s) {text} dropped (categorical = 'drop')")
-            features = [c for c in features if c not in text]
-        else:
-            levels = {c: sorted(df[c].astype(str).str.strip().unique()) for c in text}
-            notes.append(
-                "one-hot encoded: "
-                + "; ".join(f"{c!r} ({len(v)} levels)" for c, v in levels.items())
-            )
-            expanded = []
-            for c in features:
-                if c in text:
-                    for level in levels[c]:
-                        name_ = f"{c}={level}"
-                        is_level = df[c].astype(str).str.strip() == level
-                        df = df.assign(**{name_: is_level.astype(float)})
-                        expanded.append(name_)
-                else:
-                    expanded.append(c)
-            features = expanded
-        if not features:
-            raise ValueError(f"{path}: no numeric input column left after dropping {text}")
+    if not text:
+        return df, features
+    if categorical is None:
+        where = "; ".join(_first_text(df[c], c, rows) for c in text)
+        raise ValueError(
+            f"{path}: non-numeric feature column(s) {text} ({where}): set "
+            'categorical = "onehot" (one 0/1 column per level) or categorical = "drop", '
+            "or list the numeric columns in features = [...]"
+        )
+    if categorical == "drop":
+        notes.append(f"non-numeric column(s) {text} dropped (categorical = 'drop')")
+        features = [c for c in features if c not in text]
+    else:
+        levels = {c: sorted(df[c].astype(str).str.strip().unique()) for c in text}
+        notes.append(
+            "one-hot encoded: " + "; ".join(f"{c!r} ({len(v)} levels)" for c, v in levels.items())
+        )
+        expanded = []
+        for c in features:
+            if c not in text:
+                expanded.append(c)
+                continue
+            for level in levels[c]:
+                is_level = df[c].astype(str).str.strip() == level
+                df = df.assign(**{f"{c}={level}": is_level.astype(float)})
+                expanded.append(f"{c}={level}")
+        features = expanded
+    if not features:
+        raise ValueError(f"{path}: no numeric input column left after dropping {text}")
+    return df, features
 
+
+def _inputs(
+    df: pd.DataFrame, features: list[str], path: Path, rows: _Rows, notes: list[str]
+) -> tuple[np.ndarray, list[str]]:
+    """The inputs as floats: an infinite value refused (naming its column and row),
+    constant columns (no information) dropped and noted."""
     X = df[features].to_numpy(dtype=float)
     infinite = ~np.isfinite(X)
     if infinite.any():
         i, j = (int(v[0]) for v in np.nonzero(infinite))
         raise ValueError(
-            f"{path}: column {features[j]!r} holds an infinite value at {row(_position(df, i))}"
+            f"{path}: column {features[j]!r} holds an infinite value at {rows(_position(df, i))}"
         )
-
-    # constant inputs carry nothing and break nothing: dropped, and said so
     constant = [c for j, c in enumerate(features) if X.shape[0] and np.all(X[:, j] == X[0, j])]
     if constant:
         notes.append(
@@ -272,8 +340,12 @@ def load_table(
         X, features = X[:, keep], [features[j] for j in keep]
         if not features:
             raise ValueError(f"{path}: every input column is constant: nothing to classify by")
+    return X, features
 
-    labels = df[target].to_numpy()
+
+def _classes(labels: np.ndarray, path: Path, target: str, positive: Any) -> tuple[list, np.ndarray]:
+    """The classes (labels as text, sorted; a binary set's ``positive`` second) and ``y``,
+    each case's class index."""
     names = [_label_text(v) for v in labels]
     classes = sorted(set(names), key=_label_key)
     if len(classes) < 2:
@@ -291,28 +363,7 @@ def load_table(
         if len(classes) == 2:  # the positive class second: y = 1
             classes = [c for c in classes if c != _label_text(positive)] + [_label_text(positive)]
     index = {c: k for k, c in enumerate(classes)}
-    y = np.array([index[c] for c in names], dtype=int)
-    label = name or path.name.split(".")[0]
-    counts = np.bincount(y, minlength=len(classes))
-    balance = " / ".join(f"{k} {c}" for c, k in zip(classes, counts, strict=True))
-    info = {
-        "file": str(path),
-        "sha256": file_sha256(path) if path.is_file() else None,
-        "rows": n_read,
-        "target": target,
-        "columns": list(features),
-        "notes": notes,
-    }
-    return Dataset(
-        name=label,
-        X=X,
-        y=y,
-        feature_names=list(features),
-        description=f"{path}: {len(y)} cases, {len(features)} inputs, target {target!r} "
-        f"({balance})",
-        class_names=tuple(classes),
-        info=info,
-    )
+    return classes, np.array([index[c] for c in names], dtype=int)
 
 
 def _numeric(column: pd.Series) -> bool:

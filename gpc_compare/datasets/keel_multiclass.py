@@ -135,8 +135,11 @@ def load_letter() -> Dataset:
     R mlbench's ``LetterRecognition``. 1332 rows repeat an earlier one (same letter); no
     missing values. The largest of these sets: the sparse engines' problem.
     """
-    return _build("letter", _same("A B C D E F G H I J K L M N O P Q R S T U V W X Y Z"),
-                  "Letter recognition (UCI)")  # fmt: skip
+    return _build(
+        "letter",
+        _same("A B C D E F G H I J K L M N O P Q R S T U V W X Y Z"),
+        "Letter recognition (UCI)",
+    )
 
 
 def load_vowel() -> Dataset:

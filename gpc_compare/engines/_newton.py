@@ -109,8 +109,13 @@ class NewtonResult:
     def convergence(self) -> Convergence:
         """The record of a fit that factorises once more at the mode (binary Laplace,
         FITC-Laplace): ``factorizations`` counts that one too."""
-        return Convergence(self.converged, self.iterations, self.change, self.message,
-                           factorizations=self.factorizations + 1)  # fmt: skip
+        return Convergence(
+            self.converged,
+            self.iterations,
+            self.change,
+            self.message,
+            factorizations=self.factorizations + 1,
+        )
 
 
 def check_warm_start(warm_start, shape: tuple[int, ...], name: str) -> np.ndarray:

@@ -182,8 +182,9 @@ def write_report(result_dir: str | os.PathLike[str]) -> Path:
         paired,
     )
     if config.kernels:  # the kernels compared, after the findings
-        section = "\n".join(kernel_section(study.plain_table, study.plain_datasets,
-                                           list(config.kernels), engines))  # fmt: skip
+        section = "\n".join(
+            kernel_section(study.plain_table, study.plain_datasets, list(config.kernels), engines)
+        )
         at = text.find("\n## ", text.find("## Findings") + 1)
         text = text + "\n" + section if at < 0 else text[: at + 1] + section + text[at:]
     if study.unreadable:  # said, not hidden: their jobs show as "not run" in the table

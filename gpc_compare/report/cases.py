@@ -121,7 +121,10 @@ def _cases(rec: JobRecord) -> dict[str, Any]:
     if a.multiclass:  # the training classes' entropy from the record's
         m = rec.metrics  # information_bits = H + mean log p / ln 2
         entropy = m["information_bits"] - m["mean_log_predictive"] / np.log(2.0)
-        return {"y": a.y_test, "proba": a.proba_test, "log_p": a.log_p_test,
-                "entropy_bits": entropy}  # fmt: skip
-    return {"y": a.y_test, "p1": a.p1_test, "log_p": a.log_p_test,
-            "base_rate": rec.base_rate}  # fmt: skip
+        return {
+            "y": a.y_test,
+            "proba": a.proba_test,
+            "log_p": a.log_p_test,
+            "entropy_bits": entropy,
+        }
+    return {"y": a.y_test, "p1": a.p1_test, "log_p": a.log_p_test, "base_rate": rec.base_rate}

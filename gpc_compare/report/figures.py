@@ -155,8 +155,9 @@ def plot_reliability(
         ax.set_ylim(-0.02, 1.02)
         ax.set_aspect("equal")
         ax.set_title(f"{dataset} ({n_cases} test cases, pooled)", fontsize=10)
-        ax.set_xlabel("top-label confidence max_c p_c, bin mean" if top else
-                      "predicted P(y = 1), bin mean")  # fmt: skip
+        ax.set_xlabel(
+            "top-label confidence max_c p_c, bin mean" if top else "predicted P(y = 1), bin mean"
+        )
         ax.set_ylabel("observed fraction top label right" if top else "observed fraction y = 1")
         ax.grid(alpha=0.3)
         ax.legend(loc="upper left", fontsize=8)
@@ -282,14 +283,29 @@ def plot_evidence(
                 label = (
                     None if drawn else f"{name} ({est})" if _samples(methods.get(engine)) else name
                 )
-                ax.errorbar(values, y, yerr=se, fmt=marker, color=colour, label=label,
-                            capsize=3, markersize=7, zorder=3)  # fmt: skip
+                ax.errorbar(
+                    values,
+                    y,
+                    yerr=se,
+                    fmt=marker,
+                    color=colour,
+                    label=label,
+                    capsize=3,
+                    markersize=7,
+                    zorder=3,
+                )
             lo, hi = ax.get_xlim()
             for b in sorted(bounds):
                 if lo - 0.5 <= b <= hi + 0.5:
                     ax.axvline(b, color="0.3", linestyle=":", linewidth=1.2)
-                    ax.annotate("bound", (b, 1.0), xycoords=("data", "axes fraction"),
-                                fontsize=7, ha="center", va="bottom")  # fmt: skip
+                    ax.annotate(
+                        "bound",
+                        (b, 1.0),
+                        xycoords=("data", "axes fraction"),
+                        fontsize=7,
+                        ha="center",
+                        va="bottom",
+                    )
             ax.set_xlabel(hp)
             ax.set_ylabel("log evidence / n_train")
             ax.set_title(f"{dataset} (split {split}): along {hp}", fontsize=10, pad=12)
@@ -351,8 +367,11 @@ def plot_timings(
         ax.set_xlim(-0.5, per_row - 0.5)
         ax.set_ylabel("seconds per split (log scale)")
         ax.grid(alpha=0.3, axis="y")
-    axes[0].set_title("One fit and, hatched, the hyperparameter search\n(bars: median over "
-                      "splits; dots: each split)", fontsize=10)  # fmt: skip
+    axes[0].set_title(
+        "One fit and, hatched, the hyperparameter search\n(bars: median over "
+        "splits; dots: each split)",
+        fontsize=10,
+    )
     axes[0].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.savefig(path, dpi=110)
 

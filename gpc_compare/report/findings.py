@@ -215,9 +215,11 @@ def _bound_findings(table: pd.DataFrame, dataset: str, engines: Sequence[str]) -
         if hits:
             out.append(
                 f"{style(engine)[2]}'s "
-                + ", ".join(f"{name} at its {side} bound on {k} of {len(jobs)} splits"
-                            for (name, side), k in hits.items())
-            )  # fmt: skip
+                + ", ".join(
+                    f"{name} at its {side} bound on {k} of {len(jobs)} splits"
+                    for (name, side), k in hits.items()
+                )
+            )
     return out
 
 

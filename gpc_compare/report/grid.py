@@ -85,12 +85,12 @@ def plot_contours(
                 checked = surface(df, name, gold, "checked")[2].astype(bool)
                 jj, ii = np.nonzero(checked & ok)
                 if checked_label and len(jj):
-                    ax.plot(le[ii], ls[jj], ".", color="white", mec="k", ms=7,
-                            label=checked_label)  # fmt: skip
+                    ax.plot(le[ii], ls[jj], ".", color="white", mec="k", ms=7, label=checked_label)
                 jj, ii = np.nonzero(~ok)
                 if len(jj):
-                    ax.plot(le[ii], ls[jj], "o", mfc="none", mec="0.3", ms=7,
-                            label=unreliable_label)  # fmt: skip
+                    ax.plot(
+                        le[ii], ls[jj], "o", mfc="none", mec="0.3", ms=7, label=unreliable_label
+                    )
                 if ax.get_legend_handles_labels()[0]:
                     ax.legend(loc="lower right", fontsize=7, framealpha=0.8)
             ax.set_title(
@@ -150,8 +150,15 @@ def plot_gaps(
                     text = text if ok[j, i] else f"({text})" if np.isfinite(v) else "n/a"
                     text += "*" if checked[j, i] and ok[j, i] else ""
                     dark = ok[j, i] and abs(v) > 0.6 * vmax
-                    ax.text(le[i], ls[j], text, ha="center", va="center", fontsize=7,
-                            color="white" if dark else "black")  # fmt: skip
+                    ax.text(
+                        le[i],
+                        ls[j],
+                        text,
+                        ha="center",
+                        va="center",
+                        fontsize=7,
+                        color="white" if dark else "black",
+                    )
             fig.colorbar(mesh, ax=ax, label="nats")
             ax.set_title(f"{name}: {labels[method]} - {gold.upper()}{note}", fontsize=10)
             ax.set_xlabel("log length-scale")

@@ -341,15 +341,19 @@ def _parse_datasets(
             raise _fail(p, where, f"cannot load {name!r} with {options}: {exc}") from None
         if data.n_classes != 2 and likelihood in BINARY_LIKELIHOODS:
             raise _fail(
-                p, where, f"{name!r} has {data.n_classes} classes; likelihood = "
-                f"{likelihood!r} is binary: use likelihood = \"softmax\" or a binary view"
-            )  # fmt: skip
+                p,
+                where,
+                f"{name!r} has {data.n_classes} classes; likelihood = "
+                f'{likelihood!r} is binary: use likelihood = "softmax" or a binary view',
+            )
         smallest = int(np.min(np.bincount(data.y)))
         if smallest < folds:
             raise _fail(
-                p, where, f"the smallest class has {smallest} cases, too few for {folds} "
-                "stratified folds: use more cases or fewer splits"
-            )  # fmt: skip
+                p,
+                where,
+                f"the smallest class has {smallest} cases, too few for {folds} "
+                "stratified folds: use more cases or fewer splits",
+            )
         specs.append(DatasetSpec(name, options, subsample))
         dims[specs[-1].label] = int(data.X.shape[1])
     labels = [s.label for s in specs]
@@ -380,14 +384,18 @@ def _parse_engines(value: Any, p: str) -> tuple[dict[str, dict[str, Any]], dict[
             )
         if "warm_start" in options:
             raise _fail(
-                p, f"{where}.warm_start", "is a starting point for one fit (n values from an "
-                "earlier posterior): it has no meaning across a study's folds"
-            )  # fmt: skip
+                p,
+                f"{where}.warm_start",
+                "is a starting point for one fit (n values from an "
+                "earlier posterior): it has no meaning across a study's folds",
+            )
         if options.get("hyperparameters", "source") != "source":
             raise _fail(
-                p, f"{where}.hyperparameters", "the only per-engine setting is 'source' (run at "
-                "the values the source engine selects)"
-            )  # fmt: skip
+                p,
+                f"{where}.hyperparameters",
+                "the only per-engine setting is 'source' (run at "
+                "the values the source engine selects)",
+            )
         own = {k: v for k, v in options.items() if k not in ("objective", "hyperparameters")}
         try:  # the engine's own check, as gc.fit's: refused here, not in every job
             get_engine(method).check_options(own)
@@ -401,9 +409,11 @@ def _parse_engines(value: Any, p: str) -> tuple[dict[str, dict[str, Any]], dict[
                 raise _fail(p, f"{where}.objective", f"must be one of {OBJECTIVES}")
             if "loo" not in capabilities(method) and options["objective"] != "evidence":
                 raise _fail(
-                    p, f"{where}.objective", "the LOO objectives need an engine with a "
-                    f"leave-one-out predictive ({', '.join(engines_with('loo'))})"
-                )  # fmt: skip
+                    p,
+                    f"{where}.objective",
+                    "the LOO objectives need an engine with a "
+                    f"leave-one-out predictive ({', '.join(engines_with('loo'))})",
+                )
         engines[label] = options
         methods[label] = method
     return engines, methods
@@ -433,9 +443,11 @@ def _parse_hyperparameters(
     _check_keys(value, {"policy", "source", "n_restarts", "grid"}, p, "hyperparameters")
     if ("grid" in value) != (value.get("policy") == "grid"):
         raise _fail(
-            p, "hyperparameters.grid", "policy = 'grid' and a [hyperparameters.grid] table go "
-            "together: one names the values of each hyperparameter, the other uses them"
-        )  # fmt: skip
+            p,
+            "hyperparameters.grid",
+            "policy = 'grid' and a [hyperparameters.grid] table go "
+            "together: one names the values of each hyperparameter, the other uses them",
+        )
     policy = value.get("policy", "optimize")
     if policy not in POLICIES:
         raise _fail(p, "hyperparameters.policy", f"must be one of {POLICIES}, got {policy!r}")
@@ -448,9 +460,10 @@ def _parse_hyperparameters(
     if policy == "grid":  # every engine at every grid point: nobody selects anything
         if source is not None or at_source:
             raise _fail(
-                p, "hyperparameters.source" if source is not None else "engines",
+                p,
+                "hyperparameters.source" if source is not None else "engines",
                 "a grid study has no source engine: every engine runs at every grid point",
-            )  # fmt: skip
+            )
         return policy, None, n_restarts
     needs_source = policy == "shared" or at_source or (policy == "optimize" and bool(borrowing))
     if source is None and needs_source:
@@ -458,9 +471,11 @@ def _parse_hyperparameters(
         if source is None:
             with_gradient = ", ".join(engines_with("evidence_gradient"))
             raise _fail(
-                p, "hyperparameters.source", f"{borrowing or engines} need an engine with an "
-                f"evidence gradient ({with_gradient}) to select their values"
-            )  # fmt: skip
+                p,
+                "hyperparameters.source",
+                f"{borrowing or engines} need an engine with an "
+                f"evidence gradient ({with_gradient}) to select their values",
+            )
     if source is not None:
         if source not in engines:
             raise _fail(p, "hyperparameters.source", f"{source!r} is not an engine of the study")

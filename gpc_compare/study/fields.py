@@ -77,9 +77,11 @@ def parse_grid(
         raise fail(p, "hyperparameters.grid", "must be a table of axes, e.g. log_lengthscale")
     if "mean" in axes and mean is None:
         raise fail(
-            p, "hyperparameters.grid.mean", "a grid over the prior mean needs a constant mean: "
-            "set mean = 0.0 at the top level (the value of points without a mean axis)"
-        )  # fmt: skip
+            p,
+            "hyperparameters.grid.mean",
+            "a grid over the prior mean needs a constant mean: "
+            "set mean = 0.0 at the top level (the value of points without a mean axis)",
+        )
     for label, d in dims.items():  # every data set's kernel must have these hyperparameters
         names = make_kernel(kernel, d).hyperparameter_names + ([] if mean is None else ["mean"])
         check_keys(axes, names, p, f"hyperparameters.grid (for {label!r}, d = {d})")

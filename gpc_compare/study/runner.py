@@ -146,8 +146,7 @@ def run_study(
     result_dir = inside(output, config.name)  # (the name is checked at load; again here)
     (result_dir / "jobs").mkdir(parents=True, exist_ok=True)
     with output_lock(result_dir, wait=wait, stream=progress):
-        return _run_locked(config, output, result_dir, workers, scheduler, retry_failed,
-                           progress)  # fmt: skip
+        return _run_locked(config, output, result_dir, workers, scheduler, retry_failed, progress)
 
 
 def _run_locked(config, output, result_dir, workers, scheduler, retry_failed, progress):
