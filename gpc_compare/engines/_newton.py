@@ -194,12 +194,7 @@ def newton(
     """
 
     def off_mode() -> float:
-        """|x - grad log p|_max relative to the larger of the two (0 if not checked)."""
-        if likelihood_gradient is None:
-            return 0.0
-        g = np.asarray(likelihood_gradient(x, extra))
-        size = max(float(np.max(np.abs(x))), float(np.max(np.abs(g))))
-        return float(np.max(np.abs(x - g))) / size if size > 0 else 0.0
+        return _off_mode(likelihood_gradient, x, extra)
 
     converged, change, it, message = False, np.inf, 0, ""
     newton_df = prev_df = np.inf
@@ -212,7 +207,6 @@ def newton(
         step = (chord if use_chord else direction)(x, extra) - x
         # the full Newton (or chord) step in f (see the module notes)
         prev_df, newton_df = newton_df, float(np.max(np.abs(K @ step)))
-        s = 1.0
         # step halving: Psi must not increase (beyond rounding). A Newton step below
         # sqrt(tol) in f is taken whole: its decrease in Psi (~ its square) is below Psi's
         # rounding, which at a large signal variance is well above the slack (Psi sums
@@ -220,15 +214,7 @@ def newton(
         # the step that settles the mode, and leave f off by it
         slack = 1e-13 * max(1.0, abs(psi))
         settles = not use_chord and newton_df < np.sqrt(tol)
-        while True:
-            cand = x + s * step
-            psi_c, extra_c = state(cand)
-            if np.isfinite(psi_c) and (psi_c <= psi + slack or settles):
-                break
-            s *= 0.5
-            if s < 1e-12:
-                psi_c, extra_c, cand = psi, extra, x
-                break
+        cand, psi_c, extra_c, s = _halve(state, x, psi, extra, step, slack, settles)
         change = max(psi - psi_c, 0.0)
         rose = max(psi_c - psi, 0.0)  # (a small Newton step taken whole despite rounding)
         x, psi, extra = cand, psi_c, extra_c
@@ -249,11 +235,11 @@ def newton(
             break
         if stopped:
             converged = True
+            kind = "chord" if was_chord else "Newton"
             message = (
                 f"converged at iteration {it} ({factorizations} Newton, "
-                f"{it - factorizations} chord steps): Psi "
-                f"changed by {change:.2e} < tol = {tol:g}, "
-                f"{'chord' if was_chord else 'Newton'} step in f {newton_df:.1e}"
+                f"{it - factorizations} chord steps): Psi changed by {change:.2e} < tol = "
+                f"{tol:g}, {kind} step in f {newton_df:.1e}"
                 + (f" (taken whole: Psi rose by {rose:.1e}, within its rounding)" if rose else "")
             )
             break
@@ -266,22 +252,64 @@ def newton(
                 message = _stalled(it, newton_df, change, off, K)
                 break
             converged = True
-            message = (
-                f"converged at iteration {it} at the limit of rounding: Psi changed by "
-                f"{change:.2e} (its rounding {slack:.1e}); the remaining Newton step in f, "
-                f"{newton_df:.1e}, is rounding error of K's scale "
-                f"({float(np.max(np.abs(K.diagonal()))):.3g})"
-            )
+            message = _at_rounding(it, change, slack, newton_df, K)
             break
     if not converged:
-        message = message or (
-            f"not converged after {max_iter} Newton iterations: the Newton step in f is "
-            f"still {newton_df:.1e} (converged needs < sqrt(tol) = {np.sqrt(tol):.1e}) and "
-            f"Psi last changed by {change:.2e} (needs < tol = {tol:g}); raise max_iter, or "
-            "bound the signal variance lower if K is too large to factorise accurately"
-        )
+        message = message or _not_converged(max_iter, newton_df, change, tol)
         warnings.warn(f"Laplace mode finding {message}", RuntimeWarning, stacklevel=stacklevel + 1)
     return NewtonResult(x, psi, extra, converged, it, float(change), message, factorizations)
+
+
+def _halve(
+    state: State,
+    x: np.ndarray,
+    psi: float,
+    extra: Any,
+    step: np.ndarray,
+    slack: float,
+    settles: bool,
+) -> tuple[np.ndarray, float, Any, float]:
+    """Step halving from x along ``step`` until Psi does not rise beyond ``slack`` (or at
+    once where the step ``settles``, see :func:`newton`): the new point, its Psi and
+    extra, and the fraction of the step taken (x itself, if no fraction above 1e-12 does)."""
+    s = 1.0
+    while True:
+        cand = x + s * step
+        psi_c, extra_c = state(cand)
+        if np.isfinite(psi_c) and (psi_c <= psi + slack or settles):
+            return cand, psi_c, extra_c, s
+        s *= 0.5
+        if s < 1e-12:
+            return x, psi, extra, s
+
+
+def _off_mode(likelihood_gradient, x: np.ndarray, extra: Any) -> float:
+    """|x - grad log p|_max relative to the larger of the two (0 if not checked)."""
+    if likelihood_gradient is None:
+        return 0.0
+    g = np.asarray(likelihood_gradient(x, extra))
+    size = max(float(np.max(np.abs(x))), float(np.max(np.abs(g))))
+    return float(np.max(np.abs(x - g))) / size if size > 0 else 0.0
+
+
+def _at_rounding(it: int, change: float, slack: float, step: float, K) -> str:
+    """The message of an iteration that converged at the limit of rounding."""
+    return (
+        f"converged at iteration {it} at the limit of rounding: Psi changed by "
+        f"{change:.2e} (its rounding {slack:.1e}); the remaining Newton step in f, "
+        f"{step:.1e}, is rounding error of K's scale "
+        f"({float(np.max(np.abs(K.diagonal()))):.3g})"
+    )
+
+
+def _not_converged(max_iter: int, step: float, change: float, tol: float) -> str:
+    """The message of an iteration that ran out of iterations."""
+    return (
+        f"not converged after {max_iter} Newton iterations: the Newton step in f is "
+        f"still {step:.1e} (converged needs < sqrt(tol) = {np.sqrt(tol):.1e}) and "
+        f"Psi last changed by {change:.2e} (needs < tol = {tol:g}); raise max_iter, or "
+        "bound the signal variance lower if K is too large to factorise accurately"
+    )
 
 
 def _stalled(it: int, step: float, change: float, off: float, K) -> str:
