@@ -586,7 +586,8 @@ def _parse_splits(value: Any, p: str) -> dict[str, Any]:
                         "other fields")  # fmt: skip
         return {"kind": kind}
     if kind == "kfold":  # n_repeats kept only above 1: the job ids of one repeat stay the same
-        _check_keys(value, {"kind", "n_splits", "n_repeats"}, p, "splits")  # (no test_size)
+        if "test_size" in value:
+            raise _fail(p, "splits", "test_size belongs to kind = 'holdout'")
         folds = {"kind": kind, "n_splits": _int(value.get("n_splits", 5), p, "splits.n_splits", 2)}
         repeats = _int(value.get("n_repeats", 1), p, "splits.n_repeats", 1)
         return folds if repeats == 1 else {**folds, "n_repeats": repeats}
