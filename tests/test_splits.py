@@ -119,7 +119,7 @@ def test_n_repeats_of_one_keeps_the_job_ids(tmp_path: Path) -> None:
     [
         ("n_repeats = 0", "n_repeats: must be an integer >= 1"),
         ("n_repeats = 1.5", "n_repeats: must be an integer >= 1"),
-        ("test_size = 0.2", r"unknown field\(s\) \['test_size'\]"),
+        ("test_size = 0.2", "splits: test_size belongs to kind = 'holdout'"),
     ],
 )
 def test_bad_kfold_repeats_are_refused(tmp_path: Path, repeats: str, match: str) -> None:

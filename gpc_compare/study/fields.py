@@ -125,7 +125,8 @@ def parse_splits(value: Any, p: str) -> dict[str, Any]:
             raise fail(p, "splits", why)
         return {"kind": kind}
     if kind == "kfold":  # n_repeats kept only above 1: the job ids of one repeat stay the same
-        check_keys(value, {"kind", "n_splits", "n_repeats"}, p, "splits")  # (no test_size)
+        if "test_size" in value:
+            raise fail(p, "splits", "test_size belongs to kind = 'holdout'")
         folds = {
             "kind": kind,
             "n_splits": integer(value.get("n_splits", 5), p, "splits.n_splits", 2),
