@@ -483,13 +483,18 @@ def test_when_nutpie_cannot_start_pymc_samples_and_the_diagnostics_say_so(
 
 
 def test_every_engine_checks_every_option_it_declares() -> None:
-    """``OPTION_CHECKS`` and ``OPTIONS`` name the same options (an option without a check
-    would be refused as unknown), and every default passes its own check."""
+    """Every option is declared once, with a check and a doc (its Options dataclass), and
+    every default passes its own check."""
+    import dataclasses
+
     from gpc_compare.engines import ENGINES
 
     for name, engine in ENGINES.items():
-        assert set(engine.OPTION_CHECKS) == set(engine.OPTIONS), name
-        assert engine.check_options(dict(engine.OPTIONS)) == dict(engine.OPTIONS), name
+        for field in dataclasses.fields(engine.Options):
+            assert callable(field.metadata["check"]) and field.metadata["doc"], (name, field.name)
+        defaults = engine.Options.defaults()
+        assert engine.check_options(defaults) == defaults, name
+        assert engine.Options().to_dict() == defaults, name
 
 
 def test_an_address_that_is_not_a_dask_scheduler_is_a_clear_error(tmp_path: Path, capsys) -> None:
