@@ -106,7 +106,9 @@ def fit(
         )
     engine.check_likelihood(lik)
     can = engine.capabilities(lik)
-    engine.check_options(options)  # (each engine's own check: unknown names, bad values)
+    # each engine's own check (unknown names, bad values), then the options as given under
+    # their current names (an old name warns here, once: canonical keeps the order)
+    options = dict(zip(engine.check_options(options), options.values(), strict=True))
     random_seed = check_random_seed(random_seed)
     kernel = SquaredExponential() if kernel is None else kernel
     if not isinstance(kernel, Kernel):

@@ -16,16 +16,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 from importlib.metadata import entry_points
 
-from . import ep, fitc_ep, fitc_laplace, kl, mcmc, svgp, vb
+from . import mcmc
 from ._engine import CAPABILITY_NAMES, Engine, EngineOptions, Problem, engine_options, option
 from ._legacy import legacy_engine
+from .ep import ENGINE as _EP
+from .fitc_ep import ENGINE as _FITC_EP
+from .fitc_laplace import ENGINE as _FITC_LAPLACE
+from .kl import ENGINE as _KL
 from .laplace import ENGINE as _LAPLACE
+from .svgp import ENGINE as _SVGP
+from .vb import ENGINE as _VB
 
-# TRANSITION: modules not yet converted to an Engine class are wrapped (removed when all are)
-_EP, _FITC_EP, _FITC_LAPLACE, _KL, _MCMC, _SVGP, _VB = (
-    getattr(m, "ENGINE", None) or legacy_engine(m)
-    for m in (ep, fitc_ep, fitc_laplace, kl, mcmc, svgp, vb)
-)
+# TRANSITION: the MCMC engine is not yet an Engine class; it is wrapped (_legacy.py goes
+# when it is converted)
+_MCMC = getattr(mcmc, "ENGINE", None) or legacy_engine(mcmc)
 
 __all__ = [
     "CAPABILITY_NAMES",

@@ -1,6 +1,6 @@
 """TRANSITION ONLY: an Engine wrapping an engine module of the old layout (module-level
-OPTIONS, OPTION_CHECKS, CAPABILITIES, LIKELIHOODS, LABEL, check_options, infer). Removed
-once every engine module defines its Engine class."""
+OPTIONS, OPTION_CHECKS, CAPABILITIES, LIKELIHOODS, LABEL, check_options, infer). Only the
+MCMC engine still has it; removed once that module defines its Engine class."""
 
 from __future__ import annotations
 
