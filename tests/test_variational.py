@@ -286,6 +286,30 @@ def test_site_mean_by_preconditioned_cg_equals_the_factorised_mean():
     assert site_mean_cg(K, 0.3, W, b, near.L, rtol=1e-12, max_iter=1) is None
 
 
+def test_one_anderson_driver_with_its_memory():
+    """_sites.Anderson (EP's memory 4, the site iteration's and VB's 5): it remembers
+    memory + 1 iterates, extrapolates once it has two, and on a linear map in three
+    dimensions with memory 3 reaches the fixed point in four steps (as GMRES would)."""
+    from gpc_compare.engines._sites import Anderson
+
+    rng = np.random.default_rng(0)
+    A, c = rng.normal(size=(3, 3)) / 6.0, rng.normal(size=3)
+    fixed = np.linalg.solve(np.eye(3) - A, c)
+    acceleration, x = Anderson(3), np.zeros(3)
+    assert acceleration.extrapolate() is None
+    for _ in range(4):
+        acceleration.push(x, A @ x + c - x)
+        trial = acceleration.extrapolate()
+        x = A @ x + c if trial is None else trial
+    np.testing.assert_allclose(x, fixed, rtol=1e-12)
+    acceleration.push(x, A @ x + c - x)
+    assert len(acceleration.history) == 4  # memory + 1
+    acceleration.restart()
+    assert len(acceleration.history) == 1 and acceleration.extrapolate() is None
+    acceleration.clear()
+    assert acceleration.history == []
+
+
 # ------------------------------------------------------------------------ hard regimes
 @pytest.mark.parametrize(("method", "likelihood"), VARIATIONAL)
 @pytest.mark.parametrize(

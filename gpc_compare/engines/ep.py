@@ -54,7 +54,7 @@ from ..numerics import (
 from ..posterior import Convergence, GaussianPosterior
 from ._engine import Engine, EngineOptions, Problem, engine_options, option
 from ._ep_sites import ep_log_evidence, probit_site_jacobian, sequential_sweep, site_update
-from ._sites import anderson, check_site_warm_start, marginal_variances_and_inverse
+from ._sites import Anderson, check_site_warm_start, marginal_variances_and_inverse
 
 __all__ = ["ENGINE", "EPEngine", "EPOptions", "EPPosterior", "infer"]
 
@@ -167,7 +167,7 @@ def infer(X, y, kernel, likelihood, mean=None, **options) -> EPPosterior:
 AUTO_PARALLEL_SWEEPS = 60
 #: ... or once adaptive damping has been halved below this (persistent oscillation).
 AUTO_MIN_DAMPING = 0.2
-#: Sweeps Anderson's extrapolation remembers (the "auto" schedule's parallel part).
+#: Anderson's memory in the "auto" schedule's parallel part (:class:`._sites.Anderson`).
 ANDERSON_MEMORY = 4
 
 
@@ -493,12 +493,12 @@ class _Run:
         cavity (non-finite evidence) or adaptive damping has fallen below
         ``AUTO_MIN_DAMPING`` (persistent oscillation). With ``accelerate`` (parallel,
         undamped), each sweep first tries the sites of Anderson's extrapolation
-        (:func:`._sites.anderson`) over the last few sweeps, kept if every site precision
+        (:class:`._sites.Anderson`) over the last few sweeps, kept if every site precision
         and cavity precision stays non-negative and the evidence finite."""
         K, y, lik = self.K, self.y, self.lik
         ttau, tnu = state.ttau, state.tnu
         sweeps, change, site_change = 0, np.inf, np.inf
-        history: list[tuple[np.ndarray, np.ndarray]] = []  # (sites, update - sites)
+        acceleration = Anderson(ANDERSON_MEMORY)  # (sites, update - sites)
         extrapolated = False  # whether the current state came from Anderson's step
         while sweeps < max_iter:
             sweeps += 1
@@ -517,10 +517,10 @@ class _Run:
             new_state, candidate = None, False
             if accelerate and damping == 1.0:
                 x = np.concatenate([ttau, tnu])
-                history = [*history[-ANDERSON_MEMORY:], (x, np.concatenate([up_ttau, up_tnu]) - x)]
-                new_state = self._extrapolate(history)
+                acceleration.push(x, np.concatenate([up_ttau, up_tnu]) - x)
+                new_state = self._extrapolate(acceleration.extrapolate())
                 if new_state is None:
-                    history = history[-1:]  # failed: start its memory afresh
+                    acceleration.restart()  # failed: start its memory afresh
                 else:
                     new_ttau, new_tnu, candidate = new_state.ttau, new_state.tnu, True
             if new_state is None:
@@ -539,7 +539,7 @@ class _Run:
                 site_change = residual
             if adaptive and site_change > previous_site_change:
                 if extrapolated:  # Anderson's residuals need not fall monotonically:
-                    history = history[-1:]  # restart its memory rather than damp
+                    acceleration.restart()  # restart its memory rather than damp
                 else:
                     damping = max(0.5 * damping, 0.05)
             extrapolated = candidate
@@ -574,12 +574,12 @@ class _Run:
         evidence_tol = max(self.tol, state.noise)  # no tighter than its rounding
         return sweeps >= self.min_iter and change < evidence_tol and site_change < self.site_tol
 
-    def _extrapolate(self, history: list) -> _SiteState | None:
-        """The state at Anderson's extrapolation of the parallel site iteration, or None
-        if there is too little history or it leaves a site or cavity precision negative."""
-        if len(history) < 2:
+    def _extrapolate(self, trial: np.ndarray | None) -> _SiteState | None:
+        """The state at Anderson's extrapolation ``trial`` of the parallel site iteration,
+        or None if there is none (too little history) or it leaves a site or cavity
+        precision negative."""
+        if trial is None:
             return None
-        trial = anderson(history)
         n = trial.size // 2
         if not np.all(np.isfinite(trial)) or np.any(trial[:n] < 0):
             return None

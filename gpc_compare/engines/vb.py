@@ -44,7 +44,7 @@ from ..likelihoods import Likelihood
 from ..numerics import log_sigmoid
 from ..posterior import Convergence
 from ._engine import Engine, EngineOptions, Problem, engine_options, option
-from ._sites import GaussianSites, SitePosterior, anderson, gaussian_sites, site_mean_cg
+from ._sites import Anderson, GaussianSites, SitePosterior, gaussian_sites, site_mean_cg
 
 __all__ = ["ENGINE", "VBEngine", "VBOptions", "VBPosterior", "infer", "jaakkola_lambda"]
 
@@ -115,6 +115,7 @@ def infer(X, y, kernel, likelihood, mean=None, **options) -> VBPosterior:
     return ENGINE.run(X, y, kernel, likelihood, mean, **options)
 
 
+#: The EM iteration's Anderson memory (:class:`._sites.Anderson`).
 _ANDERSON_MEMORY = 5
 
 
@@ -126,14 +127,15 @@ def jaakkola_lambda(xi: np.ndarray) -> np.ndarray:
     return np.where(small, 0.125 - np.where(small, xi, 0.0) ** 2 / 96.0, out)
 
 
-def _propose(history: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
+def _propose(acceleration: Anderson) -> np.ndarray:
     """The next xi: Anderson's extrapolation of the EM iterates where it is finite, else
     the last EM step."""
-    if len(history) > 1:
-        trial = np.abs(anderson(history))
+    trial = acceleration.extrapolate()
+    if trial is not None:
+        trial = np.abs(trial)
         if np.all(np.isfinite(trial)):
             return trial
-    xi, residual = history[-1]
+    xi, residual = acceleration.history[-1]
     return xi + residual
 
 
@@ -262,7 +264,7 @@ class _EM:
         # the half-steps' means well below xi_tol: where rounding forbids it, CG gives up
         # and the plain EM step is taken instead
         self.cg_rtol = min(1e-10, 1e-4 * xi_tol)
-        self.history: list[tuple[np.ndarray, np.ndarray]] = []
+        self.acceleration = Anderson(_ANDERSON_MEMORY)
         self.factorisations = self.cg_steps = self.accelerated = 0
 
     def bound(self, xi: np.ndarray) -> tuple[GaussianSites, float, float]:
@@ -297,22 +299,21 @@ class _EM:
         """The next point from ``at``, whose EM update is ``xi_em``: the extrapolation
         after a half-step on the mean where it does not lower the bound, else the EM step."""
         xi, q, bound, noise = at
-        self.history = [*self.history[-_ANDERSON_MEMORY:], (xi, xi_em - xi)]
+        self.acceleration.push(xi, xi_em - xi)
         # a half-step on the mean alone: q's marginal variances held (they move slowly),
         # the mean at the proposal by conjugate gradients preconditioned with q's factor
-        half = _propose(self.history)
+        half = _propose(self.acceleration)
         W_half = 2.0 * jaakkola_lambda(half)
         mu_half = site_mean_cg(self.K, self.m, W_half, 0.5 * self.y, q.L, rtol=self.cg_rtol)
         if mu_half is not None:
             self.cg_steps += 1
-            residual = np.sqrt(mu_half**2 + q.v) - half
-            self.history = [*self.history[-_ANDERSON_MEMORY:], (half, residual)]
-            trial = _propose(self.history)
+            self.acceleration.push(half, np.sqrt(mu_half**2 + q.v) - half)
+            trial = _propose(self.acceleration)
             new = (trial, *self.bound(trial))
             if new[2] >= bound - noise:
                 self.accelerated += 1
                 return new
-        self.history = []  # the EM step from q, which never lowers the bound
+        self.acceleration.clear()  # the EM step from q, which never lowers the bound
         return (xi_em, *self.bound(xi_em))
 
 
