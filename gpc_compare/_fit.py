@@ -202,10 +202,16 @@ def _objective(objective: str, engine, lik: Likelihood, optimize: bool) -> dict[
     if objective == "evidence":
         return {}
     if "loo" not in engine.capabilities(lik):
+        takes = [name for name, can in engine.likelihoods.items() if "loo" in can]
+        if takes:  # the engine gives it with another likelihood (EP: probit)
+            raise ValueError(
+                f"objective={objective!r} needs the {' or '.join(takes)} likelihood with the "
+                f"{engine.label} engine (its leave-one-out gradient is implemented for it), "
+                f"not {lik.name!r}"
+            )
         raise ValueError(
-            f"objective={objective!r} needs {_methods_with('loo')} with the probit likelihood "
-            f"(the cavity leave-one-out predictive and its gradient), which the {engine.label} "
-            f"engine does not give with the {lik.name!r} likelihood"
+            f"objective={objective!r} needs {_methods_with('loo')} (the cavity leave-one-out "
+            f"predictive and its gradient), which the {engine.label} engine does not give"
         )
     if not optimize:
         raise ValueError(f"objective={objective!r} applies to optimize=True")

@@ -13,6 +13,8 @@ def legacy_engine(module: ModuleType) -> Engine:
     name = module.__name__.rsplit(".", 1)[-1]
     ns = {k: option(module.OPTIONS[k], module.OPTION_CHECKS[k], k) for k in module.OPTIONS}
     ns["__annotations__"] = {k: "object" for k in module.OPTIONS}
+    # the module's cross-option checks (MCMC's evidence=True without full_bayes, ...)
+    ns["check_together"] = lambda self: module.check_options(self.to_dict())
     Options = engine_options(type(f"{name}_options", (EngineOptions,), ns))
     caps = module.CAPABILITIES
     likelihoods = {
