@@ -17,10 +17,10 @@ from functools import cached_property
 from typing import Any, NamedTuple
 
 import numpy as np
-from scipy.linalg import lapack
 
-from ..numerics import cho_solve, chol_B, solve_lower
+from ..numerics import cho_solve, chol_B
 from ..posterior import GaussianPosterior
+from ..posterior.gaussian import marginal_variances
 
 __all__ = [
     "Anderson",
@@ -32,8 +32,6 @@ __all__ = [
     "check_site_warm_start",
     "gaussian_sites",
     "maximize_bound",
-    "marginal_variances",
-    "marginal_variances_and_inverse",
     "site_mean_cg",
 ]
 
@@ -77,7 +75,7 @@ def gaussian_sites(
     L = chol_B(K, sW)
     r = b - W * m
     alpha = r - sW * cho_solve(L, sW * (K @ r))
-    v = np.maximum(marginal_variances(K, W, sW, L), 0.0) if variances else None
+    v = np.maximum(marginal_variances(K, W, sW, L)[0], 0.0) if variances else None
     log_det_B = 2.0 * float(np.log(np.diag(L)).sum())
     return GaussianSites(W, b, sW, L, alpha, m + K @ alpha, v, log_det_B)
 
@@ -119,51 +117,6 @@ def site_mean_cg(
         rz, rz_old = float(res @ z), rz
         p = z + (rz / rz_old) * p
     return None
-
-
-def marginal_variances(
-    K: np.ndarray,
-    W: np.ndarray,
-    sW: np.ndarray,
-    L: np.ndarray,
-    V: Callable[[], np.ndarray] | None = None,
-) -> np.ndarray:
-    """diag(Sigma), Sigma = (K^-1 + W)^-1, at the cost of a triangular inverse rather than
-    V = L^-1 sW K (R&W Alg. 3.2 line 5).
-
-    Sigma = W^-1/2 (I - B^-1) W^-1/2, so W_i Sigma_ii = 1 - [B^-1]_ii, with diag(B^-1) the
-    column sums of (L^-1)^2. Where W_i Sigma_ii < 1e-4 (weak or absent sites) that
-    difference would cancel, so those Sigma_ii come from K_ii - |L^-1 sW K e_i|^2 instead;
-    if they are many, from V for every site (``V()`` when the caller keeps it).
-    """
-    return marginal_variances_and_inverse(K, W, sW, L, V)[0]
-
-
-def marginal_variances_and_inverse(
-    K: np.ndarray,
-    W: np.ndarray,
-    sW: np.ndarray,
-    L: np.ndarray,
-    V: Callable[[], np.ndarray] | None = None,
-) -> tuple[np.ndarray, np.ndarray | None]:
-    """:func:`marginal_variances`, and the triangular inverse L^-1 it computed (None where
-    no site carries information): B^-1 = L^-T L^-1 then costs one ``dlauum``."""
-    n = K.shape[0]
-    if not np.any(W):  # no site carries information yet: Sigma = K
-        return np.diag(K).copy(), None
-    Linv = lapack.dtrtri(L, lower=1)[0]
-    ts = 1.0 - np.einsum("ij,ij->j", Linv, Linv)  # W_i Sigma_ii
-    strong = (W > 0) & (ts > 1e-4)
-    weak = np.flatnonzero(~strong)
-    if weak.size > n // 8:
-        full = solve_lower(L, sW[:, None] * K) if V is None else V()
-        return np.diag(K) - np.einsum("ij,ij->j", full, full), Linv
-    d = np.empty(n)
-    d[strong] = ts[strong] / W[strong]
-    if weak.size:
-        Vw = Linv @ (sW[:, None] * K[:, weak])
-        d[weak] = K[weak, weak] - np.einsum("ij,ij->j", Vw, Vw)
-    return d, Linv
 
 
 def anderson(history: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:

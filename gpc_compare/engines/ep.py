@@ -47,14 +47,14 @@ from ..numerics import (
     add_outer,
     cho_solve,
     chol_B,
-    inverse_from_triangular_inverse,
     probit_ratio,
     solve_lower,
 )
 from ..posterior import Convergence, GaussianPosterior
+from ..posterior.gaussian import marginal_variances
 from ._engine import Engine, EngineOptions, Problem, engine_options, option
 from ._ep_sites import ep_log_evidence, probit_site_jacobian, sequential_sweep, site_update
-from ._sites import Anderson, check_site_warm_start, marginal_variances_and_inverse
+from ._sites import Anderson, check_site_warm_start
 
 __all__ = ["ENGINE", "EPEngine", "EPOptions", "EPPosterior", "infer"]
 
@@ -208,11 +208,9 @@ class _SiteState:
         )
 
     def _diag_sigma(self) -> np.ndarray:
-        """diag(Sigma) from a triangular inverse (:func:`._sites.marginal_variances`),
-        which is kept (``Linv``) for the gradient's B^-1."""
-        d, self.Linv = marginal_variances_and_inverse(
-            self.K, self.ttau, self.sW, self.L, lambda: self.V
-        )
+        """diag(Sigma) from a triangular inverse (:func:`marginal_variances`), which is kept
+        (``Linv``) for the gradient's B^-1."""
+        d, self.Linv = marginal_variances(self.K, self.ttau, self.sW, self.L, lambda: self.V)
         return d
 
     @cached_property
@@ -252,10 +250,7 @@ class EPPosterior(GaussianPosterior):
         marginal variances computed (one ``dlauum``, not a ``dpotri``)."""
         if self._state.Linv is None:
             return super()._R
-        R = inverse_from_triangular_inverse(self._state.Linv)
-        R *= self.sW[:, None]  # (in place: no further n x n arrays)
-        R *= self.sW[None, :]
-        return R
+        return self._R_from_triangular_inverse(self._state.Linv)
 
     @property
     def warm_start(self) -> tuple[np.ndarray, np.ndarray]:
