@@ -105,7 +105,9 @@ def fit(
         )
     engine.check_likelihood(lik)
     can = engine.capabilities(lik)
-    engine.check_options(options)  # (each engine's own check: unknown names, bad values)
+    # each engine's own check (unknown names, bad values), then the options as given under
+    # their current names (an old name warns here, once: canonical keeps the order)
+    options = dict(zip(engine.check_options(options), options.values(), strict=True))
     random_seed = check_random_seed(random_seed)
     kernel = SquaredExponential() if kernel is None else kernel
     if not isinstance(kernel, Kernel):
@@ -201,15 +203,16 @@ def _objective(objective: str, engine, lik: Likelihood, optimize: bool) -> dict[
     if objective == "evidence":
         return {}
     if "loo" not in engine.capabilities(lik):
-        with_loo = [name for name, caps in engine.likelihoods.items() if "loo" in caps]
-        if with_loo:  # (EP: its LOO gradient is implemented for probit)
+        takes = [name for name, can in engine.likelihoods.items() if "loo" in can]
+        if takes:  # the engine gives it with another likelihood (EP: probit)
             raise ValueError(
-                f"objective={objective!r} needs the {' or '.join(with_loo)} likelihood with "
-                f"the {engine.label} engine (its leave-one-out gradient is implemented there)"
+                f"objective={objective!r} needs the {' or '.join(takes)} likelihood with the "
+                f"{engine.label} engine (its leave-one-out gradient is implemented for it), "
+                f"not {lik.name!r}"
             )
         raise ValueError(
             f"objective={objective!r} needs {_methods_with('loo')} (the cavity leave-one-out "
-            f"predictive), which the {engine.label} engine does not give"
+            f"predictive and its gradient), which the {engine.label} engine does not give"
         )
     if not optimize:
         raise ValueError(f"objective={objective!r} applies to optimize=True")

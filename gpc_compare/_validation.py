@@ -430,7 +430,7 @@ def option_checker(
 
     It checks each option given against ``checks`` (:func:`check_option_values`), then,
     with the ``defaults`` filled in, the options ``together`` (a callable raising a
-    ValueError, e.g. for ``min_sweeps > max_sweeps``), and returns the checked values of
+    ValueError, e.g. for ``min_iter > max_iter``), and returns the checked values of
     the options given. ``gc.fit``, ``gc.evidence.estimate`` and the study loader call it
     before any fit, so a bad value is refused at once, naming the option.
     """

@@ -15,7 +15,7 @@ from gpc_compare.likelihoods import Logistic, Probit
 
 from .helpers import GPML_CASES, central_difference, load_gpml, toy_data
 
-TIGHT = {"tol": 1e-14, "site_tol": 1e-12, "max_sweeps": 5000}
+TIGHT = {"tol": 1e-14, "site_tol": 1e-12, "max_iter": 5000}
 
 
 def _names(post):
@@ -143,7 +143,7 @@ def test_default_tolerance_gives_the_evidence_to_1e8(data):
 def test_not_converged_warns_and_says_so(data):
     X, y = data
     with pytest.warns(RuntimeWarning, match="not converged after 1 sweeps"):
-        post = gc.fit(X, y, method="ep", min_sweeps=1, max_sweeps=1)
+        post = gc.fit(X, y, method="ep", min_iter=1, max_iter=1)
     assert not post.convergence.converged
     assert np.isfinite(post.log_marginal_likelihood)
     with pytest.raises(ValueError, match="schedule must be one of"):
@@ -309,7 +309,7 @@ def test_optimize_either_objective(objective):
 def test_large_prior_mean_and_signal_variance_converge():
     """With |m| = 10 and sf2 = 1e5 the evidence carries rounding noise near 1e-6 (p^T Sigma p
     is a difference of terms of size 1e10): the convergence test allows for it instead of
-    running to max_sweeps."""
+    running to max_iter."""
     X, y = toy_data(n=60, d=2, seed=3)
     k = SquaredExponential(1e3, 1e5)
     with warnings.catch_warnings():
@@ -321,7 +321,7 @@ def test_large_prior_mean_and_signal_variance_converge():
     assert auto.convergence.converged and auto.convergence.iterations < 100
     assert auto.log_marginal_likelihood == pytest.approx(post.log_marginal_likelihood, abs=1e-5)
     # the sites too carry rounding noise here (about 5e-9), so the reference asks 1e-8
-    tight = gc.fit(X, y, method="ep", kernel=k, mean=-10.0, site_tol=1e-8, max_sweeps=2000)
+    tight = gc.fit(X, y, method="ep", kernel=k, mean=-10.0, site_tol=1e-8, max_iter=2000)
     assert post.log_marginal_likelihood == pytest.approx(tight.log_marginal_likelihood, abs=1e-5)
 
 
@@ -331,7 +331,7 @@ def test_parallel_schedule_is_judged_on_the_undamped_step():
     point or says it has not converged."""
     X, y = toy_data(n=60, d=2, seed=3)
     k = SquaredExponential(1.0, 1e5)
-    seq = gc.fit(X, y, method="ep", kernel=k, site_tol=1e-10, max_sweeps=2000)
+    seq = gc.fit(X, y, method="ep", kernel=k, site_tol=1e-10, max_iter=2000)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         par = gc.fit(X, y, method="ep", kernel=k, schedule="parallel")
@@ -398,7 +398,7 @@ def test_auto_schedule_is_parallel_where_parallel_converges(data):
     # the same fixed point: each run stops at the first state within the tolerances
     # (tol = 1e-10 on the evidence), and Anderson's steps reach it by another path
     assert auto.log_marginal_likelihood == pytest.approx(par.log_marginal_likelihood, abs=1e-10)
-    assert ep.OPTIONS["schedule"] == "auto"
+    assert ep.EPOptions().schedule == "auto"
 
 
 def test_auto_schedule_extrapolates_and_reaches_the_same_fixed_point():
@@ -443,7 +443,7 @@ def test_parallel_ep_stops_at_a_state_within_its_own_tolerances(data, sf2):
         up_tau, up_nu = site_update(Probit(), post.y, post.tau_cav, post.nu_cav)
         residual = max(np.max(np.abs(np.maximum(up_tau, 0.0) - post.ttau)),
                        np.max(np.abs(up_nu - post.tnu)))  # fmt: skip
-        assert residual < ep.OPTIONS["site_tol"]
+        assert residual < ep.EPOptions().site_tol
         assert f"site change {residual:.2e}" in post.convergence.message
         assert post.log_marginal_likelihood == pytest.approx(
             tight.log_marginal_likelihood, abs=1e-8

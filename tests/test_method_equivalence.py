@@ -199,7 +199,7 @@ def test_laplace_converges_in_one_newton_step_and_ep_in_one_sweep():
     np.testing.assert_allclose(one.f_hat, ex.mean, atol=1e-12)
     np.testing.assert_allclose(one.W, 1.0 / 0.3, rtol=1e-15)
     assert gc.fit(X, y, "laplace", kernel, lik, 0.5).convergence.iterations == 2
-    ep = gc.fit(X, y, "ep", kernel, lik, 0.5, min_sweeps=1, max_sweeps=2)
+    ep = gc.fit(X, y, "ep", kernel, lik, 0.5, min_iter=1, max_iter=2)
     np.testing.assert_allclose(ep.ttau, 1.0 / 0.3, rtol=1e-10)  # the sites are the likelihood
     np.testing.assert_allclose(ep.tnu, y / 0.3, rtol=1e-10)
     assert ep.log_marginal_likelihood == pytest.approx(ex.lml, abs=1e-9)

@@ -77,7 +77,7 @@ def reproducible(table: pd.DataFrame) -> pd.DataFrame:
         (("seed = 3", "seed = [3"), r"not valid TOML"),
         (('lengthscale = "sqrt_d"', 'lengthscale = "sqrt_d"\nard = "false"'), r"kernel\.ard"),
         (('name = "breast_cancer"', 'name = ["breast_cancer"]'), r"datasets\[0\]\.name"),
-        (("[engines.ep]", '[engines.ep]\nmax_sweeps = "x"'), r"engines\.ep\.max_sweeps: must be"),
+        (("[engines.ep]", '[engines.ep]\nmax_iter = "x"'), r"engines\.ep\.max_iter: must be"),
         (
             ('likelihood = "probit"', 'likelihood = "softmax"'),
             r"engines\.ep: the EP engine \(method='ep'\) does not take the 'softmax'",

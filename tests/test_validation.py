@@ -85,7 +85,7 @@ def test_prediction_input_is_checked():
         ({"max_iter": 2.5}, "max_iter must be a whole number"),
         ({"warm_start": np.full(10, np.inf)}, "warm_start contains NaN"),
         ({"method": "ep", "warm_start": np.zeros(10)}, "warm_start must be a pair"),
-        ({"method": "ep", "min_sweeps": 10, "max_sweeps": 3}, "exceeds max_sweeps"),
+        ({"method": "ep", "min_iter": 10, "max_iter": 3}, "exceeds max_iter"),
         ({"method": "ep", "damping": "strong"}, r"damping must be in \(0, 1\]"),
         ({"method": "ep", "site_tol": -1.0}, "site_tol must be a positive number"),
         ({"mean": np.array([1.0, 2.0])}, "mean must be a single number"),

@@ -286,6 +286,55 @@ def test_site_mean_by_preconditioned_cg_equals_the_factorised_mean():
     assert site_mean_cg(K, 0.3, W, b, near.L, rtol=1e-12, max_iter=1) is None
 
 
+@pytest.mark.parametrize("weak", [0, 10, 20, 30, 45])
+def test_one_marginal_variance_routine_at_any_share_of_weak_sites(weak):
+    """The one routine (posterior.gaussian.marginal_variances: Laplace's gradient, EP, KL,
+    VB): diag(Sigma) from L^-1, weak sites (W_i Sigma_ii < 1e-4) by their columns up to
+    half the sites, by V beyond, equals K_ii - |V e_i|^2 computed directly; L^-1 with it."""
+    from gpc_compare.numerics import chol_B, solve_lower
+    from gpc_compare.posterior.gaussian import marginal_variances
+
+    X, _ = toy_data(n=60, d=2, seed=3)
+    K = SquaredExponential(0.8, 9.0)(X)
+    W = np.random.default_rng(2).uniform(0.2, 2.0, 60)
+    W[:weak] = 1e-9  # weak sites (weak = 10, 20: between n/8 and n/2; 45: most)
+    sW = np.sqrt(W)
+    L = chol_B(K, sW)
+    V = solve_lower(L, sW[:, None] * K)
+    d, Linv = marginal_variances(K, W, sW, L)
+    np.testing.assert_allclose(d, np.diag(K) - np.einsum("ij,ij->j", V, V), rtol=1e-9)
+    np.testing.assert_allclose(Linv @ L, np.eye(60), atol=1e-10)
+    asked = []
+    marginal_variances(K, W, sW, L, lambda: asked.append(1) or V)
+    assert asked == ([1] if weak > 30 else [])  # V only where more than half are weak
+    d0, none = marginal_variances(K, np.zeros(60), np.zeros(60), np.eye(60))
+    assert none is None and np.array_equal(d0, np.diag(K))
+
+
+def test_one_anderson_driver_with_its_memory():
+    """_sites.Anderson (EP's memory 4, the site iteration's and VB's 5): it remembers
+    memory + 1 iterates, extrapolates once it has two, and on a linear map in three
+    dimensions with memory 3 reaches the fixed point in four steps (as GMRES would)."""
+    from gpc_compare.engines._sites import Anderson
+
+    rng = np.random.default_rng(0)
+    A, c = rng.normal(size=(3, 3)) / 6.0, rng.normal(size=3)
+    fixed = np.linalg.solve(np.eye(3) - A, c)
+    acceleration, x = Anderson(3), np.zeros(3)
+    assert acceleration.extrapolate() is None
+    for _ in range(4):
+        acceleration.push(x, A @ x + c - x)
+        trial = acceleration.extrapolate()
+        x = A @ x + c if trial is None else trial
+    np.testing.assert_allclose(x, fixed, rtol=1e-12)
+    acceleration.push(x, A @ x + c - x)
+    assert len(acceleration.history) == 4  # memory + 1
+    acceleration.restart()
+    assert len(acceleration.history) == 1 and acceleration.extrapolate() is None
+    acceleration.clear()
+    assert acceleration.history == []
+
+
 # ------------------------------------------------------------------------ hard regimes
 @pytest.mark.parametrize(("method", "likelihood"), VARIATIONAL)
 @pytest.mark.parametrize(

@@ -16,17 +16,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from importlib.metadata import entry_points
 
-from . import ep, fitc_ep, fitc_laplace, kl, svgp, vb
 from ._engine import CAPABILITY_NAMES, Engine, EngineOptions, Problem, engine_options, option
-from ._legacy import legacy_engine
+from .ep import ENGINE as _EP
+from .fitc_ep import ENGINE as _FITC_EP
+from .fitc_laplace import ENGINE as _FITC_LAPLACE
+from .kl import ENGINE as _KL
 from .laplace import ENGINE as _LAPLACE
 from .mcmc import ENGINE as _MCMC
-
-# TRANSITION: modules not yet converted to an Engine class are wrapped (removed when all are)
-_EP, _FITC_EP, _FITC_LAPLACE, _KL, _SVGP, _VB = (
-    getattr(m, "ENGINE", None) or legacy_engine(m)
-    for m in (ep, fitc_ep, fitc_laplace, kl, svgp, vb)
-)
+from .svgp import ENGINE as _SVGP
+from .vb import ENGINE as _VB
 
 __all__ = [
     "CAPABILITY_NAMES",

@@ -382,7 +382,10 @@ class Engine(ABC):
         **options: Any,
     ) -> Posterior:
         """:meth:`infer` on arrays already checked, options as keywords (``gc.fit`` checks
-        the arrays; this is what it, the optimiser and the study worker call)."""
+        the arrays; this is what it, the optimiser and the study worker call). A likelihood
+        the engine does not take is refused here (:meth:`check_likelihood`), so
+        :meth:`infer` never sees one."""
+        self.check_likelihood(likelihood)
         opts = self.options(options)
         return self.infer(Problem(X, y, kernel, likelihood, mean), opts)
 

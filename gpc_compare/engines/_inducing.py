@@ -15,19 +15,12 @@ from typing import Any
 import numpy as np
 
 from .._validation import check_flag, check_positive, check_random_seed
+from ._engine import EngineOptions, engine_options, option
 
-__all__ = ["DEFAULT_INDUCING", "SPARSE_OPTIONS", "SPARSE_OPTION_CHECKS", "choose_inducing"]
+__all__ = ["DEFAULT_INDUCING", "SparseOptions", "choose_inducing"]
 
 #: M when ``inducing`` is not given (or n, if smaller).
 DEFAULT_INDUCING = 128
-
-#: The options every sparse engine takes, with their defaults.
-SPARSE_OPTIONS: dict[str, Any] = {
-    "inducing": None,
-    "optimize_inducing": False,
-    "jitter": 1e-6,
-    "random_seed": None,
-}
 
 
 def _check_inducing(value: object, name: str) -> Any:
@@ -58,13 +51,36 @@ def _check_inducing(value: object, name: str) -> Any:
     return Z
 
 
-#: How each sparse option is checked.
-SPARSE_OPTION_CHECKS = {
-    "inducing": _check_inducing,
-    "optimize_inducing": check_flag,
-    "jitter": check_positive,
-    "random_seed": check_random_seed,
-}
+@engine_options
+class SparseOptions(EngineOptions):
+    """The options every sparse engine takes (its own options class subclasses this one,
+    so these four come first, in this order)."""
+
+    inducing: Any = option(
+        None,
+        _check_inducing,
+        "The inducing inputs, an (M, d) array, or how many to choose: M training inputs by "
+        f"k-means++ seeded by random_seed (None: min(n, {DEFAULT_INDUCING}); a count of n or "
+        "more takes every training input).",
+    )
+    optimize_inducing: bool = option(
+        False,
+        check_flag,
+        "Whether the inducing inputs' coordinates are hyperparameters (named inducing[j,k], "
+        "differentiated, and fitted with the kernel's by optimize=True).",
+    )
+    jitter: float = option(
+        1e-6,
+        check_positive,
+        "Relative jitter: K_uu + jitter * mean(diag K_uu) I (GPML's convention and value), "
+        "held fixed when differentiating.",
+    )
+    random_seed: Any = option(
+        None,
+        check_random_seed,
+        "Seeds the choice of inducing inputs (None: seed 0, so a fit is reproducible; "
+        "gc.fit passes its own random_seed).",
+    )
 
 
 def choose_inducing(

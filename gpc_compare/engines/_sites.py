@@ -5,8 +5,9 @@ Sigma = (K^-1 + W)^-1 and mean mu = Sigma (K^-1 m + b); in R&W's stable form, wi
 B = I + sW K sW and L = chol(B) (R&W eq. 3.26), mu = m + K alpha and
 alpha = K^-1 Sigma r = r - sW B^-1 sW K r, r = b - W m (the sites in g = f - m). The KL
 engine's sites are its optimum's (Opper and Archambeau 2009), the VB engine's those of
-the Jaakkola-Jordan bound. Also here: Anderson's extrapolation, which both use to speed
-up their monotone fixed-point iterations.
+the Jaakkola-Jordan bound. Also here: Anderson's extrapolation (:class:`Anderson`, the one
+driver EP's parallel sweeps, the site iteration of KL and SVGP and VB's EM use to speed up
+their fixed-point iterations).
 """
 
 from __future__ import annotations
@@ -16,12 +17,13 @@ from functools import cached_property
 from typing import Any, NamedTuple
 
 import numpy as np
-from scipy.linalg import lapack
 
-from ..numerics import cho_solve, chol_B, solve_I_plus_WK, solve_lower
+from ..numerics import cho_solve, chol_B, solve_I_plus_WK
 from ..posterior import GaussianPosterior
+from ..posterior.gaussian import marginal_variances
 
 __all__ = [
+    "Anderson",
     "GaussianSites",
     "SitePosterior",
     "BoundRun",
@@ -30,8 +32,6 @@ __all__ = [
     "check_site_warm_start",
     "gaussian_sites",
     "maximize_bound",
-    "marginal_variances",
-    "marginal_variances_and_inverse",
     "site_mean_cg",
 ]
 
@@ -75,7 +75,7 @@ def gaussian_sites(
     L = chol_B(K, sW)
     r = b - W * m
     alpha = solve_I_plus_WK(K, sW, L, r)  # r - sW B^-1 sW K r, without its cancellation
-    v = np.maximum(marginal_variances(K, W, sW, L), 0.0) if variances else None
+    v = np.maximum(marginal_variances(K, W, sW, L)[0], 0.0) if variances else None
     log_det_B = 2.0 * float(np.log(np.diag(L)).sum())
     return GaussianSites(W, b, sW, L, alpha, m + K @ alpha, v, log_det_B)
 
@@ -119,51 +119,6 @@ def site_mean_cg(
     return None
 
 
-def marginal_variances(
-    K: np.ndarray,
-    W: np.ndarray,
-    sW: np.ndarray,
-    L: np.ndarray,
-    V: Callable[[], np.ndarray] | None = None,
-) -> np.ndarray:
-    """diag(Sigma), Sigma = (K^-1 + W)^-1, at the cost of a triangular inverse rather than
-    V = L^-1 sW K (R&W Alg. 3.2 line 5).
-
-    Sigma = W^-1/2 (I - B^-1) W^-1/2, so W_i Sigma_ii = 1 - [B^-1]_ii, with diag(B^-1) the
-    column sums of (L^-1)^2. Where W_i Sigma_ii < 1e-4 (weak or absent sites) that
-    difference would cancel, so those Sigma_ii come from K_ii - |L^-1 sW K e_i|^2 instead;
-    if they are many, from V for every site (``V()`` when the caller keeps it).
-    """
-    return marginal_variances_and_inverse(K, W, sW, L, V)[0]
-
-
-def marginal_variances_and_inverse(
-    K: np.ndarray,
-    W: np.ndarray,
-    sW: np.ndarray,
-    L: np.ndarray,
-    V: Callable[[], np.ndarray] | None = None,
-) -> tuple[np.ndarray, np.ndarray | None]:
-    """:func:`marginal_variances`, and the triangular inverse L^-1 it computed (None where
-    no site carries information): B^-1 = L^-T L^-1 then costs one ``dlauum``."""
-    n = K.shape[0]
-    if not np.any(W):  # no site carries information yet: Sigma = K
-        return np.diag(K).copy(), None
-    Linv = lapack.dtrtri(L, lower=1)[0]
-    ts = 1.0 - np.einsum("ij,ij->j", Linv, Linv)  # W_i Sigma_ii
-    strong = (W > 0) & (ts > 1e-4)
-    weak = np.flatnonzero(~strong)
-    if weak.size > n // 8:
-        full = solve_lower(L, sW[:, None] * K) if V is None else V()
-        return np.diag(K) - np.einsum("ij,ij->j", full, full), Linv
-    d = np.empty(n)
-    d[strong] = ts[strong] / W[strong]
-    if weak.size:
-        Vw = Linv @ (sW[:, None] * K[:, weak])
-        d[weak] = K[weak, weak] - np.einsum("ij,ij->j", Vw, Vw)
-    return d, Linv
-
-
 def anderson(history: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
     """Anderson's extrapolation of a fixed-point iteration x <- F(x) (Anderson 1965;
     Walker and Ni 2011, type II).
@@ -185,13 +140,48 @@ def anderson(history: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
     return xs[-1] + fs[-1] - (dx + df).T @ gamma
 
 
+class Anderson:
+    """Anderson's acceleration of a fixed-point iteration x <- F(x): the one driver EP's
+    parallel sweeps, the variational bounds' site iteration (:func:`maximize_bound`) and
+    VB's EM share, each with its own ``memory``.
+
+    It remembers the last ``memory`` + 1 iterates with their residuals F(x) - x, so an
+    extrapolation (:func:`anderson`) combines up to ``memory`` differences (EP 4, KL,
+    SVGP and VB 5).
+    """
+
+    def __init__(self, memory: int) -> None:
+        self.memory = memory
+        #: (x, F(x) - x), oldest first
+        self.history: list[tuple[np.ndarray, np.ndarray]] = []
+
+    def push(self, x: np.ndarray, residual: np.ndarray) -> None:
+        """Remember an iterate and its residual F(x) - x (forgetting the oldest beyond
+        ``memory`` + 1)."""
+        self.history = [*self.history[-self.memory :], (x, residual)]
+
+    def extrapolate(self) -> np.ndarray | None:
+        """Anderson's extrapolation over the iterates remembered (:func:`anderson`), or
+        None while fewer than two are."""
+        return anderson(self.history) if len(self.history) > 1 else None
+
+    def restart(self) -> None:
+        """Forget all but the last iterate (an extrapolation failed, or its residuals
+        grew): the memory starts afresh from there."""
+        self.history = self.history[-1:]
+
+    def clear(self) -> None:
+        """Forget every iterate."""
+        self.history = []
+
+
 # the smallest step before the iteration gives up (the bound cannot be raised further)
 _MIN_STEP = 1e-12
 # below this step, a bound that no longer changes beyond its rounding has stalled ...
 _STALL_STEP = 1e-6
 # ... and is converged at the limit of rounding if the sites are within this many site_tol
 _ROUNDING_FACTOR = 10.0
-# past iterates the Anderson extrapolation combines
+#: The site iteration's Anderson memory (:class:`Anderson`)
 _ANDERSON_MEMORY = 5
 
 
@@ -205,8 +195,8 @@ def check_site_warm_start(
         a, b = (np.array(v, dtype=float) for v in warm_start)
     except (TypeError, ValueError):
         a = b = np.zeros(0)
-    if (a.shape != (n,) or b.shape != (n,) or np.any(a < 0)
-            or not (np.all(np.isfinite(a)) and np.all(np.isfinite(b)))):  # fmt: skip
+    finite = np.all(np.isfinite(a)) and np.all(np.isfinite(b))
+    if a.shape != (n,) or b.shape != (n,) or not finite or np.any(a < 0):
         first = names.strip("()").split(",")[0]
         raise ValueError(
             f"warm_start must be a pair {names} of finite arrays of shape ({n},) with "
@@ -257,7 +247,7 @@ def maximize_bound(
     rho, converged, change, site_change = 1.0, False, np.inf, np.inf
     iterations = halvings = accelerated = 0
     rounding_limited = False
-    history: list[tuple[np.ndarray, np.ndarray]] = []  # (x, F(x) - x) for Anderson
+    acceleration = Anderson(_ANDERSON_MEMORY)
     for iterations in range(1, max_iter + 1):  # noqa: B007 (reported after the loop)
         _, dE_dmu, dE_dv = state.expected
         W_fix = np.maximum(-2.0 * dE_dv, 0.0)  # (>= 0 for a log-concave likelihood)
@@ -268,20 +258,20 @@ def maximize_bound(
         )
         noise = state.noise
         x = np.concatenate([state.W, state.b])
-        history = [*history[-_ANDERSON_MEMORY:], (x, np.concatenate([W_fix, b_fix]) - x)]
+        acceleration.push(x, np.concatenate([W_fix, b_fix]) - x)
         new = None
-        if len(history) > 1 and rho == 1.0:  # try the Anderson-extrapolated sites first
-            trial = anderson(history)
+        trial = acceleration.extrapolate() if rho == 1.0 else None
+        if trial is not None:  # try the Anderson-extrapolated sites first
             trial[:n] = np.maximum(trial[:n], 0.0)
             if np.all(np.isfinite(trial)):
                 candidate = make_state(trial[:n], trial[n:])
                 if candidate.elbo >= state.elbo - noise:
                     new, accelerated = candidate, accelerated + 1
         if new is None:
-            history = history[-1:]  # the extrapolation failed: start its memory afresh
+            acceleration.restart()  # the extrapolation failed: start its memory afresh
             while True:  # the natural-gradient step, halved until the bound does not drop
-                new = make_state((1.0 - rho) * state.W + rho * W_fix,
-                                 (1.0 - rho) * state.b + rho * b_fix)  # fmt: skip
+                W_step = (1.0 - rho) * state.W + rho * W_fix
+                new = make_state(W_step, (1.0 - rho) * state.b + rho * b_fix)
                 if new.elbo >= state.elbo - noise:
                     break
                 if rho <= _MIN_STEP:  # no step is accepted: keep the sites, and stop
@@ -306,8 +296,10 @@ def maximize_bound(
             converged = rounding_limited
             break
         rho = min(1.0, 2.0 * rho)
-    return BoundRun(state, converged, rounding_limited, iterations, float(change),
-                    float(site_change), accelerated, halvings, rho)  # fmt: skip
+    changes = float(change), float(site_change)
+    return BoundRun(
+        state, converged, rounding_limited, iterations, *changes, accelerated, halvings, rho
+    )
 
 
 def bound_message(run: BoundRun, tol: float, site_tol: float) -> str:

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import warnings
 from functools import cached_property
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 import scipy.linalg
@@ -40,71 +40,134 @@ from .._validation import (
     check_random_seed,
     choice,
     count,
-    option_checker,
     optional,
 )
-from ..kernels import Kernel
-from ..likelihoods import Likelihood, Probit
+from ..likelihoods import Probit
 from ..numerics import (
     add_outer,
     cho_solve,
     chol_B,
-    inverse_from_triangular_inverse,
     probit_ratio,
     solve_lower,
 )
 from ..posterior import Convergence, GaussianPosterior
+from ..posterior.gaussian import marginal_variances
+from ._engine import Engine, EngineOptions, Problem, engine_options, option
 from ._ep_sites import ep_log_evidence, probit_site_jacobian, sequential_sweep, site_update
-from ._sites import anderson, check_site_warm_start, marginal_variances_and_inverse
+from ._sites import Anderson, check_site_warm_start
 
-__all__ = ["EPPosterior", "check_options", "infer"]
-
-#: How this engine is named in messages.
-LABEL = "EP"
-#: Options ``gc.fit(method="ep", ...)`` accepts, with their defaults.
-OPTIONS = {
-    "schedule": "auto",
-    "damping": None,
-    "tol": 1e-10,
-    "site_tol": 1e-6,
-    "min_sweeps": 2,
-    "max_sweeps": 200,
-    "warm_start": None,
-    "random_seed": None,
-}
-#: What this engine can do (see :data:`gpc_compare.engines.CAPABILITY_NAMES`).
-CAPABILITIES = frozenset({"evidence", "evidence_gradient", "loo"})
-#: The likelihoods it takes (by name).
-LIKELIHOODS = frozenset({"probit", "logistic", "gaussian"})
-
-_SCHEDULES = ("auto", "sequential", "parallel")
-#: How each option is checked (:data:`check_options`).
-OPTION_CHECKS = {
-    "schedule": choice(*_SCHEDULES),
-    "damping": optional(check_fraction),
-    "tol": check_positive,
-    "site_tol": check_positive,
-    "min_sweeps": count(1),
-    "max_sweeps": count(1),
-    "warm_start": any_value,
-    "random_seed": check_random_seed,
-}
+__all__ = ["ENGINE", "EPEngine", "EPOptions", "EPPosterior", "infer"]
 
 
-def _sweeps_in_order(options: dict[str, Any]) -> None:
-    if options["min_sweeps"] > options["max_sweeps"]:
-        raise ValueError(f"min_sweeps ({options['min_sweeps']}) exceeds max_sweeps "
-                         f"({options['max_sweeps']})")  # fmt: skip
+@engine_options
+class EPOptions(EngineOptions):
+    """Options of the EP engine (``gc.fit(method="ep", ...)``)."""
+
+    #: Old names, accepted for one release with a DeprecationWarning.
+    renamed: ClassVar[dict[str, str]] = {"max_sweeps": "max_iter", "min_sweeps": "min_iter"}
+
+    schedule: str = option(
+        "auto",
+        choice("auto", "sequential", "parallel"),
+        "'sequential': sites updated one at a time in random order with rank-one updates of "
+        "Sigma, the posterior rebuilt from a fresh Cholesky after each sweep (R&W Alg. 3.5). "
+        "'parallel': every site from the same posterior, one Cholesky a sweep. 'auto': "
+        "parallel, with adaptive damping, where it converges; where it does not (a sweep "
+        "loses a cavity's positive precision, the damping falls below AUTO_MIN_DAMPING, or "
+        "AUTO_PARALLEL_SWEEPS sweeps pass), sequential from the last finite state. Which ran "
+        "is on convergence.schedule and in its message.",
+    )
+    damping: float | None = option(
+        None,
+        optional(check_fraction),
+        "In (0, 1]: new sites are (1 - damping) old + damping new, in natural parameters. "
+        "None: 1 for sequential; for parallel and 'auto', adaptive: it starts at 1 and is "
+        "halved (down to 0.05) whenever a sweep moves the sites more than the sweep before, "
+        "the sign of the oscillation parallel EP is prone to.",
+    )
+    tol: float = option(
+        1e-10,
+        check_positive,
+        "Converged when a sweep changes the log evidence by less than tol (or than its "
+        "rounding noise, where a large prior mean or signal variance makes that larger) ...",
+    )
+    site_tol: float = option(
+        1e-6,
+        check_positive,
+        "... and the undamped update would move no site parameter by more than site_tol. The "
+        "evidence is stationary in the sites, so a tolerance on it alone leaves the sites (and "
+        "the predictions and leave-one-out quantities, which are not stationary) converged "
+        "only to about sqrt(tol); the site tolerance closes that gap.",
+    )
+    min_iter: int = option(
+        2, count(1), "Fewest sweeps before convergence is declared (formerly min_sweeps)."
+    )
+    max_iter: int = option(
+        200,
+        count(1),
+        "Most sweeps; not converging by then warns and is recorded (formerly max_sweeps).",
+    )
+    warm_start: Any = option(
+        None,
+        any_value,
+        "A previous EP posterior, or its site parameters (ttau, tnu) to start from (e.g. "
+        "previous.warm_start); used if their evidence is above that of no sites.",
+    )
+    random_seed: Any = option(
+        None,
+        check_random_seed,
+        "Seeds the sequential schedule's random order; None uses seed 0, so repeated fits "
+        "agree exactly rather than to within the tolerances.",
+    )
+
+    def check_together(self) -> None:
+        _iterations_in_order(self)
 
 
-#: The options checked before any fit, as ``gc.fit`` and a study's ``[engines.ep]`` are
-#: (``warm_start``'s shape is :func:`infer`'s: it knows n).
-check_options = option_checker(OPTION_CHECKS, "method 'ep'", OPTIONS, _sweeps_in_order)
+def _iterations_in_order(options: EngineOptions) -> None:
+    """min_iter <= max_iter (EP's and FITC-EP's options), or a ValueError saying so."""
+    if options.min_iter > options.max_iter:
+        raise ValueError(f"min_iter ({options.min_iter}) exceeds max_iter ({options.max_iter})")
+
+
+_EVIDENCE = frozenset({"evidence", "evidence_gradient"})
+
+
+class EPEngine(Engine):
+    """Expectation propagation: Gaussian sites matching the tilted moments (R&W section
+    3.6, Alg. 3.5 and 3.6)."""
+
+    name = "ep"
+    label = "EP"
+    summary = "Gaussian sites matching the tilted moments (R&W 3.6)"
+    Options = EPOptions
+    # the leave-one-out predictive's gradient is implemented for probit (Vehtari et al. 2016)
+    likelihoods = {
+        "probit": _EVIDENCE | {"loo"},
+        "logistic": _EVIDENCE,
+        "gaussian": _EVIDENCE,
+    }
+
+    def infer(self, problem: Problem, options: EPOptions) -> EPPosterior:
+        """EP at fixed hyperparameters (see :class:`Engine`)."""
+        return _infer(problem, options)
+
+
+#: The engine (registered by :mod:`gpc_compare.engines`).
+ENGINE = EPEngine()
+
+
+def infer(X, y, kernel, likelihood, mean=None, **options) -> EPPosterior:
+    """The EP engine on checked arrays, options as keywords (:class:`EPOptions`):
+    ``ENGINE.run``."""
+    return ENGINE.run(X, y, kernel, likelihood, mean, **options)
+
+
 #: "auto": parallel sweeps at most, before falling back to sequential ...
 AUTO_PARALLEL_SWEEPS = 60
 #: ... or once adaptive damping has been halved below this (persistent oscillation).
 AUTO_MIN_DAMPING = 0.2
-#: Sweeps Anderson's extrapolation remembers (the "auto" schedule's parallel part).
+#: Anderson's memory in the "auto" schedule's parallel part (:class:`._sites.Anderson`).
 ANDERSON_MEMORY = 4
 
 
@@ -145,11 +208,9 @@ class _SiteState:
         )
 
     def _diag_sigma(self) -> np.ndarray:
-        """diag(Sigma) from a triangular inverse (:func:`._sites.marginal_variances`),
-        which is kept (``Linv``) for the gradient's B^-1."""
-        d, self.Linv = marginal_variances_and_inverse(
-            self.K, self.ttau, self.sW, self.L, lambda: self.V
-        )
+        """diag(Sigma) from a triangular inverse (:func:`marginal_variances`), which is kept
+        (``Linv``) for the gradient's B^-1."""
+        d, self.Linv = marginal_variances(self.K, self.ttau, self.sW, self.L, lambda: self.V)
         return d
 
     @cached_property
@@ -189,10 +250,7 @@ class EPPosterior(GaussianPosterior):
         marginal variances computed (one ``dlauum``, not a ``dpotri``)."""
         if self._state.Linv is None:
             return super()._R
-        R = inverse_from_triangular_inverse(self._state.Linv)
-        R *= self.sW[:, None]  # (in place: no further n x n arrays)
-        R *= self.sW[None, :]
-        return R
+        return self._R_from_triangular_inverse(self._state.Linv)
 
     @property
     def warm_start(self) -> tuple[np.ndarray, np.ndarray]:
@@ -309,118 +367,78 @@ class EPPosterior(GaussianPosterior):
         return lam[:n], lam[n:]
 
 
-def infer(
-    X: np.ndarray,
-    y: np.ndarray,
-    kernel: Kernel,
-    likelihood: Likelihood,
-    mean: float | None = None,
-    *,
-    schedule: str = OPTIONS["schedule"],
-    damping: float | None = OPTIONS["damping"],
-    tol: float = OPTIONS["tol"],
-    site_tol: float = OPTIONS["site_tol"],
-    min_sweeps: int = OPTIONS["min_sweeps"],
-    max_sweeps: int = OPTIONS["max_sweeps"],
-    warm_start: tuple[np.ndarray, np.ndarray] | None = None,
-    random_seed: int | np.random.Generator | None = OPTIONS["random_seed"],
-) -> EPPosterior:
-    """Run EP at fixed hyperparameters.
+def _infer(problem: Problem, options: EPOptions) -> EPPosterior:
+    """EP at fixed hyperparameters: from the start (:func:`_start`), sweeps by the
+    options' schedule (:func:`_sweep`) until converged, then the posterior."""
+    m = 0.0 if problem.mean is None else float(problem.mean)
+    K = check_kernel_matrix(problem.kernel, problem.X)
+    rng = np.random.default_rng(0 if options.random_seed is None else options.random_seed)
+    state = _start(problem, K, m, options.warm_start)
+    run = _Run(
+        K, problem.y, problem.likelihood, m, options.tol, options.site_tol, options.min_iter, rng
+    )
+    out, ran = _sweep(run, state, options)
+    return _posterior(problem, K, out, ran, options)
 
-    Parameters
-    ----------
-    X, y, kernel, likelihood, mean
-        As for the Laplace engine (:func:`gpc_compare.engines.laplace.infer`).
-    schedule : {"auto", "sequential", "parallel"}
-        "sequential": sites updated one at a time in random order with rank-one updates
-        of Sigma, the posterior rebuilt from a fresh Cholesky after each sweep (R&W
-        Alg. 3.5). "parallel": every site from the same posterior, one Cholesky a sweep.
-        "auto" (the default): parallel, with adaptive damping, where it converges; where it
-        does not (a sweep loses a cavity's positive precision, the damping falls below
-        ``AUTO_MIN_DAMPING``, or ``AUTO_PARALLEL_SWEEPS`` sweeps pass), sequential from
-        the last finite state. Which ran is on ``convergence.schedule`` and in its message.
-    damping : float in (0, 1], optional
-        New sites are (1 - damping) old + damping new, in natural parameters. Default
-        (None): 1 for sequential; for parallel and "auto", adaptive: it starts at 1 and is halved
-        (down to 0.05) whenever a sweep moves the sites more than the sweep before, the
-        sign of the oscillation parallel EP is prone to.
-    tol : float
-        Converged when a sweep changes the log evidence by less than ``tol`` (or than
-        its rounding noise, where a large prior mean or signal variance makes that
-        larger) ...
-    site_tol : float
-        ... and the undamped update would move no site parameter by more than
-        ``site_tol``. The evidence is stationary
-        in the sites, so a tolerance on it alone leaves the sites (and the predictions
-        and leave-one-out quantities, which are not stationary) converged only to about
-        sqrt(tol); the site tolerance closes that gap.
-    min_sweeps, max_sweeps : int
-        Bounds on the number of sweeps; not converging by ``max_sweeps`` warns.
-    warm_start : (ttau, tnu), optional
-        Site parameters to start from (e.g. ``previous.warm_start``).
-    random_seed : int or Generator, optional
-        Seeds the sequential schedule's random order; None uses seed 0, so repeated fits
-        agree exactly rather than to within the tolerances.
-    """
-    checked = check_options(
-        {"schedule": schedule, "damping": damping, "tol": tol, "site_tol": site_tol,
-         "min_sweeps": min_sweeps, "max_sweeps": max_sweeps, "random_seed": random_seed}
-    )  # fmt: skip
-    tol, site_tol, damping = checked["tol"], checked["site_tol"], checked["damping"]
-    min_sweeps, max_sweeps = checked["min_sweeps"], checked["max_sweeps"]
-    adaptive = damping is None and schedule in ("parallel", "auto")
-    if damping is None:
-        damping = 1.0
-    n = X.shape[0]
-    m = 0.0 if mean is None else float(mean)
-    K = check_kernel_matrix(kernel, X)
-    rng = np.random.default_rng(0 if random_seed is None else random_seed)
-    if warm_start is not None:
-        ttau, tnu = check_site_warm_start(warm_start, n, "(ttau, tnu)")
-    else:
-        ttau, tnu = np.zeros(n), np.zeros(n)
-    state = _SiteState(K, y, likelihood, ttau, tnu, m)
-    if warm_start is not None:
-        zero = _SiteState(K, y, likelihood, np.zeros(n), np.zeros(n), m)
-        if not zero.log_marginal_likelihood < state.log_marginal_likelihood:
-            state, ttau, tnu = zero, np.zeros(n), np.zeros(n)
-    run = _Run(K, y, likelihood, m, tol, site_tol, min_sweeps, rng)
-    if schedule == "auto":
-        # parallel first (one factorisation a sweep); sequential from the last finite
-        # state if it oscillates, loses a cavity, or exceeds its budget of sweeps
-        budget = min(max_sweeps, AUTO_PARALLEL_SWEEPS)
-        out = run.iterate(
-            state, "parallel", damping, adaptive, budget, stop_on_oscillation=True, accelerate=True
-        )
-        ran = "parallel"
-        if not out.converged and out.sweeps < max_sweeps:
-            seq = run.iterate(out.state, "sequential", 1.0, False, max_sweeps - out.sweeps)
-            ran = f"parallel ({out.sweeps} sweeps: {out.why}), then sequential"
-            out = seq._replace(sweeps=out.sweeps + seq.sweeps)
-    else:
-        out = run.iterate(state, schedule, damping, adaptive, max_sweeps)
-        ran = schedule
-    if not np.isfinite(out.state.log_marginal_likelihood):
+
+def _start(problem: Problem, K: np.ndarray, m: float, warm_start: Any) -> _SiteState:
+    """The state the sweeps start from: no sites (q = the prior), or the warm start's sites
+    (ttau, tnu) where their evidence is above the prior's."""
+    n, y, lik = problem.n, problem.y, problem.likelihood
+    zero = _SiteState(K, y, lik, np.zeros(n), np.zeros(n), m)
+    if warm_start is None:
+        return zero
+    ttau, tnu = check_site_warm_start(warm_start, n, "(ttau, tnu)")
+    state = _SiteState(K, y, lik, ttau, tnu, m)
+    return state if zero.log_marginal_likelihood < state.log_marginal_likelihood else zero
+
+
+def _sweep(run: _Run, state: _SiteState, options: EPOptions) -> tuple[_Outcome, str]:
+    """Sweeps of the options' schedule from ``state``: where they ended, and which
+    schedule(s) ran (for ``Convergence.schedule``)."""
+    schedule, max_iter = options.schedule, options.max_iter
+    adaptive = options.damping is None and schedule in ("parallel", "auto")
+    damping = 1.0 if options.damping is None else options.damping
+    if schedule != "auto":
+        return run.iterate(state, schedule, damping, adaptive, max_iter), schedule
+    # parallel first (one factorisation a sweep); sequential from the last finite state if
+    # it oscillates, loses a cavity, or exceeds its budget of sweeps
+    budget = min(max_iter, AUTO_PARALLEL_SWEEPS)
+    out = run.iterate(
+        state, "parallel", damping, adaptive, budget, stop_on_oscillation=True, accelerate=True
+    )
+    if out.converged or out.sweeps >= max_iter:
+        return out, "parallel"
+    seq = run.iterate(out.state, "sequential", 1.0, False, max_iter - out.sweeps)
+    ran = f"parallel ({out.sweeps} sweeps: {out.why}), then sequential"
+    return seq._replace(sweeps=out.sweeps + seq.sweeps), ran
+
+
+def _posterior(
+    problem: Problem, K: np.ndarray, out: _Outcome, ran: str, options: EPOptions
+) -> EPPosterior:
+    """The posterior where the sweeps ended (a warning if they did not converge)."""
+    state = out.state
+    if not np.isfinite(state.log_marginal_likelihood):
         raise FloatingPointError(
             "EP produced a non-finite evidence (a cavity lost positive precision); "
             "try schedule='sequential' or stronger damping"
         )
-    state, sweeps, converged, change = out.state, out.sweeps, out.converged, out.change
-    message = out.message(ran, tol, site_tol)
-    if not converged:
+    message = out.message(ran, options.tol, options.site_tol)
+    if not out.converged:
         warnings.warn(f"EP {message}", RuntimeWarning, stacklevel=2)
     return EPPosterior(
-        X,
-        y,
-        kernel,
-        likelihood,
-        mean,
+        problem.X,
+        problem.y,
+        problem.kernel,
+        problem.likelihood,
+        problem.mean,
         K=K,
         alpha=state.alpha(K),
         sW=state.sW,
         L=state.L,
         log_marginal_likelihood=state.log_marginal_likelihood,
-        convergence=Convergence(converged, sweeps, float(change), message, ran),
+        convergence=Convergence(out.converged, out.sweeps, float(out.change), message, ran),
         state=state,
     )
 
@@ -438,12 +456,13 @@ class _Outcome(NamedTuple):
 
     def message(self, ran: str, tol: float, site_tol: float) -> str:
         """How the run ended, for ``Convergence.message`` (``ran``: the schedule(s))."""
+        changes = f"evidence change {self.change:.2e}, site change {self.site_change:.2e}"
         if self.converged:
-            return (f"converged after {self.sweeps} sweeps ({ran}): evidence change "
-                    f"{self.change:.2e}, site change {self.site_change:.2e}")  # fmt: skip
-        return (f"not converged after {self.sweeps} sweeps ({ran}; evidence change "
-                f"{self.change:.2e}, site change {self.site_change:.2e}; tol {tol:g}, "
-                f"site_tol {site_tol:g})")  # fmt: skip
+            return f"converged after {self.sweeps} sweeps ({ran}): {changes}"
+        return (
+            f"not converged after {self.sweeps} sweeps ({ran}; {changes}; tol {tol:g}, "
+            f"site_tol {site_tol:g})"
+        )
 
 
 def _distance(up_ttau, up_tnu, ttau, tnu) -> float:
@@ -454,9 +473,9 @@ def _distance(up_ttau, up_tnu, ttau, tnu) -> float:
 class _Run:
     """Sweeps of one schedule from a state until converged (R&W Alg. 3.5 lines 3-14)."""
 
-    def __init__(self, K, y, lik, m, tol, site_tol, min_sweeps, rng, make_state=None):
+    def __init__(self, K, y, lik, m, tol, site_tol, min_iter, rng, make_state=None):
         self.K, self.y, self.lik, self.m = K, y, lik, m
-        self.tol, self.site_tol, self.min_sweeps, self.rng = tol, site_tol, min_sweeps, rng
+        self.tol, self.site_tol, self.min_iter, self.rng = tol, site_tol, min_iter, rng
         # the state of a set of sites (ttau, tnu) -> state; FITC-EP passes its own
         self.make_state = make_state or (lambda ttau, tnu: _SiteState(K, y, lik, ttau, tnu, m))
 
@@ -466,23 +485,23 @@ class _Run:
         schedule: str,
         damping: float,
         adaptive: bool,
-        max_sweeps: int,
+        max_iter: int,
         stop_on_oscillation: bool = False,
         accelerate: bool = False,
     ) -> _Outcome:
-        """At most ``max_sweeps`` sweeps. With ``stop_on_oscillation`` (the parallel part
+        """At most ``max_iter`` sweeps. With ``stop_on_oscillation`` (the parallel part
         of "auto"), stop early, unconverged, at the last finite state when a sweep loses a
         cavity (non-finite evidence) or adaptive damping has fallen below
         ``AUTO_MIN_DAMPING`` (persistent oscillation). With ``accelerate`` (parallel,
         undamped), each sweep first tries the sites of Anderson's extrapolation
-        (:func:`._sites.anderson`) over the last few sweeps, kept if every site precision
+        (:class:`._sites.Anderson`) over the last few sweeps, kept if every site precision
         and cavity precision stays non-negative and the evidence finite."""
         K, y, lik = self.K, self.y, self.lik
         ttau, tnu = state.ttau, state.tnu
         sweeps, change, site_change = 0, np.inf, np.inf
-        history: list[tuple[np.ndarray, np.ndarray]] = []  # (sites, update - sites)
+        acceleration = Anderson(ANDERSON_MEMORY)  # (sites, update - sites)
         extrapolated = False  # whether the current state came from Anderson's step
-        while sweeps < max_sweeps:
+        while sweeps < max_iter:
             sweeps += 1
             if schedule == "sequential":
                 new_ttau, new_tnu = sequential_sweep(K, y, lik, state, ttau, tnu, damping, self.rng)
@@ -499,10 +518,10 @@ class _Run:
             new_state, candidate = None, False
             if accelerate and damping == 1.0:
                 x = np.concatenate([ttau, tnu])
-                history = [*history[-ANDERSON_MEMORY:], (x, np.concatenate([up_ttau, up_tnu]) - x)]
-                new_state = self._extrapolate(history)
+                acceleration.push(x, np.concatenate([up_ttau, up_tnu]) - x)
+                new_state = self._extrapolate(acceleration.extrapolate())
                 if new_state is None:
-                    history = history[-1:]  # failed: start its memory afresh
+                    acceleration.restart()  # failed: start its memory afresh
                 else:
                     new_ttau, new_tnu, candidate = new_state.ttau, new_state.tnu, True
             if new_state is None:
@@ -521,7 +540,7 @@ class _Run:
                 site_change = residual
             if adaptive and site_change > previous_site_change:
                 if extrapolated:  # Anderson's residuals need not fall monotonically:
-                    history = history[-1:]  # restart its memory rather than damp
+                    acceleration.restart()  # restart its memory rather than damp
                 else:
                     damping = max(0.5 * damping, 0.05)
             extrapolated = candidate
@@ -538,7 +557,7 @@ class _Run:
             residual = _distance(*self._update(state), ttau, tnu)
             if self._converged(state, sweeps, change, residual):
                 return _Outcome(state, sweeps, True, change, residual)
-        why = "" if sweeps < max_sweeps else f"not converged in {max_sweeps} sweeps"
+        why = "" if sweeps < max_iter else f"not converged in {max_iter} sweeps"
         return _Outcome(state, sweeps, False, change, site_change, why)
 
     def _update(self, state: _SiteState) -> tuple[np.ndarray, np.ndarray]:
@@ -554,14 +573,14 @@ class _Run:
         """Whether a state reached after ``sweeps`` sweeps, the evidence having moved by
         ``change`` into it and its sites ``site_change`` from their update, is converged."""
         evidence_tol = max(self.tol, state.noise)  # no tighter than its rounding
-        return sweeps >= self.min_sweeps and change < evidence_tol and site_change < self.site_tol
+        return sweeps >= self.min_iter and change < evidence_tol and site_change < self.site_tol
 
-    def _extrapolate(self, history: list) -> _SiteState | None:
-        """The state at Anderson's extrapolation of the parallel site iteration, or None
-        if there is too little history or it leaves a site or cavity precision negative."""
-        if len(history) < 2:
+    def _extrapolate(self, trial: np.ndarray | None) -> _SiteState | None:
+        """The state at Anderson's extrapolation ``trial`` of the parallel site iteration,
+        or None if there is none (too little history) or it leaves a site or cavity
+        precision negative."""
+        if trial is None:
             return None
-        trial = anderson(history)
         n = trial.size // 2
         if not np.all(np.isfinite(trial)) or np.any(trial[:n] < 0):
             return None

@@ -20,56 +20,92 @@ from __future__ import annotations
 
 import warnings
 from functools import cached_property
+from typing import Any, ClassVar
 
 import numpy as np
 
-from .._validation import any_value, check_fraction, check_positive, count, option_checker, optional
-from ..kernels import Kernel
-from ..likelihoods import Likelihood
+from .._validation import any_value, check_fraction, check_positive, count, optional
 from ..posterior import Convergence, FITCPrior, FITCSites, SparsePosterior
+from ._engine import Engine, Problem, engine_options, option
 from ._ep_sites import ep_log_evidence
-from ._inducing import SPARSE_OPTION_CHECKS, SPARSE_OPTIONS, choose_inducing
+from ._inducing import SparseOptions, choose_inducing
 from ._sites import check_site_warm_start
-from .ep import _Run
+from .ep import _iterations_in_order, _Run
 
-__all__ = ["FITCEPPosterior", "check_options", "infer"]
-
-#: How this engine is named in messages.
-LABEL = "FITC-EP"
-#: Options ``gc.fit(method="fitc_ep", ...)`` accepts, with their defaults.
-OPTIONS = {
-    **SPARSE_OPTIONS,
-    "damping": None,
-    "tol": 1e-10,
-    "site_tol": 1e-6,
-    "min_sweeps": 2,
-    "max_sweeps": 500,
-    "warm_start": None,
-}
-#: How each option is checked (:func:`check_options`).
-OPTION_CHECKS = {
-    **SPARSE_OPTION_CHECKS,
-    "damping": optional(check_fraction),
-    "tol": check_positive,
-    "site_tol": check_positive,
-    "min_sweeps": count(1),
-    "max_sweeps": count(1),
-    "warm_start": any_value,
-}
-#: What this engine can do (see :data:`gpc_compare.engines.CAPABILITY_NAMES`).
-CAPABILITIES = frozenset({"evidence", "evidence_gradient", "sparse"})
-#: The likelihoods it takes (by name).
-LIKELIHOODS = frozenset({"probit", "logistic", "gaussian"})
+__all__ = ["ENGINE", "FITCEPEngine", "FITCEPOptions", "FITCEPPosterior", "infer"]
 
 
-def _sweeps_in_order(options: dict) -> None:
-    if options["min_sweeps"] > options["max_sweeps"]:
-        raise ValueError(f"min_sweeps ({options['min_sweeps']}) exceeds max_sweeps "
-                         f"({options['max_sweeps']})")  # fmt: skip
+@engine_options
+class FITCEPOptions(SparseOptions):
+    """Options of the FITC-EP engine (``gc.fit(method="fitc_ep", ...)``): the inducing
+    inputs' (:class:`._inducing.SparseOptions`), then EP's."""
+
+    #: Old names, accepted for one release with a DeprecationWarning.
+    renamed: ClassVar[dict[str, str]] = {"max_sweeps": "max_iter", "min_sweeps": "min_iter"}
+
+    damping: float | None = option(
+        None,
+        optional(check_fraction),
+        "Fixed damping in (0, 1] of the parallel updates; None: adaptive, as dense EP's "
+        "parallel schedule (halved whenever a sweep moves the sites more than the last).",
+    )
+    tol: float = option(
+        1e-10,
+        check_positive,
+        "Converged when a sweep changes the log evidence by less than tol (or its rounding "
+        "noise) ...",
+    )
+    site_tol: float = option(
+        1e-6,
+        check_positive,
+        "... and the undamped update would move no site parameter by more than site_tol.",
+    )
+    min_iter: int = option(
+        2, count(1), "Fewest sweeps before convergence is declared (formerly min_sweeps)."
+    )
+    max_iter: int = option(
+        500,
+        count(1),
+        "Most sweeps; not converging by then warns and is recorded (formerly max_sweeps).",
+    )
+    warm_start: Any = option(
+        None,
+        any_value,
+        "A previous FITC-EP posterior, or its sites (ttau, tnu) to start from "
+        "(previous.warm_start); used if their evidence is above that of no sites.",
+    )
+
+    def check_together(self) -> None:
+        _iterations_in_order(self)
 
 
-#: The options checked before any fit (``warm_start``'s shape is :func:`infer`'s).
-check_options = option_checker(OPTION_CHECKS, "method 'fitc_ep'", OPTIONS, _sweeps_in_order)
+_SPARSE = frozenset({"evidence", "evidence_gradient", "sparse"})
+
+
+class FITCEPEngine(Engine):
+    """Parallel EP on the FITC prior (Naish-Guzman and Holden 2008)."""
+
+    name = "fitc_ep"
+    label = "FITC-EP"
+    summary = "EP on the sparse FITC prior, M inducing inputs (Naish-Guzman and Holden 2008)"
+    Options = FITCEPOptions
+    likelihoods = {"probit": _SPARSE, "logistic": _SPARSE, "gaussian": _SPARSE}
+    quick_options = {"inducing": 8}
+
+    def infer(self, problem: Problem, options: FITCEPOptions) -> FITCEPPosterior:
+        """Parallel EP on the FITC prior at fixed hyperparameters and inducing inputs (see
+        :class:`Engine`)."""
+        return _infer(problem, options)
+
+
+#: The engine (registered by :mod:`gpc_compare.engines`).
+ENGINE = FITCEPEngine()
+
+
+def infer(X, y, kernel, likelihood, mean=None, **options) -> FITCEPPosterior:
+    """The FITC-EP engine on checked arrays, options as keywords
+    (:class:`FITCEPOptions`): ``ENGINE.run``."""
+    return ENGINE.run(X, y, kernel, likelihood, mean, **options)
 
 
 class _FITCState:
@@ -131,85 +167,48 @@ class FITCEPPosterior(SparsePosterior):
         return self._gradient([(self.alpha, 0.5 * self.alpha)])
 
 
-def infer(
-    X: np.ndarray,
-    y: np.ndarray,
-    kernel: Kernel,
-    likelihood: Likelihood,
-    mean: float | None = None,
-    *,
-    inducing: int | np.ndarray | None = OPTIONS["inducing"],
-    optimize_inducing: bool = OPTIONS["optimize_inducing"],
-    jitter: float = OPTIONS["jitter"],
-    random_seed: int | np.random.Generator | None = OPTIONS["random_seed"],
-    damping: float | None = OPTIONS["damping"],
-    tol: float = OPTIONS["tol"],
-    site_tol: float = OPTIONS["site_tol"],
-    min_sweeps: int = OPTIONS["min_sweeps"],
-    max_sweeps: int = OPTIONS["max_sweeps"],
-    warm_start: tuple[np.ndarray, np.ndarray] | None = None,
-) -> FITCEPPosterior:
-    """Run parallel EP on the FITC prior at fixed hyperparameters and inducing inputs.
-
-    Parameters
-    ----------
-    X, y, kernel, likelihood, mean
-        As for :func:`gpc_compare.engines.ep.infer`.
-    inducing, optimize_inducing, jitter, random_seed
-        As for :func:`gpc_compare.engines.fitc_laplace.infer`.
-    damping : float in (0, 1], optional
-        Fixed damping of the parallel updates; None (default): adaptive, as dense EP's
-        parallel schedule (halved whenever a sweep moves the sites more than the last).
-    tol, site_tol, min_sweeps, max_sweeps
-        As for dense EP.
-    warm_start : (ttau, tnu), optional
-        Sites to start from (``previous.warm_start``).
-    """
-    checked = check_options(
-        {"inducing": inducing, "optimize_inducing": optimize_inducing, "jitter": jitter,
-         "damping": damping, "tol": tol, "site_tol": site_tol, "min_sweeps": min_sweeps,
-         "max_sweeps": max_sweeps}
-    )  # fmt: skip
-    Z = choose_inducing(X, checked["inducing"], random_seed)
-    prior = FITCPrior(kernel, X, Z, checked["jitter"])
-    n = X.shape[0]
+def _infer(problem: Problem, options: FITCEPOptions) -> FITCEPPosterior:
+    """Parallel EP on the FITC prior (:class:`.ep._Run` with FITC's states)."""
+    X, y, lik, mean = problem.X, problem.y, problem.likelihood, problem.mean
+    Z = choose_inducing(X, options.inducing, options.random_seed)
+    prior = FITCPrior(problem.kernel, X, Z, options.jitter)
+    n = problem.n
     m = 0.0 if mean is None else float(mean)
 
     def make_state(ttau: np.ndarray, tnu: np.ndarray) -> _FITCState:
-        return _FITCState(prior, y, likelihood, ttau, tnu, m)
+        return _FITCState(prior, y, lik, ttau, tnu, m)
 
     state = make_state(np.zeros(n), np.zeros(n))
-    if warm_start is not None:
-        ttau, tnu = check_site_warm_start(warm_start, n, "(ttau, tnu)")
-        warm = make_state(ttau, tnu)
+    if options.warm_start is not None:
+        warm = make_state(*check_site_warm_start(options.warm_start, n, "(ttau, tnu)"))
         if warm.log_marginal_likelihood > state.log_marginal_likelihood:
             state = warm
-    adaptive = checked["damping"] is None
-    run = _Run(None, y, likelihood, m, checked["tol"], checked["site_tol"],
-               checked["min_sweeps"], None, make_state=make_state)  # fmt: skip
-    out = run.iterate(state, "parallel", checked["damping"] or 1.0, adaptive,
-                      checked["max_sweeps"], accelerate=True)  # fmt: skip
-    state, sweeps = out.state, out.sweeps
+    adaptive = options.damping is None
+    run = _Run(None, y, lik, m, options.tol, options.site_tol, options.min_iter, None, make_state)
+    out = run.iterate(
+        state, "parallel", options.damping or 1.0, adaptive, options.max_iter, accelerate=True
+    )
+    state = out.state
     prior.drop_scratch()  # (the posterior keeps V and Z, not the work buffer)
     if not np.isfinite(state.log_marginal_likelihood):
         raise FloatingPointError(
             "FITC-EP produced a non-finite evidence (a cavity lost positive precision); "
             "try a fixed damping below 1, e.g. damping=0.5"
         )
-    message = out.message("parallel", checked["tol"], checked["site_tol"])
+    message = out.message("parallel", options.tol, options.site_tol)
     if not out.converged:
         warnings.warn(f"FITC-EP {message}", RuntimeWarning, stacklevel=2)
     return FITCEPPosterior(
         X,
         y,
-        kernel,
-        likelihood,
+        problem.kernel,
+        lik,
         mean,
         prior=prior,
         sites=state.sites,
         alpha=state.alpha,
         log_marginal_likelihood=state.log_marginal_likelihood,
-        convergence=Convergence(out.converged, sweeps, float(out.change), message, "parallel"),
-        optimize_inducing=checked["optimize_inducing"],
+        convergence=Convergence(out.converged, out.sweeps, float(out.change), message, "parallel"),
+        optimize_inducing=options.optimize_inducing,
         state=state,
     )

@@ -15,37 +15,76 @@ Hessian of log p(y | f) at the mode, ``d1, d2, d3`` the derivatives of log p(y |
 from __future__ import annotations
 
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 
-from .._validation import any_value, check_positive, count, option_checker
-from ..kernels import Kernel
-from ..likelihoods import Likelihood
+from .._validation import any_value, check_positive, count
 from ..numerics import cho_solve
 from ..posterior import FITCPrior, FITCSites, SparsePosterior
 from . import _newton
-from ._inducing import SPARSE_OPTION_CHECKS, SPARSE_OPTIONS, choose_inducing
+from ._engine import Engine, Problem, engine_options, option
+from ._inducing import SparseOptions, choose_inducing
 
-__all__ = ["FITCLaplacePosterior", "check_options", "infer"]
+__all__ = [
+    "ENGINE",
+    "FITCLaplaceEngine",
+    "FITCLaplaceOptions",
+    "FITCLaplacePosterior",
+    "infer",
+]
 
-#: How this engine is named in messages.
-LABEL = "FITC-Laplace"
-#: Options ``gc.fit(method="fitc_laplace", ...)`` accepts, with their defaults.
-OPTIONS = {**SPARSE_OPTIONS, "tol": 1e-10, "max_iter": 100, "warm_start": None}
-#: How each option is checked (:func:`check_options`).
-OPTION_CHECKS = {
-    **SPARSE_OPTION_CHECKS,
-    "tol": check_positive,
-    "max_iter": count(1),
-    "warm_start": any_value,
-}
-#: What this engine can do (see :data:`gpc_compare.engines.CAPABILITY_NAMES`).
-CAPABILITIES = frozenset({"evidence", "evidence_gradient", "sparse"})
-#: The likelihoods it takes (by name).
-LIKELIHOODS = frozenset({"probit", "logistic", "gaussian"})
 
-#: The options checked before any fit (``warm_start``'s shape is :func:`infer`'s).
-check_options = option_checker(OPTION_CHECKS, "method 'fitc_laplace'")
+@engine_options
+class FITCLaplaceOptions(SparseOptions):
+    """Options of the FITC-Laplace engine (``gc.fit(method="fitc_laplace", ...)``): the
+    inducing inputs' (:class:`._inducing.SparseOptions`), then Laplace's."""
+
+    tol: float = option(
+        1e-10,
+        check_positive,
+        "Newton stops when a step lowers Psi by less than this and moves f by less than "
+        "sqrt(tol), as the Laplace engine's.",
+    )
+    max_iter: int = option(
+        100, count(1), "Most Newton iterations; not converging by then warns and is recorded."
+    )
+    warm_start: Any = option(
+        None,
+        any_value,
+        "A previous FITC-Laplace posterior, or alpha to start from (shape (n,)), or k "
+        "candidates (k, n): the one with the lowest Psi is used if it is no worse than "
+        "alpha = 0.",
+    )
+
+
+_SPARSE = frozenset({"evidence", "evidence_gradient", "sparse"})
+
+
+class FITCLaplaceEngine(Engine):
+    """The Laplace approximation on the FITC prior (Snelson and Ghahramani 2006; GPML's
+    ``infLaplace`` with ``apxSparse``)."""
+
+    name = "fitc_laplace"
+    label = "FITC-Laplace"
+    summary = "Laplace on the sparse FITC prior, M inducing inputs (Snelson and Ghahramani 2006)"
+    Options = FITCLaplaceOptions
+    likelihoods = {"probit": _SPARSE, "logistic": _SPARSE, "gaussian": _SPARSE}
+    quick_options = {"inducing": 8}
+
+    def infer(self, problem: Problem, options: FITCLaplaceOptions) -> FITCLaplacePosterior:
+        """FITC-Laplace at fixed hyperparameters and inducing inputs (see :class:`Engine`)."""
+        return _infer(problem, options)
+
+
+#: The engine (registered by :mod:`gpc_compare.engines`).
+ENGINE = FITCLaplaceEngine()
+
+
+def infer(X, y, kernel, likelihood, mean=None, **options) -> FITCLaplacePosterior:
+    """The FITC-Laplace engine on checked arrays, options as keywords
+    (:class:`FITCLaplaceOptions`): ``ENGINE.run``."""
+    return ENGINE.run(X, y, kernel, likelihood, mean, **options)
 
 
 class FITCLaplacePosterior(SparsePosterior):
@@ -109,43 +148,12 @@ def _solve_I_plus_WK(sites: FITCSites, b: np.ndarray) -> np.ndarray:
     return c - w * (V.T @ cho_solve(sites.L_A, V @ c))
 
 
-def infer(
-    X: np.ndarray,
-    y: np.ndarray,
-    kernel: Kernel,
-    likelihood: Likelihood,
-    mean: float | None = None,
-    *,
-    inducing: int | np.ndarray | None = OPTIONS["inducing"],
-    optimize_inducing: bool = OPTIONS["optimize_inducing"],
-    jitter: float = OPTIONS["jitter"],
-    random_seed: int | np.random.Generator | None = OPTIONS["random_seed"],
-    tol: float = OPTIONS["tol"],
-    max_iter: int = OPTIONS["max_iter"],
-    warm_start: np.ndarray | None = None,
-) -> FITCLaplacePosterior:
-    """Fit the FITC-Laplace approximation at fixed hyperparameters and inducing inputs.
-
-    Parameters
-    ----------
-    X, y, kernel, likelihood, mean
-        As for :func:`gpc_compare.engines.laplace.infer` (binary or Gaussian).
-    inducing : int, ndarray of shape (M, d), or None
-        The inducing inputs, or how many to choose (k-means++, :mod:`._inducing`).
-    optimize_inducing : bool
-        Whether their coordinates are hyperparameters (named and differentiated).
-    jitter : float
-        snu^2 / mean(diag K_uu), held fixed when differentiating (GPML's 1e-6).
-    random_seed : int or Generator, optional
-        Seeds the choice of inducing inputs.
-    tol, max_iter, warm_start
-        As for the Laplace engine.
-    """
-    checked = check_options({"inducing": inducing, "optimize_inducing": optimize_inducing,
-                             "jitter": jitter, "tol": tol, "max_iter": max_iter})  # fmt: skip
-    Z = choose_inducing(X, checked["inducing"], random_seed)
-    prior = FITCPrior(kernel, X, Z, checked["jitter"])
-    m = 0.0 if mean is None else float(mean)
+def _infer(problem: Problem, options: FITCLaplaceOptions) -> FITCLaplacePosterior:
+    """R&W Alg. 3.1 on the FITC prior, with chord steps (:mod:`._newton`)."""
+    X, y, likelihood = problem.X, problem.y, problem.likelihood
+    Z = choose_inducing(X, options.inducing, options.random_seed)
+    prior = FITCPrior(problem.kernel, X, Z, options.jitter)
+    m = 0.0 if problem.mean is None else float(problem.mean)
 
     def state(alpha: np.ndarray):
         g = prior @ alpha
@@ -164,10 +172,18 @@ def infer(
         sites = factor[0]
         return _solve_I_plus_WK(sites, sites.W * g + d1)
 
-    alpha, psi, at = _newton.start(state, (X.shape[0],), warm_start, "alpha", candidates=True)
-    res = _newton.newton(state, direction, alpha, psi, at, prior, tol=checked["tol"],
-                         max_iter=checked["max_iter"], stacklevel=2, chord=chord,
-                         likelihood_gradient=lambda _, at: at[1][1])  # fmt: skip
+    start = _newton.start(state, (problem.n,), options.warm_start, "alpha", candidates=True)
+    res = _newton.newton(
+        state,
+        direction,
+        *start,
+        prior,
+        tol=options.tol,
+        max_iter=options.max_iter,
+        stacklevel=2,
+        chord=chord,
+        likelihood_gradient=lambda _, at: at[1][1],  # alpha = grad log p at the mode (eq. 3.17)
+    )
     derivs = res.extra[1]
     sites = FITCSites(prior, -derivs[2])  # factorised at the final mode
     prior.drop_scratch()  # (the posterior keeps V and Z, not the work buffer)
@@ -176,14 +192,14 @@ def infer(
     return FITCLaplacePosterior(
         X,
         y,
-        kernel,
+        problem.kernel,
         likelihood,
-        mean,
+        problem.mean,
         prior=prior,
         sites=sites,
         alpha=res.x,
         log_marginal_likelihood=lml,
         convergence=res.convergence(),
-        optimize_inducing=checked["optimize_inducing"],
+        optimize_inducing=options.optimize_inducing,
         derivatives=derivs,
     )

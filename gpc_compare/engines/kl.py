@@ -36,20 +36,14 @@ from __future__ import annotations
 
 import warnings
 from functools import partial
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
-from .._validation import (
-    any_value,
-    check_kernel_matrix,
-    check_positive,
-    count,
-    option_checker,
-)
-from ..kernels import Kernel
+from .._validation import any_value, check_kernel_matrix, check_positive, count
 from ..likelihoods import Likelihood
 from ..posterior import Convergence
+from ._engine import Engine, EngineOptions, Problem, engine_options, option
 from ._sites import (
     GaussianSites,
     SitePosterior,
@@ -59,23 +53,65 @@ from ._sites import (
     maximize_bound,
 )
 
-__all__ = ["KLPosterior", "check_options", "infer"]
+__all__ = ["ENGINE", "KLEngine", "KLOptions", "KLPosterior", "infer"]
 
-#: How this engine is named in messages.
-LABEL = "KL"
-#: Options ``gc.fit(method="kl", ...)`` accepts, with their defaults.
-OPTIONS = {"tol": 1e-10, "site_tol": 1e-6, "max_iter": 1000, "warm_start": None}
-#: How each option is checked (:func:`check_options`).
-OPTION_CHECKS = {
-    "tol": check_positive,
-    "site_tol": check_positive,
-    "max_iter": count(1),
-    "warm_start": any_value,
-}
-#: What this engine can do (see :data:`gpc_compare.engines.CAPABILITY_NAMES`).
-CAPABILITIES = frozenset({"evidence", "evidence_gradient", "bound"})
-#: The likelihoods it takes (by name).
-LIKELIHOODS = frozenset({"probit", "logistic", "gaussian"})
+
+@engine_options
+class KLOptions(EngineOptions):
+    """Options of the KL engine (``gc.fit(method="kl", ...)``)."""
+
+    tol: float = option(
+        1e-10, check_positive, "Converged when an iteration raises the bound by less than tol ..."
+    )
+    site_tol: float = option(
+        1e-6,
+        check_positive,
+        "... and the fixed-point update would move no site parameter by more than site_tol "
+        "relative to 1 + its size (the bound is stationary in the sites, so it is then "
+        "accurate far below tol).",
+    )
+    max_iter: int = option(
+        1000,
+        count(1),
+        "Most iterations (each one Cholesky and one triangular solve, more when the step is "
+        "halved); not converging by then warns and is recorded.",
+    )
+    warm_start: Any = option(
+        None,
+        any_value,
+        "A previous KL posterior, or its sites (W, b) to start from (previous.warm_start); "
+        "used only if their bound is at least the prior's.",
+    )
+
+
+_BOUND = frozenset({"evidence", "evidence_gradient", "bound"})
+
+
+class KLEngine(Engine):
+    """The KL (variational Gaussian) approximation: the Gaussian q maximising the evidence
+    lower bound (Opper and Archambeau 2009; Nickisch and Rasmussen 2008, section 4.4)."""
+
+    name = "kl"
+    label = "KL"
+    summary = "Gaussian q maximising the evidence lower bound (Opper and Archambeau 2009)"
+    Options = KLOptions
+    # any likelihood with expected_log_prob
+    likelihoods = {"probit": _BOUND, "logistic": _BOUND, "gaussian": _BOUND}
+
+    def infer(self, problem: Problem, options: KLOptions) -> KLPosterior:
+        """Maximise the evidence lower bound over Gaussian q at fixed hyperparameters (see
+        :class:`Engine`)."""
+        return _infer(problem, options)
+
+
+#: The engine (registered by :mod:`gpc_compare.engines`).
+ENGINE = KLEngine()
+
+
+def infer(X, y, kernel, likelihood, mean=None, **options) -> KLPosterior:
+    """The KL engine on checked arrays, options as keywords (:class:`KLOptions`):
+    ``ENGINE.run``."""
+    return ENGINE.run(X, y, kernel, likelihood, mean, **options)
 
 
 class _State(NamedTuple):
@@ -170,59 +206,20 @@ class KLPosterior(SitePosterior):
         return self.W.copy(), self.b.copy()
 
 
-#: The options checked before any fit, as ``gc.fit`` and a study's ``[engines.kl]``
-#: are (``warm_start``'s shape is :func:`infer`'s: it knows n).
-check_options = option_checker(OPTION_CHECKS, "method 'kl'")
-
-
-def infer(
-    X: np.ndarray,
-    y: np.ndarray,
-    kernel: Kernel,
-    likelihood: Likelihood,
-    mean: float | None = None,
-    *,
-    tol: float = OPTIONS["tol"],
-    site_tol: float = OPTIONS["site_tol"],
-    max_iter: int = OPTIONS["max_iter"],
-    warm_start: tuple[np.ndarray, np.ndarray] | None = None,
-) -> KLPosterior:
-    """Maximise the evidence lower bound over Gaussian q at fixed hyperparameters.
-
-    Parameters
-    ----------
-    X, y, kernel, likelihood, mean
-        As for the Laplace engine (:func:`gpc_compare.engines.laplace.infer`); any
-        likelihood with ``expected_log_prob`` (probit, logistic, Gaussian).
-    tol : float
-        Converged when an iteration raises the bound by less than ``tol`` ...
-    site_tol : float
-        ... and the fixed-point update would move no site parameter by more than
-        ``site_tol`` relative to 1 + its size (the bound is stationary in the sites, so it
-        is then accurate far below ``tol``).
-    max_iter : int
-        Most iterations (each one Cholesky and one triangular solve, more when the step
-        is halved); not converging by then warns and is recorded.
-    warm_start : (W, b), optional
-        Sites to start from (e.g. ``previous.warm_start``); used only if their bound is
-        at least the prior's.
-
-    Returns
-    -------
-    KLPosterior
-    """
-    checked = check_options({"tol": tol, "site_tol": site_tol, "max_iter": max_iter})
-    tol, site_tol, max_iter = checked["tol"], checked["site_tol"], checked["max_iter"]
-    n = X.shape[0]
+def _infer(problem: Problem, options: KLOptions) -> KLPosterior:
+    """The bound maximised over the sites (W, b) by :func:`._sites.maximize_bound`."""
+    X, y, likelihood, mean = problem.X, problem.y, problem.likelihood, problem.mean
+    tol, site_tol = options.tol, options.site_tol
+    n = problem.n
     m = 0.0 if mean is None else float(mean)
-    K = check_kernel_matrix(kernel, X)
+    K = check_kernel_matrix(problem.kernel, X)
     state = _state(K, y, likelihood, m, np.zeros(n), np.zeros(n))  # q = the prior
-    if warm_start is not None:
-        warm = _state(K, y, likelihood, m, *check_site_warm_start(warm_start, n))
+    if options.warm_start is not None:
+        warm = _state(K, y, likelihood, m, *check_site_warm_start(options.warm_start, n))
         if warm.elbo >= state.elbo:
             state = warm
-    run = maximize_bound(partial(_state, K, y, likelihood, m), state, tol=tol,
-                         site_tol=site_tol, max_iter=max_iter)  # fmt: skip
+    make_state = partial(_state, K, y, likelihood, m)
+    run = maximize_bound(make_state, state, tol=tol, site_tol=site_tol, max_iter=options.max_iter)
     state, converged = run.state, run.converged
     message = bound_message(run, tol, site_tol)
     refused = None
@@ -239,7 +236,7 @@ def infer(
     return KLPosterior(
         X,
         y,
-        kernel,
+        problem.kernel,
         likelihood,
         mean,
         K=K,

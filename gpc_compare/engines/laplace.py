@@ -144,9 +144,9 @@ class LaplacePosterior(GaussianPosterior):
     def log_marginal_likelihood_gradient(self) -> np.ndarray:
         """Exact gradient of the Laplace evidence (R&W Alg. 5.1, Bishop 6.91-6.94)."""
         _, d1, _, d3 = self._derivatives
-        K, R, alpha = self.K, self._R, self.alpha
         # dlog q / d f^ = 1/2 diag((K^-1 + W)^-1) d3 (see the module note on its sign)
-        s2 = 0.5 * self._diag_sigma * d3
+        s2 = 0.5 * self._diag_sigma * d3  # (first: its triangular inverse also gives R)
+        K, R, alpha = self.K, self._R, self.alpha
         # the implicit term s2^T d f^ with d f^ = (I + K W)^-1 b = b - K R b (R&W Alg. 5.1
         # line 12), b = dK grad log p (eq. 5.24): z^T b with z = s2 - R K s2 (K, R symmetric)
         z = s2 - R @ (K @ s2)

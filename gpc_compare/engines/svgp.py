@@ -27,49 +27,86 @@ from __future__ import annotations
 
 import warnings
 from functools import cached_property
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import scipy.linalg
 
-from .._validation import any_value, check_positive, count, option_checker, optional
-from ..kernels import Kernel
-from ..likelihoods import Likelihood
+from .._validation import any_value, check_positive, count, optional
 from ..numerics import cho_solve, cholesky, solve_lower, solve_lower_transpose
 from ..posterior import Convergence, FITCPrior
 from ..posterior.sparse import InducingPosterior
-from ._inducing import SPARSE_OPTION_CHECKS, SPARSE_OPTIONS, choose_inducing
+from ._engine import Engine, Problem, engine_options, option
+from ._inducing import SparseOptions, choose_inducing
 from ._sites import bound_message, check_site_warm_start, maximize_bound
 
-__all__ = ["SVGPPosterior", "check_options", "infer"]
+__all__ = ["ENGINE", "SVGPEngine", "SVGPOptions", "SVGPPosterior", "infer"]
 
-#: How this engine is named in messages.
-LABEL = "SVGP"
-#: Options ``gc.fit(method="svgp", ...)`` accepts, with their defaults.
-OPTIONS = {
-    **SPARSE_OPTIONS,
-    "batch_size": None,
-    "tol": 1e-10,
-    "site_tol": 1e-6,
-    "max_iter": 1000,
-    "warm_start": None,
-}
-#: How each option is checked (:func:`check_options`).
-OPTION_CHECKS = {
-    **SPARSE_OPTION_CHECKS,
-    "batch_size": optional(count(1)),
-    "tol": check_positive,
-    "site_tol": check_positive,
-    "max_iter": count(1),
-    "warm_start": any_value,
-}
-#: What this engine can do (see :data:`gpc_compare.engines.CAPABILITY_NAMES`).
-CAPABILITIES = frozenset({"evidence", "evidence_gradient", "bound", "sparse"})
-#: The likelihoods it takes (by name).
-LIKELIHOODS = frozenset({"probit", "logistic", "gaussian"})
 
-#: The options checked before any fit (``warm_start``'s shape is :func:`infer`'s).
-check_options = option_checker(OPTION_CHECKS, "method 'svgp'")
+@engine_options
+class SVGPOptions(SparseOptions):
+    """Options of the SVGP engine (``gc.fit(method="svgp", ...)``): the inducing inputs'
+    (:class:`._inducing.SparseOptions`), then the KL engine's optimiser's."""
+
+    batch_size: int | None = option(
+        None,
+        optional(count(1)),
+        "Form K_uf for this many training inputs at a time and never keep the n x M matrix "
+        "(FITCPrior): memory O(M^2 + batch_size M) beyond O(n) vectors, for n whose n x M "
+        "matrices would not fit, at about twice the time (each pass recomputes the kernel). "
+        "The result is the same as without: every pass is over all n cases (deterministic, "
+        "not stochastic minibatches).",
+    )
+    tol: float = option(
+        1e-10, check_positive, "Converged when an iteration raises the bound by less than tol ..."
+    )
+    site_tol: float = option(
+        1e-6,
+        check_positive,
+        "... and the fixed-point update would move no site parameter by more than site_tol "
+        "relative to 1 + its size.",
+    )
+    max_iter: int = option(
+        1000,
+        count(1),
+        "Most iterations (each one M x M Cholesky and O(n M^2) products, more when the step "
+        "is halved); not converging by then warns and is recorded.",
+    )
+    warm_start: Any = option(
+        None,
+        any_value,
+        "A previous SVGP posterior, or its sites (W, b) on h = V^T v to start from "
+        "(previous.warm_start); used only if their bound is at least the prior's.",
+    )
+
+
+_SPARSE_BOUND = frozenset({"evidence", "evidence_gradient", "bound", "sparse"})
+
+
+class SVGPEngine(Engine):
+    """The sparse variational GP (Hensman, Matthews and Ghahramani 2015)."""
+
+    name = "svgp"
+    label = "SVGP"
+    summary = "Gaussian q(u) on M inducing values maximising the ELBO (Hensman et al. 2015)"
+    Options = SVGPOptions
+    likelihoods = {"probit": _SPARSE_BOUND, "logistic": _SPARSE_BOUND, "gaussian": _SPARSE_BOUND}
+    quick_options = {"inducing": 8}
+
+    def infer(self, problem: Problem, options: SVGPOptions) -> SVGPPosterior:
+        """Maximise the SVGP bound over q(v) at fixed hyperparameters and inducing inputs
+        (see :class:`Engine`)."""
+        return _infer(problem, options)
+
+
+#: The engine (registered by :mod:`gpc_compare.engines`).
+ENGINE = SVGPEngine()
+
+
+def infer(X, y, kernel, likelihood, mean=None, **options) -> SVGPPosterior:
+    """The SVGP engine on checked arrays, options as keywords (:class:`SVGPOptions`):
+    ``ENGINE.run``."""
+    return ENGINE.run(X, y, kernel, likelihood, mean, **options)
 
 
 class _State(NamedTuple):
@@ -127,10 +164,22 @@ class SVGPPosterior(InducingPosterior):
 
     method = "svgp"
 
-    def __init__(self, X, y, kernel, likelihood, mean, *, prior: FITCPrior, state: _State,
-                 convergence: Convergence, optimize_inducing: bool) -> None:  # fmt: skip
-        super().__init__(X, y, kernel, likelihood, mean, prior=prior,
-                         optimize_inducing=optimize_inducing)  # fmt: skip
+    def __init__(
+        self,
+        X,
+        y,
+        kernel,
+        likelihood,
+        mean,
+        *,
+        prior: FITCPrior,
+        state: _State,
+        convergence: Convergence,
+        optimize_inducing: bool,
+    ) -> None:
+        super().__init__(
+            X, y, kernel, likelihood, mean, prior=prior, optimize_inducing=optimize_inducing
+        )
         self._state = state
         self.convergence = convergence
 
@@ -188,8 +237,8 @@ class SVGPPosterior(InducingPosterior):
         for i, V in prior.blocks():
             Gamma = np.outer(st.m_v, g1[i]) + 2.0 * (S_I @ V) * g2[i]
             GVt += Gamma @ V.T
-            t, z = self.kernel.cross_gradient_terms(self.X[i], self.inducing,
-                                                    solve_lower_transpose(L, Gamma).T)  # fmt: skip
+            LGamma = solve_lower_transpose(L, Gamma).T
+            t, z = self.kernel.cross_gradient_terms(self.X[i], self.inducing, LGamma)
             theta += t
             dZ += z
         Phi = np.tril(GVt)
@@ -219,69 +268,35 @@ class SVGPPosterior(InducingPosterior):
         return self.prior_mean + f
 
 
-def infer(
-    X: np.ndarray,
-    y: np.ndarray,
-    kernel: Kernel,
-    likelihood: Likelihood,
-    mean: float | None = None,
-    *,
-    inducing: int | np.ndarray | None = OPTIONS["inducing"],
-    optimize_inducing: bool = OPTIONS["optimize_inducing"],
-    jitter: float = OPTIONS["jitter"],
-    random_seed: int | np.random.Generator | None = OPTIONS["random_seed"],
-    batch_size: int | None = OPTIONS["batch_size"],
-    tol: float = OPTIONS["tol"],
-    site_tol: float = OPTIONS["site_tol"],
-    max_iter: int = OPTIONS["max_iter"],
-    warm_start: tuple[np.ndarray, np.ndarray] | None = None,
-) -> SVGPPosterior:
-    """Maximise the SVGP bound over q(v) at fixed hyperparameters and inducing inputs.
-
-    Parameters
-    ----------
-    X, y, kernel, likelihood, mean
-        As for :func:`gpc_compare.engines.kl.infer`.
-    inducing, optimize_inducing, jitter, random_seed
-        As for :func:`gpc_compare.engines.fitc_laplace.infer`.
-    batch_size : int, optional
-        Form K_uf for this many training inputs at a time and never keep the n x M matrix
-        (:class:`~gpc_compare.posterior.FITCPrior`): memory O(M^2 + batch_size M) beyond
-        O(n) vectors, for n whose n x M matrices would not fit, at about twice the time
-        (each pass recomputes the kernel). The result is the same as without: every pass
-        is over all n cases (deterministic, not stochastic minibatches).
-    tol, site_tol, max_iter, warm_start
-        As for the KL engine (the sites (W, b) act on h = V^T v).
-    """
-    checked = check_options({"inducing": inducing, "optimize_inducing": optimize_inducing,
-                             "jitter": jitter, "batch_size": batch_size, "tol": tol,
-                             "site_tol": site_tol, "max_iter": max_iter})  # fmt: skip
-    Z = choose_inducing(X, checked["inducing"], random_seed)
-    prior = FITCPrior(kernel, X, Z, checked["jitter"], batch_size=checked["batch_size"])
-    n = X.shape[0]
-    m = 0.0 if mean is None else float(mean)
+def _infer(problem: Problem, options: SVGPOptions) -> SVGPPosterior:
+    """The bound maximised over the sites (W, b) by :func:`._sites.maximize_bound`."""
+    X, y, likelihood = problem.X, problem.y, problem.likelihood
+    Z = choose_inducing(X, options.inducing, options.random_seed)
+    prior = FITCPrior(problem.kernel, X, Z, options.jitter, batch_size=options.batch_size)
+    n = problem.n
+    m = 0.0 if problem.mean is None else float(problem.mean)
 
     def make_state(W: np.ndarray, b: np.ndarray) -> _State:
         return _state(prior, y, likelihood, m, W, b)
 
     state = make_state(np.zeros(n), np.zeros(n))  # q(v) = N(0, I), the prior
-    if warm_start is not None:
-        warm = make_state(*check_site_warm_start(warm_start, n))
+    if options.warm_start is not None:
+        warm = make_state(*check_site_warm_start(options.warm_start, n))
         if warm.elbo >= state.elbo:
             state = warm
-    run = maximize_bound(make_state, state, tol=checked["tol"], site_tol=checked["site_tol"],
-                         max_iter=checked["max_iter"])  # fmt: skip
-    message = bound_message(run, checked["tol"], checked["site_tol"])
+    tol, site_tol = options.tol, options.site_tol
+    run = maximize_bound(make_state, state, tol=tol, site_tol=site_tol, max_iter=options.max_iter)
+    message = bound_message(run, tol, site_tol)
     if not run.converged:
         warnings.warn(f"SVGP {message}", RuntimeWarning, stacklevel=2)
     return SVGPPosterior(
         X,
         y,
-        kernel,
+        problem.kernel,
         likelihood,
-        mean,
+        problem.mean,
         prior=prior,
         state=run.state,
         convergence=Convergence(run.converged, run.iterations, float(run.change), message),
-        optimize_inducing=checked["optimize_inducing"],
+        optimize_inducing=options.optimize_inducing,
     )

@@ -35,40 +35,87 @@ method for it.
 from __future__ import annotations
 
 import warnings
+from typing import Any, NamedTuple
 
 import numpy as np
 
-from .._validation import (
-    any_value,
-    check_kernel_matrix,
-    check_positive,
-    count,
-    option_checker,
-)
-from ..kernels import Kernel
-from ..likelihoods import Likelihood, Logistic
+from .._validation import any_value, check_kernel_matrix, check_positive, count
+from ..likelihoods import Likelihood
 from ..numerics import log_sigmoid
 from ..posterior import Convergence
-from ._sites import GaussianSites, SitePosterior, anderson, gaussian_sites, site_mean_cg
+from ._engine import Engine, EngineOptions, Problem, engine_options, option
+from ._sites import Anderson, GaussianSites, SitePosterior, gaussian_sites, site_mean_cg
 
-__all__ = ["VBPosterior", "check_options", "infer", "jaakkola_lambda"]
+__all__ = ["ENGINE", "VBEngine", "VBOptions", "VBPosterior", "infer", "jaakkola_lambda"]
 
-#: How this engine is named in messages.
-LABEL = "VB"
-#: Options ``gc.fit(method="vb", ...)`` accepts, with their defaults.
-OPTIONS = {"tol": 1e-10, "xi_tol": 1e-6, "max_iter": 1000, "warm_start": None}
-#: How each option is checked (:func:`check_options`).
-OPTION_CHECKS = {
-    "tol": check_positive,
-    "xi_tol": check_positive,
-    "max_iter": count(1),
-    "warm_start": any_value,
-}
-#: What this engine can do (see :data:`gpc_compare.engines.CAPABILITY_NAMES`).
-CAPABILITIES = frozenset({"evidence", "evidence_gradient", "bound"})
-#: The likelihoods it takes (by name).
-LIKELIHOODS = frozenset({"logistic"})
 
+@engine_options
+class VBOptions(EngineOptions):
+    """Options of the VB engine (``gc.fit(method="vb", ...)``)."""
+
+    tol: float = option(
+        1e-10,
+        check_positive,
+        "Converged when the bound is estimated to lie within tol of its maximum (the "
+        "first-order gain of the next EM step, sum_i -lambda'(xi_i) (E_q[f_i^2] - xi_i^2) "
+        "(xi_em_i - xi_i), which tracks the true distance to within a few per cent near the "
+        "optimum) ...",
+    )
+    xi_tol: float = option(
+        1e-6, check_positive, "... and the EM update would move no xi_i by more than xi_tol."
+    )
+    max_iter: int = option(
+        1000,
+        count(1),
+        "Most iterations (each a few conjugate-gradient steps, one Cholesky and one "
+        "triangular inverse); not converging by then warns and is recorded.",
+    )
+    warm_start: Any = option(
+        None,
+        any_value,
+        "A previous VB posterior, or xi to start from (shape (n,); e.g. previous.warm_start); "
+        "used if its bound is at least that of xi = 1.",
+    )
+
+
+class VBEngine(Engine):
+    """The Jaakkola-Jordan variational bound (Jaakkola and Jordan 2000; Nickisch and
+    Rasmussen 2008, section 4.5), the logistic likelihood only."""
+
+    name = "vb"
+    label = "VB"
+    summary = "Jaakkola-Jordan local variational bound, logistic only (Jaakkola and Jordan 2000)"
+    Options = VBOptions
+    likelihoods = {"logistic": frozenset({"evidence", "evidence_gradient", "bound"})}
+
+    def check_likelihood(self, likelihood: str | Likelihood) -> None:
+        """:meth:`Engine.check_likelihood`, saying why and what to use instead."""
+        try:
+            super().check_likelihood(likelihood)
+        except ValueError as exc:
+            raise ValueError(
+                f"{exc} (the logistic likelihood only: the Jaakkola-Jordan quadratic bound "
+                "exists for log sigma(z), and the probit has no such bound); use "
+                "method='kl' (the Gaussian variational bound) for the others"
+            ) from None
+
+    def infer(self, problem: Problem, options: VBOptions) -> VBPosterior:
+        """Maximise the Jaakkola-Jordan bound on the evidence over xi at fixed
+        hyperparameters (see :class:`Engine`)."""
+        return _infer(problem, options)
+
+
+#: The engine (registered by :mod:`gpc_compare.engines`).
+ENGINE = VBEngine()
+
+
+def infer(X, y, kernel, likelihood, mean=None, **options) -> VBPosterior:
+    """The VB engine on checked arrays, options as keywords (:class:`VBOptions`):
+    ``ENGINE.run``."""
+    return ENGINE.run(X, y, kernel, likelihood, mean, **options)
+
+
+#: The EM iteration's Anderson memory (:class:`._sites.Anderson`).
 _ANDERSON_MEMORY = 5
 
 
@@ -80,14 +127,15 @@ def jaakkola_lambda(xi: np.ndarray) -> np.ndarray:
     return np.where(small, 0.125 - np.where(small, xi, 0.0) ** 2 / 96.0, out)
 
 
-def _propose(history: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
+def _propose(acceleration: Anderson) -> np.ndarray:
     """The next xi: Anderson's extrapolation of the EM iterates where it is finite, else
     the last EM step."""
-    if len(history) > 1:
-        trial = np.abs(anderson(history))
+    trial = acceleration.extrapolate()
+    if trial is not None:
+        trial = np.abs(trial)
         if np.all(np.isfinite(trial)):
             return trial
-    xi, residual = history[-1]
+    xi, residual = acceleration.history[-1]
     return xi + residual
 
 
@@ -146,132 +194,140 @@ class VBPosterior(SitePosterior):
         return self.xi.copy()
 
 
-#: The options checked before any fit, as ``gc.fit`` and a study's ``[engines.vb]``
-#: are (``warm_start``'s shape is :func:`infer`'s: it knows n).
-check_options = option_checker(OPTION_CHECKS, "method 'vb'")
-
-
-def infer(
-    X: np.ndarray,
-    y: np.ndarray,
-    kernel: Kernel,
-    likelihood: Likelihood,
-    mean: float | None = None,
-    *,
-    tol: float = OPTIONS["tol"],
-    xi_tol: float = OPTIONS["xi_tol"],
-    max_iter: int = OPTIONS["max_iter"],
-    warm_start: np.ndarray | None = None,
-) -> VBPosterior:
-    """Maximise the Jaakkola-Jordan bound on the evidence over xi at fixed hyperparameters.
-
-    Parameters
-    ----------
-    X, y, kernel, mean
-        As for the Laplace engine (:func:`gpc_compare.engines.laplace.infer`).
-    likelihood : Logistic
-        The logistic likelihood only (ValueError otherwise).
-    tol : float
-        Converged when the bound is estimated to lie within ``tol`` of its maximum (the
-        first-order gain of the next EM step, sum_i -lambda'(xi_i) (E_q[f_i^2] - xi_i^2)
-        (xi_em_i - xi_i), which tracks the true distance to within a few per cent near
-        the optimum) ...
-    xi_tol : float
-        ... and the EM update would move no xi_i by more than ``xi_tol``.
-    max_iter : int
-        Most iterations (each a few conjugate-gradient steps, one Cholesky and one
-        triangular inverse); not converging by then warns and is recorded.
-    warm_start : ndarray, shape (n,), optional
-        xi to start from (e.g. ``previous.warm_start``); used if its bound is at least
-        that of xi = 1.
-
-    Returns
-    -------
-    VBPosterior
-    """
-    if not isinstance(likelihood, Logistic):
-        raise ValueError(
-            f"method='vb' takes the logistic likelihood only, got {likelihood.name!r}: the "
-            "Jaakkola-Jordan quadratic bound exists for log sigma(z), and the probit has "
-            "no such bound; use method='kl' (the Gaussian variational bound) for it"
-        )
-    checked = check_options({"tol": tol, "xi_tol": xi_tol, "max_iter": max_iter})
-    tol, xi_tol, max_iter = checked["tol"], checked["xi_tol"], checked["max_iter"]
-    n = X.shape[0]
+def _infer(problem: Problem, options: VBOptions) -> VBPosterior:
+    """EM on xi from the start (:func:`_start`), extrapolated (:class:`_EM`), then the
+    posterior at the last xi."""
+    X, y, mean = problem.X, problem.y, problem.mean
     m = 0.0 if mean is None else float(mean)
-    K = check_kernel_matrix(kernel, X)
-    xi = np.ones(n)
-    q, bound, noise = _bound(K, y, m, xi)
-    if warm_start is not None:
-        xi0 = np.abs(np.asarray(warm_start, dtype=float))
-        if xi0.shape != (n,) or not np.all(np.isfinite(xi0)):
-            raise ValueError(f"warm_start must be xi, a finite array of shape ({n},)")
-        q0, bound0, noise0 = _bound(K, y, m, xi0)
-        if bound0 >= bound:
-            xi, q, bound, noise = xi0, q0, bound0, noise0
-    converged, change, xi_change, gap = False, np.inf, np.inf, np.inf
-    accelerated, factorisations, cg_steps = 0, 1 + (warm_start is not None), 0
-    history: list[tuple[np.ndarray, np.ndarray]] = []
-    # the half-steps' means well below xi_tol: where rounding forbids it, CG gives up
-    # and the plain EM step is taken instead
-    cg_rtol = min(1e-10, 1e-4 * xi_tol)
-    iterations = 0
-    for iterations in range(max_iter + 1):  # noqa: B007 (reported after the loop)
-        xi_em = np.sqrt(q.mu**2 + q.v)  # EM: xi^2 = E_q[f^2] (Bishop eq. 10.163)
-        xi_change = float(np.max(np.abs(xi_em - xi)))
-        # the bound's distance to its maximum, estimated by what the next EM step gains to
-        # first order: dF/dxi_i = lambda'(xi_i) (xi_i^2 - E_q[f_i^2]) times the step
-        gap = float(np.sum(-_lambda_prime(xi) * (xi_em**2 - xi**2) * (xi_em - xi)))
-        if gap < max(tol, noise) and xi_change < xi_tol:
-            converged = True
-            break
-        if iterations == max_iter:
-            break
-        history = [*history[-_ANDERSON_MEMORY:], (xi, xi_em - xi)]
-        # a half-step on the mean alone: q's marginal variances held (they move slowly),
-        # the mean at the proposal by conjugate gradients preconditioned with q's factor
-        half = _propose(history)
-        mu_half = site_mean_cg(K, m, 2.0 * jaakkola_lambda(half), 0.5 * y, q.L, rtol=cg_rtol)
-        new = None
-        if mu_half is not None:
-            cg_steps += 1
-            history = [*history[-_ANDERSON_MEMORY:], (half, np.sqrt(mu_half**2 + q.v) - half)]
-            trial = _propose(history)
-            factorisations += 1
-            q_t, bound_t, noise_t = _bound(K, y, m, trial)
-            if bound_t >= bound - noise:
-                new, accelerated = (trial, q_t, bound_t, noise_t), accelerated + 1
-        if new is None:  # the EM step from q, which never lowers the bound
-            history = []
-            factorisations += 1
-            new = (xi_em, *_bound(K, y, m, xi_em))
-        change = new[2] - bound
-        xi, q, bound, noise = new
-    if converged:
-        message = (
-            f"converged after {iterations} iterations ({factorisations} factorisations, "
-            f"{cg_steps} conjugate-gradient half-steps, {accelerated} extrapolated): "
-            f"estimated distance to the maximum {gap:.2e}, xi change {xi_change:.2e}"
-        )
-    else:
-        message = (
-            f"not converged after {iterations} iterations (estimated distance to the "
-            f"maximum {gap:.2e}, xi change {xi_change:.2e}; tol {tol:g}, xi_tol "
-            f"{xi_tol:g}): raise max_iter"
-        )
+    K = check_kernel_matrix(problem.kernel, X)
+    em = _EM(K, y, m, options.xi_tol)
+    run = em.maximize(_start(em, problem.n, options.warm_start), options)
+    message = _message(run, options)
+    if not run.converged:
         warnings.warn(f"VB {message}", RuntimeWarning, stacklevel=2)
     return VBPosterior(
         X,
         y,
-        kernel,
-        likelihood,
+        problem.kernel,
+        problem.likelihood,
         mean,
         K=K,
-        alpha=q.alpha,
-        sW=q.sW,
-        L=q.L,
-        log_marginal_likelihood=bound,
-        convergence=Convergence(converged, iterations, float(change), message),
-        xi=xi,
-        v=q.v,
+        alpha=run.q.alpha,
+        sW=run.q.sW,
+        L=run.q.L,
+        log_marginal_likelihood=run.bound,
+        convergence=Convergence(run.converged, run.iterations, float(run.change), message),
+        xi=run.xi,
+        v=run.q.v,
+    )
+
+
+#: xi, q, the bound at xi and its rounding (:func:`_bound`).
+_Point = tuple[np.ndarray, GaussianSites, float, float]
+
+
+def _start(em: _EM, n: int, warm_start: Any) -> _Point:
+    """xi = 1, or the warm start's xi where its bound is at least that."""
+    xi = np.ones(n)
+    start = (xi, *em.bound(xi))
+    if warm_start is None:
+        return start
+    xi0 = np.abs(np.asarray(warm_start, dtype=float))
+    if xi0.shape != (n,) or not np.all(np.isfinite(xi0)):
+        raise ValueError(f"warm_start must be xi, a finite array of shape ({n},)")
+    warm = (xi0, *em.bound(xi0))
+    return warm if warm[2] >= start[2] else start
+
+
+class _Run(NamedTuple):
+    """Where :meth:`_EM.maximize` ended, and what it took."""
+
+    xi: np.ndarray
+    q: GaussianSites
+    bound: float
+    converged: bool
+    iterations: int
+    change: float  # of the bound in the last iteration
+    xi_change: float  # of the EM update from the last xi
+    gap: float  # the bound's estimated distance to its maximum
+    factorisations: int
+    cg_steps: int
+    accelerated: int
+
+
+class _EM:
+    """The EM iteration on xi, extrapolated by Anderson's method with a half-step on the
+    mean alone (module note), counting what it computes."""
+
+    def __init__(self, K: np.ndarray, y: np.ndarray, m: float, xi_tol: float) -> None:
+        self.K, self.y, self.m = K, y, m
+        # the half-steps' means well below xi_tol: where rounding forbids it, CG gives up
+        # and the plain EM step is taken instead
+        self.cg_rtol = min(1e-10, 1e-4 * xi_tol)
+        self.acceleration = Anderson(_ANDERSON_MEMORY)
+        self.factorisations = self.cg_steps = self.accelerated = 0
+
+    def bound(self, xi: np.ndarray) -> tuple[GaussianSites, float, float]:
+        """:func:`_bound` at ``xi`` (one factorisation)."""
+        self.factorisations += 1
+        return _bound(self.K, self.y, self.m, xi)
+
+    def maximize(self, start: _Point, options: VBOptions) -> _Run:
+        """Iterate from ``start`` until the bound is within ``tol`` of its maximum and xi
+        within ``xi_tol`` of the EM update, or ``max_iter`` iterations."""
+        xi, q, bound, noise = start
+        converged, change, xi_change, gap = False, np.inf, np.inf, np.inf
+        iterations = 0
+        for iterations in range(options.max_iter + 1):  # noqa: B007 (reported after the loop)
+            xi_em = np.sqrt(q.mu**2 + q.v)  # EM: xi^2 = E_q[f^2] (Bishop eq. 10.163)
+            xi_change = float(np.max(np.abs(xi_em - xi)))
+            # the bound's distance to its maximum, estimated by what the next EM step gains
+            # to first order: dF/dxi_i = lambda'(xi_i) (xi_i^2 - E_q[f_i^2]) times the step
+            gap = float(np.sum(-_lambda_prime(xi) * (xi_em**2 - xi**2) * (xi_em - xi)))
+            if gap < max(options.tol, noise) and xi_change < options.xi_tol:
+                converged = True
+                break
+            if iterations == options.max_iter:
+                break
+            new = self.step((xi, q, bound, noise), xi_em)
+            change = new[2] - bound
+            xi, q, bound, noise = new
+        counts = (self.factorisations, self.cg_steps, self.accelerated)
+        return _Run(xi, q, bound, converged, iterations, change, xi_change, gap, *counts)
+
+    def step(self, at: _Point, xi_em: np.ndarray) -> _Point:
+        """The next point from ``at``, whose EM update is ``xi_em``: the extrapolation
+        after a half-step on the mean where it does not lower the bound, else the EM step."""
+        xi, q, bound, noise = at
+        self.acceleration.push(xi, xi_em - xi)
+        # a half-step on the mean alone: q's marginal variances held (they move slowly),
+        # the mean at the proposal by conjugate gradients preconditioned with q's factor
+        half = _propose(self.acceleration)
+        W_half = 2.0 * jaakkola_lambda(half)
+        mu_half = site_mean_cg(self.K, self.m, W_half, 0.5 * self.y, q.L, rtol=self.cg_rtol)
+        if mu_half is not None:
+            self.cg_steps += 1
+            self.acceleration.push(half, np.sqrt(mu_half**2 + q.v) - half)
+            trial = _propose(self.acceleration)
+            new = (trial, *self.bound(trial))
+            if new[2] >= bound - noise:
+                self.accelerated += 1
+                return new
+        self.acceleration.clear()  # the EM step from q, which never lowers the bound
+        return (xi_em, *self.bound(xi_em))
+
+
+def _message(run: _Run, options: VBOptions) -> str:
+    """How the iteration ended, for ``Convergence.message`` and the warning."""
+    if run.converged:
+        return (
+            f"converged after {run.iterations} iterations ({run.factorisations} "
+            f"factorisations, {run.cg_steps} conjugate-gradient half-steps, {run.accelerated} "
+            f"extrapolated): estimated distance to the maximum {run.gap:.2e}, xi change "
+            f"{run.xi_change:.2e}"
+        )
+    return (
+        f"not converged after {run.iterations} iterations (estimated distance to the "
+        f"maximum {run.gap:.2e}, xi change {run.xi_change:.2e}; tol {options.tol:g}, xi_tol "
+        f"{options.xi_tol:g}): raise max_iter"
     )
