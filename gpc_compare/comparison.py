@@ -118,7 +118,7 @@ def compare(
     likelihood: str = "probit",
     folds: int = 5,
     policy: str = "optimize",
-    seed: int = 0,
+    random_seed: int = 0,
     output: str | os.PathLike[str] | None = None,
     *,
     name: str = "compare",
@@ -128,6 +128,7 @@ def compare(
     kernel: Mapping[str, Any] | None = None,
     engine_options: Mapping[str, Mapping[str, Any]] | None = None,
     n_restarts: int | None = None,
+    seed: int | None = None,
     **data_options: Any,
 ) -> Comparison:
     """Compare the engines on your data ``(X, y)`` through the study runner.
@@ -152,8 +153,8 @@ def compare(
         Stratified cross-validation folds (>= 2).
     policy : {"optimize", "fixed", "shared", "full_bayes"}
         The hyperparameter policy (see :mod:`gpc_compare.study`).
-    seed : int
-        The study seed (splits, restarts, samplers).
+    random_seed : int
+        The study seed (splits, restarts, samplers): the study file's ``seed``.
     output : path, optional
         Results go to ``output/NAME`` (kept, and resumed when called again with the same
         data and settings); default: a temporary folder.
@@ -173,6 +174,8 @@ def compare(
         Options per engine, e.g. ``{"mcmc": {"draws": 500, "chains": 2}}``.
     n_restarts : int, optional
         Optimiser restarts (the study default when omitted).
+    seed : int, optional
+        The old name of ``random_seed`` (accepted with a DeprecationWarning).
     **data_options
         Of the file data set: ``positive``, ``categorical``, ``missing``, ``features``,
         ``subsample`` (see :func:`gpc_compare.study.datafiles.file_dataset`).
@@ -191,6 +194,13 @@ def compare(
     unknown = sorted(set(data_options) - set(DATA_OPTIONS))
     if unknown:
         raise TypeError(f"compare() got unexpected keyword argument(s) {unknown}")
+    if seed is not None:  # (one vocabulary: random_seed in Python, as gc.fit's)
+        warnings.warn(
+            "compare(seed=...) is now compare(random_seed=...); the old name will be removed",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        random_seed = seed
     check_label(name, "name")
     frame, target = _frame(X, y)
     text = frame.to_csv(index=False)
@@ -214,7 +224,7 @@ def compare(
         likelihood=likelihood,
         folds=folds,
         policy=policy,
-        seed=seed,
+        seed=random_seed,
         kernel=kernel,
         engine_options=engine_options,
         n_restarts=n_restarts,

@@ -46,3 +46,17 @@ def test_compare_builds_its_study_without_reading_a_file(tmp_path, monkeypatch) 
     assert result.study.path == str(kept)
     monkeypatch.undo()
     assert study.load_study(kept) == result.study  # the file kept is the study that ran
+
+
+def test_the_seed_is_random_seed_and_the_old_name_warns(tmp_path) -> None:
+    """One vocabulary: ``random_seed`` (as ``gc.fit``'s); ``seed=`` still works, warning."""
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(30, 2))
+    y = (X[:, 0] > 0).astype(int)
+    common = dict(engines=("laplace",), policy="fixed", folds=2, workers=1)
+    new = gc.compare(X, y, random_seed=7, output=tmp_path / "new", **common)
+    with pytest.warns(DeprecationWarning, match="random_seed"):
+        old = gc.compare(X, y, seed=7, output=tmp_path / "old", **common)
+    assert new.study.seed == old.study.seed == 7
+    cols = ["dataset", "split", "engine", "metric", "value"]
+    assert new.table[cols].equals(old.table[cols])
