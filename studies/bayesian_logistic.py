@@ -192,7 +192,7 @@ def example1_engine(method: str, **options) -> EngineFit:
     """The one-point GPC equal to Example 1 under g = 10 - 20 w, mapped back to w."""
     X, y = np.array([[0.0]]), np.array([1.0])
     kernel = gc.kernels.Constant(variance=A1**2)
-    post = gc.engines.get_engine(method).infer(
+    post = gc.engines.get_engine(method).run(
         X, y, kernel, get_likelihood("logistic"), B1, **options
     )
     m, v = float(post.latent_mean[0]), float(post.latent_var[0])

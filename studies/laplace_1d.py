@@ -160,9 +160,9 @@ class EngineFit(NamedTuple):
 
 
 def fit_engine(method: str, **options) -> EngineFit:
-    """Run ``gc.engines.<method>.infer`` on the one-point problem and map back to z."""
+    """Run the engine ``method`` on the one-point problem and map back to z."""
     X, y, kernel, lik, mean = one_point_problem()
-    post = gc.engines.get_engine(method).infer(X, y, kernel, lik, mean, **options)
+    post = gc.engines.get_engine(method).run(X, y, kernel, lik, mean, **options)
     m, v = to_z(float(post.latent_mean[0]), float(post.latent_var[0]))
     Z = np.nan if method == "mcmc" else log_evidence_to_Z(post.log_marginal_likelihood)
     return EngineFit(m, v, Z, post)

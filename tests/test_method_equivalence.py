@@ -88,8 +88,8 @@ def regression_data(n: int = N, n_test: int = N_TEST, seed: int = 0):
 
 def _fit_or_skip(method: str, X, y, kernel, lik, mean, **options):
     """gc.fit, skipping an engine that does not take the Gaussian likelihood (its declared
-    ``LIKELIHOODS``); such an engine must refuse it with a ValueError naming it."""
-    if "gaussian" not in get_engine(method).LIKELIHOODS:
+    ``likelihoods``); such an engine must refuse it with a ValueError naming it."""
+    if not get_engine(method).takes("gaussian"):
         with pytest.raises(ValueError, match="gaussian"):
             gc.fit(X, y, method, kernel, lik, mean, **options)
         pytest.skip(f"the {method!r} engine does not take the Gaussian likelihood")
@@ -101,7 +101,7 @@ def _fit_or_skip(method: str, X, y, kernel, lik, mean, **options):
 
 
 def _sampler_options(method: str) -> dict:
-    return {k: v for k, v in SAMPLER.items() if k in get_engine(method).OPTIONS}
+    return {k: v for k, v in SAMPLER.items() if get_engine(method).takes_option(k)}
 
 
 #: Largest deviations seen, per engine and quantity (printed with ``pytest -s``).
