@@ -130,7 +130,7 @@ def test_standardize_uses_training_statistics_only() -> None:
 # --------------------------------------------------------------------------- the CLI
 # (The breast-cancer ``demo`` command is gone: the README's main job, the quick study, is a
 # real comparison with its report. A bad value exiting 2 with the message and no traceback
-# is tested on ``run`` with malformed studies, tests/test_study.py.)
+# is tested on ``run`` with malformed studies, tests/study/test_study.py.)
 
 
 def test_list_engines_shows_what_each_can_do(capsys: pytest.CaptureFixture[str]) -> None:

@@ -19,7 +19,7 @@ from .helpers import toy_data
 
 # check_classifiers_train fits three large problems with hyperparameter optimisation
 # (about 12 s each for the softmax on two busy cores); the binary default runs it, and
-# tests/test_softmax.py checks multi-class training on its own problems
+# tests/engines/test_softmax.py checks multi-class training on its own problems
 _SLOW_FOR_SOFTMAX = {"check_classifiers_train"}
 
 
@@ -77,7 +77,7 @@ def test_optimised_hyperparameters_and_mcmc_via_ep():
     assert clf.posterior_.optimization is not None
     mc = gc.GPClassifier(method="mcmc", random_state=0,
                          # a short run for the suite's time: diagnostics are not the
-                         # point here (tests/test_mcmc.py tests them)
+                         # point here (tests/engines/test_mcmc.py tests them)
                          engine_options={"draws": 200, "tune": 200, "chains": 2,
                                          "ess_min": 0, "rhat_max": np.inf}).fit(X, y)  # fmt: skip
     ep = gc.fit(X, y, method="ep", optimize=True, random_seed=0)

@@ -7,7 +7,7 @@ iteration factorises C matrices of size n and one more, O(C n^3) rather than
 O((Cn)^3); prediction follows Alg. 3.4, and the evidence gradient R&W section 5.5.1
 (the analogue of Alg. 5.2), derived afresh below because the printed multi-class
 algorithms carry known errata (both corrected here, and checked against dense
-(Cn x Cn) linear algebra and finite differences in tests/test_softmax.py):
+(Cn x Cn) linear algebra and finite differences in tests/engines/test_softmax.py):
 
 - the log determinant: Alg. 3.3 line 14 gives log q = ... - sum_c z_c with
   z_c = sum log diag L_c, which omits the log|sum_c E_c| term. With W = D - Pi Pi^T,

@@ -54,7 +54,7 @@ class Softmax(Likelihood):
         g: the Gaussian mass left out is below 1e-18 and the trapezoid rule converges
         geometrically for this analytic integrand: the log probabilities agree with a rule
         four times finer to 2e-15 for s from 0.1 to 8 (C = 3), and with the binary
-        logistic quadrature to 3e-15 for C = 2 (tests/test_softmax.py); the node count is
+        logistic quadrature to 3e-15 for C = 2 (tests/engines/test_softmax.py); the node count is
         capped at 2^20 per point (for C = 3, s above 16), beyond which the step widens.
         Sums are taken in log space, so log p stays accurate where p is tiny.
     ``"mc"``

@@ -14,13 +14,13 @@ errors as independent; they are not quite (every case's p_s comes from the same 
 f, so the errors of nearby cases move together), and
 :func:`joint_mean_log_predictive_mcse` keeps that correlation: the same delta method
 applied to the mean itself, whose per-draw linearisation is z_s = (1/m) sum_j p_js / p_j.
-On the test problem (tests/test_mcse.py) the first is 0.90 of the spread of 20
+On the test problem (tests/metrics/test_mcse.py) the first is 0.90 of the spread of 20
 independent runs' scores and the second 1.10.
 
 The delta method is a first-order statement: where the draws' p_s are heavy-tailed (the
 rare events above), the sd and ESS estimated from the same draws are themselves noisy
 and the MCSE can understate the error; comparing independent runs is the check
-(tests/test_mcse.py does it on a small problem).
+(tests/metrics/test_mcse.py does it on a small problem).
 """
 
 from __future__ import annotations

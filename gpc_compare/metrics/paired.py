@@ -19,7 +19,7 @@ with J - 1 degrees of freedom, as Bouckaert and Frank (2004) use it for r repeat
 k-fold (their "corrected repeated k-fold cv test"). Under the model with Gaussian
 differences, mean(d) and s^2 are independent (s^2 depends only on the differences'
 deviations from their mean, which the common component does not touch), so the statistic
-is exactly t with J - 1 degrees of freedom. tests/test_paired.py measures the false-win
+is exactly t with J - 1 degrees of freedom. tests/metrics/test_paired.py measures the false-win
 rate of two engines equal by construction on 2 repeats of 5-fold: under the model 5.2%
 over 20000 seeds (the plain paired t: 26%); on drawn data sets, split by the study's split
 code, 2.4% over 2000 seeds (the plain t: 17%), so there the correction is conservative.

@@ -4,7 +4,7 @@ speed never comes from looser defaults.
 
 KL's gradient is held to finite differences of its own bound instead (GPML v4.2's infKL
 reports kernel gradients 1-4% off the derivative of its bound, and at large sigma_f up to
-2x: tests/test_variational.py ``test_kl_gradient_is_the_derivative_of_the_bound``).
+2x: tests/engines/test_variational.py ``test_kl_gradient_is_the_derivative_of_the_bound``).
 """
 
 from __future__ import annotations

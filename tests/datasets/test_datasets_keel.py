@@ -1,7 +1,7 @@
 """The five KEEL benchmarks (gpc_compare.datasets.keel) and Breiman's twonorm and ringnorm models.
 
 Sizes, class counts and first rows are the ones published by KEEL and the original sources
-and documented in gpc_compare/data/README.md (whose checksum table tests/test_datasets.py
+and documented in gpc_compare/data/README.md (whose checksum table tests/datasets/test_datasets.py
 recomputes); twonorm's attached model is checked against its own file. KEEL's ringnorm is
 damaged and not shipped: ``ringnorm`` and ``twonorm_model`` are drawn from Breiman's models,
 whose posteriors are checked against scipy.stats and whose Bayes errors against a 1-D

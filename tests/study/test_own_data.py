@@ -23,7 +23,7 @@ from gpc_compare import study
 from gpc_compare.cli import main
 from gpc_compare.datasets.files import data_digest, file_sha256, load_table
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "crabs.csv"
 FEATURES = ["FL", "RW", "CL", "CW", "BD"]
 

@@ -14,8 +14,8 @@ from gpc_compare.study import load_study
 from gpc_compare.study.jobs import expand
 from gpc_compare.study.schedule import CostModel, is_sampling, next_jobs
 
-ROOT = Path(__file__).resolve().parents[1]
-SECONDS = pd.read_csv(Path(__file__).parent / "data" / "study_job_seconds.csv",
+ROOT = Path(__file__).resolve().parents[2]
+SECONDS = pd.read_csv(Path(__file__).parents[1] / "data" / "study_job_seconds.csv",
                       keep_default_na=False)  # fmt: skip
 #: Relative job times of the quick study as it ran (medians: Laplace at EP's
 #: hyperparameters 0.02 s, EP with its search 0.14 s, MCMC with AIS 8.8 s)

@@ -16,7 +16,7 @@ from scipy import integrate, optimize
 from scipy.special import expit
 from scipy.stats import norm
 
-from .helpers import study_script
+from ..helpers import study_script
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,7 @@ from gpc_compare.engines import _newton, laplace
 from gpc_compare.kernels import Constant, Matern52, SquaredExponential
 from gpc_compare.likelihoods import Logistic, Probit
 
-from .helpers import GPML_CASES, central_difference, load_gpml, toy_data
+from ..helpers import GPML_CASES, central_difference, load_gpml, toy_data
 
 
 # --------------------------------------------------------------------------- GPML oracle

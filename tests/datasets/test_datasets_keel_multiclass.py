@@ -1,6 +1,6 @@
 """The eight multi-class KEEL benchmarks (gpc_compare.datasets.keel_multiclass): sizes, class
 counts in class_names order and first rows as UCI publishes them and gpc_compare/data/README.md
-documents (whose checksum table tests/test_datasets.py recomputes)."""
+documents (whose checksum table tests/datasets/test_datasets.py recomputes)."""
 
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ from gpc_compare.kernels.dot_product import NeuralNetwork
 from gpc_compare.likelihoods import Gaussian, get_likelihood
 from gpc_compare.posterior import FITCPrior
 
-from .helpers import GPML_CASES, central_difference, load_gpml, toy_data
+from ..helpers import GPML_CASES, central_difference, load_gpml, toy_data
 
 SPARSE = {"fitc_laplace": fitc_laplace, "fitc_ep": fitc_ep}
 DENSE = {"fitc_laplace": laplace, "fitc_ep": ep}
@@ -360,7 +360,7 @@ def test_the_scale_study_loads_and_its_summaries_compute():
     engine, and the growth exponent of a cost that is exactly c n^1.5."""
     from gpc_compare.study import expand, load_study
 
-    from .helpers import STUDIES, study_script
+    from ..helpers import STUDIES, study_script
 
     jobs = {part: expand(load_study(STUDIES / f"scale_{part}.toml")) for part in
             ("full", "sparse", "dense")}  # fmt: skip

@@ -13,7 +13,7 @@ from gpc_compare.engines import ep, laplace
 from gpc_compare.kernels import Constant, SquaredExponential
 from gpc_compare.likelihoods import Logistic, Probit
 
-from .helpers import GPML_CASES, central_difference, load_gpml, toy_data
+from ..helpers import GPML_CASES, central_difference, load_gpml, toy_data
 
 TIGHT = {"tol": 1e-14, "site_tol": 1e-12, "max_iter": 5000}
 

@@ -1,11 +1,11 @@
 """The core numbers of studies/synthetic_2d.py and studies/iris.py, on cheap configurations.
 
 The scores against the Bayes rule the synthetic_2d study reports are gc.metrics functions,
-tested in tests/test_metrics.py.
+tested in tests/metrics/test_metrics.py.
 
 The scripts are imported from the repository's ``studies/`` directory (they are not part of
 the package). No MCMC here: the studies' MCMC parts only call ``gc.fit(method="mcmc")``,
-which tests/test_mcmc.py and tests/test_softmax.py cover.
+which tests/engines/test_mcmc.py and tests/engines/test_softmax.py cover.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import pytest
 import gpc_compare as gc
 from gpc_compare import metrics
 
-from .helpers import study_script
+from ..helpers import study_script
 
 
 @pytest.fixture(scope="module")

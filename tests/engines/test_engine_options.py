@@ -16,7 +16,7 @@ from gpc_compare.engines._inducing import SparseOptions
 from gpc_compare.kernels import SquaredExponential
 from gpc_compare.likelihoods import Probit
 
-from .helpers import toy_data
+from ..helpers import toy_data
 
 #: The engines that start from a previous fit, with the likelihood each is fitted with.
 WARM = {

@@ -271,7 +271,7 @@ def test_a_bound_that_cannot_be_one_is_refused_not_reported():
 
 
 # ------------------------------------------------- two columns of one name in a data file
-CRABS = Path(__file__).resolve().parents[1] / "examples" / "crabs.csv"
+CRABS = Path(__file__).resolve().parents[2] / "examples" / "crabs.csv"
 
 
 def _duplicate_target_files(folder: Path) -> dict[str, Path]:

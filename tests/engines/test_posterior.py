@@ -90,7 +90,7 @@ _OPTIONS = {
 
 @pytest.fixture(scope="module", params=sorted(_OPTIONS))
 def any_post(request):
-    from .helpers import toy_data
+    from ..helpers import toy_data
 
     X, y = toy_data(n=20, d=2, seed=0)
     kernel = SquaredExponential(0.9, 2.0)

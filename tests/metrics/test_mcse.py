@@ -18,7 +18,7 @@ from gpc_compare.metrics import (
     mean_log_predictive_mcse,
 )
 
-from .helpers import toy_data
+from ..helpers import toy_data
 
 K = SquaredExponential(1.0, 4.0)
 FAST = {"draws": 200, "tune": 200, "chains": 2}

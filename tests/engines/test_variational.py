@@ -18,7 +18,7 @@ from gpc_compare.engines import kl, vb
 from gpc_compare.kernels import Constant, SquaredExponential
 from gpc_compare.likelihoods import Logistic, Probit
 
-from .helpers import GPML_CASES, central_difference, load_gpml, toy_data
+from ..helpers import GPML_CASES, central_difference, load_gpml, toy_data
 
 VARIATIONAL = [("kl", "probit"), ("kl", "logistic"), ("vb", "logistic")]
 

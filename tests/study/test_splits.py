@@ -15,7 +15,7 @@ from sklearn.model_selection import StratifiedKFold
 from gpc_compare import study
 from gpc_compare.study import problem
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 STUDY = """
 name = "repeated"

@@ -15,7 +15,7 @@ from gpc_compare.kernels import Matern52, SquaredExponential
 from gpc_compare.likelihoods import Gaussian, get_likelihood
 from gpc_compare.posterior import FITCPrior
 
-from .helpers import central_difference, load_gpml, toy_data
+from ..helpers import central_difference, load_gpml, toy_data
 
 TIGHT = {"tol": 1e-14, "site_tol": 1e-10}
 

@@ -17,7 +17,7 @@ import gpc_compare as gc
 from gpc_compare.study import expand, load_records, load_study, load_study_script, run_study
 from gpc_compare.study.worker import _problem
 
-SCRIPT = Path(__file__).resolve().parent.parent / "studies" / "approximations_grid.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "studies" / "approximations_grid.py"
 
 SMALL = """
 name = "grid_small"

@@ -13,7 +13,7 @@ from gpc_compare.engines import _compiled, mcmc
 from gpc_compare.likelihoods import Gaussian, Logistic, Probit
 from gpc_compare.numerics import log_phi_d2
 
-from .helpers import central_difference, toy_data
+from ..helpers import central_difference, toy_data
 
 Z = np.concatenate(
     [-np.logspace(-4, 6, 300), [0.0], np.logspace(-4, 1.6, 150), np.linspace(-21, 9, 601)]

@@ -15,7 +15,7 @@ from gpc_compare.engines import mcmc
 from gpc_compare.kernels import Constant, SquaredExponential
 from gpc_compare.likelihoods import Probit
 
-from .helpers import toy_data
+from ..helpers import toy_data
 from .test_ep import _brute_force
 
 FAST = {"draws": 1000, "tune": 500, "chains": 2, "random_seed": 3}

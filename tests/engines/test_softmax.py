@@ -17,7 +17,7 @@ from gpc_compare.engines import laplace
 from gpc_compare.kernels import Matern52, SquaredExponential
 from gpc_compare.likelihoods import Softmax
 
-from .helpers import central_difference
+from ..helpers import central_difference
 
 
 def three_classes(n: int = 30, seed: int = 0, scale: float = 1.0):
