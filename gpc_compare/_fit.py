@@ -15,7 +15,7 @@ from ._validation import (
 )
 from .engines import engines_with, get_engine
 from .engines._inducing import choose_inducing
-from .hyperparameters import maximize
+from .hyperparameters import N_RESTARTS, maximize
 from .kernels import Kernel, SquaredExponential
 from .likelihoods import Likelihood, get_likelihood
 from .posterior import Posterior
@@ -32,7 +32,7 @@ def fit(
     mean: float | None = None,
     optimize: bool = False,
     *,
-    n_restarts: int = 3,
+    n_restarts: int = N_RESTARTS,
     random_seed: int | np.random.Generator | None = None,
     mean_bounds: tuple[float, float] = (-10.0, 10.0),
     objective: str = "evidence",
@@ -75,7 +75,8 @@ def fit(
         (L-BFGS-B in log space within the kernel's bounds, with restarts); the outcome is
         on ``posterior.optimization``.
     n_restarts : int
-        Extra optimiser starts, drawn uniformly in log space within the bounds.
+        Extra optimiser starts, drawn uniformly in log space within the bounds (default
+        :data:`~gpc_compare.hyperparameters.N_RESTARTS` = 2, as a study's).
     random_seed : int or Generator, optional
         Seeds the restarts, and the engine's own randomness (EP's sequential order).
     mean_bounds : (float, float)

@@ -29,6 +29,11 @@ __all__ = ["MEAN_BOUNDS", "OptimizationResult", "Restart", "at_bounds", "maximiz
 
 #: Default bounds on the constant prior mean, when it is a hyperparameter.
 MEAN_BOUNDS = (-10.0, 10.0)
+#: Extra optimiser starts when none are asked for: the one default of ``gc.fit``,
+#: :func:`maximize`, a study's ``[hyperparameters] n_restarts`` and ``gc.compare`` (the
+#: scikit-learn estimator keeps scikit-learn's ``n_restarts_optimizer=0``, as its
+#: ``GaussianProcessClassifier`` does).
+N_RESTARTS = 2
 #: How close (in log units) a selected hyperparameter may come to a bound and be "at" it.
 AT_BOUND_TOL = 0.01
 
@@ -160,7 +165,7 @@ def maximize(
     likelihood: Likelihood,
     mean: float | None,
     *,
-    n_restarts: int = 3,
+    n_restarts: int = N_RESTARTS,
     random_seed: int | np.random.Generator | None = None,
     mean_bounds: tuple[float, float] = MEAN_BOUNDS,
     objective: str = "evidence",

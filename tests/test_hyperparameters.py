@@ -219,3 +219,22 @@ def test_laplace_ard_fit_reaches_scikit_learns_evidence_with_a_lengthscale_at_it
     # (its fit takes ~45 s, so its value is written here rather than recomputed)
     assert post.log_marginal_likelihood >= -430.6429238543 - 1e-6
     np.testing.assert_array_equal(post.hyperparameters[3:6], np.log(1e3))
+
+
+def test_one_restarts_default_for_fit_maximize_studies_and_compare(tmp_path) -> None:
+    """One vocabulary: gc.fit, maximize and a study's [hyperparameters] without n_restarts
+    all take N_RESTARTS (the scikit-learn estimator keeps scikit-learn's 0)."""
+    import inspect
+
+    from gpc_compare import hyperparameters, study
+
+    assert hyperparameters.N_RESTARTS == 2
+    assert inspect.signature(gc.fit).parameters["n_restarts"].default == 2
+    assert inspect.signature(maximize).parameters["n_restarts"].default == 2
+    path = tmp_path / "s.toml"
+    path.write_text(
+        'name = "s"\ndatasets = [{name = "crabs"}]\n[hyperparameters]\npolicy = "optimize"\n'
+        "[engines.laplace]\n"
+    )
+    assert study.load_study(path).n_restarts == 2
+    assert gc.GPClassifier().n_restarts_optimizer == 0

@@ -19,6 +19,7 @@ import numpy as np
 from .. import datasets as gc_datasets
 from .._validation import OptionError
 from ..engines import ENGINES, capabilities, engines_with, get_engine
+from ..hyperparameters import N_RESTARTS
 from .datafiles import FILE_HINT, data_dir, file_dataset
 from .evidence_config import parse_evidence
 from .fields import SPLIT_KINDS, StudyError, plain
@@ -451,7 +452,7 @@ def _parse_hyperparameters(
     policy = value.get("policy", "optimize")
     if policy not in POLICIES:
         raise _fail(p, "hyperparameters.policy", f"must be one of {POLICIES}, got {policy!r}")
-    n_restarts = _int(value.get("n_restarts", 2), p, "hyperparameters.n_restarts", 0)
+    n_restarts = _int(value.get("n_restarts", N_RESTARTS), p, "hyperparameters.n_restarts", 0)
     source = value.get("source")
     engines = list(methods)
     # engines that cannot select their own values, and gold-standard evidence estimators,
