@@ -212,6 +212,7 @@ def _validate(raw: dict[str, Any], p: str, named: bool) -> StudyConfig:
     datasets, dims = _parse_datasets(raw.get("datasets"), splits, seed, p, likelihood, raw)
     engines, methods = _parse_engines(raw.get("engines"), p)
     _check_likelihoods(methods, likelihood, p)
+    _check_objectives(engines, methods, likelihood, p)
     try:  # one [kernel], or several [kernels.LABEL] as an axis (study.kernels_config)
         kernel, kernels = parse_kernels(raw)
     except ValueError as exc:
@@ -268,6 +269,20 @@ def _check_likelihoods(methods: Mapping[str, str], likelihood: str, p: str) -> N
             get_engine(method).check_likelihood(likelihood)
         except ValueError as exc:
             raise _fail(p, f"engines.{label}", str(exc)) from None
+
+
+def _check_objectives(engines, methods: Mapping[str, str], likelihood: str, p: str) -> None:
+    """Refuse a LOO objective where the engine gives no LOO with the study's likelihood
+    (EP's is probit-only): at load, not in every job."""
+    for label, method in methods.items():
+        objective = engines[label].get("objective", "evidence")
+        if objective != "evidence" and "loo" not in capabilities(method, likelihood):
+            raise _fail(
+                p,
+                f"engines.{label}.objective",
+                f"{objective!r} needs the engine's leave-one-out predictive, which the "
+                f"{method!r} engine does not give with the {likelihood!r} likelihood",
+            )
 
 
 def _check_full_bayes(policy: str, engines, methods: Mapping[str, str], p: str) -> None:

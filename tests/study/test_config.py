@@ -87,3 +87,15 @@ def test_a_data_file_is_found_beside_the_study_path(tmp_path) -> None:
     assert config.datasets[0].file == str(tmp_path / "data" / "d.csv")
     with pytest.raises(StudyError, match=r"datasets\[0\]"):
         StudyConfig.from_dict(fields, tmp_path / "elsewhere" / "s.toml")
+
+
+def test_a_loo_objective_is_refused_at_load_where_the_likelihood_has_no_loo(tmp_path) -> None:
+    """EP's leave-one-out objective is probit-only: a logistic study asking for it is refused
+    when it loads, naming the engine's field."""
+    path = tmp_path / "s.toml"
+    path.write_text(
+        'name = "s"\nlikelihood = "logistic"\ndatasets = [{name = "crabs"}]\n'
+        '[engines.ep]\nobjective = "loo"\n'
+    )
+    with pytest.raises(StudyError, match=r"engines\.ep\.objective: 'loo' needs .*'logistic'"):
+        load_study(path)
