@@ -238,6 +238,8 @@ class Engine(ABC):
             unknown = set(caps) - set(CAPABILITY_NAMES)
             if unknown:
                 raise TypeError(f"{cls.__name__} declares unknown capabilities {sorted(unknown)}")
+            if "sparse" in caps and cls.dense_matrices is not None:
+                raise TypeError(f"{cls.__name__} is sparse: its dense_matrices must be None")
 
     # ----------------------------------------------------------------- declarations
     def capabilities(self, likelihood: str | Likelihood | None = None) -> frozenset[str]:

@@ -90,6 +90,7 @@ class FITCEPEngine(Engine):
     summary = "EP on the sparse FITC prior, M inducing inputs (Naish-Guzman and Holden 2008)"
     Options = FITCEPOptions
     likelihoods = {"probit": _SPARSE, "logistic": _SPARSE, "gaussian": _SPARSE}
+    dense_matrices = None  # (no n x n matrix: O(n M) memory)
     quick_options = {"inducing": 8}
 
     def infer(self, problem: Problem, options: FITCEPOptions) -> FITCEPPosterior:

@@ -70,6 +70,7 @@ class FITCLaplaceEngine(Engine):
     summary = "Laplace on the sparse FITC prior, M inducing inputs (Snelson and Ghahramani 2006)"
     Options = FITCLaplaceOptions
     likelihoods = {"probit": _SPARSE, "logistic": _SPARSE, "gaussian": _SPARSE}
+    dense_matrices = None  # (no n x n matrix: O(n M) memory)
     quick_options = {"inducing": 8}
 
     def infer(self, problem: Problem, options: FITCLaplaceOptions) -> FITCLaplacePosterior:

@@ -91,6 +91,7 @@ class SVGPEngine(Engine):
     summary = "Gaussian q(u) on M inducing values maximising the ELBO (Hensman et al. 2015)"
     Options = SVGPOptions
     likelihoods = {"probit": _SPARSE_BOUND, "logistic": _SPARSE_BOUND, "gaussian": _SPARSE_BOUND}
+    dense_matrices = None  # (no n x n matrix: O(n M) memory)
     quick_options = {"inducing": 8}
 
     def infer(self, problem: Problem, options: SVGPOptions) -> SVGPPosterior:
