@@ -417,7 +417,6 @@ def _evidence(
             problem.kernel,
             problem.likelihood,
             problem.mean,
-            schedule="parallel",
         )
     prepared = Prepared.from_ep(
         L, m, problem.y, problem.likelihood, approx, time.perf_counter() - t0

@@ -5,9 +5,8 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 
 import numpy as np
-from scipy.special import logsumexp
 
-from ..numerics import LOG_2PI
+from ..numerics import LOG_2PI, logsumexp_finite
 from ._expectation import gaussian_expectations
 
 __all__ = ["Likelihood"]
@@ -224,7 +223,7 @@ class Likelihood(ABC):
                         self.log_prob(np.broadcast_to(y[j, None], fk.shape), fk)
                         - 0.5 * (fk - mean[j, None]) ** 2 / var[j, None]
                     )
-                    lse = logsumexp(terms, axis=1)
+                    lse = logsumexp_finite(terms, axis=1)  # (the mode is a node)
                     log_z[j] = lse + np.log(step) - 0.5 * (LOG_2PI + np.log(var[j]))
                     omega = np.exp(terms - lse[:, None])
                     d = fk - fhat[chunk, None]  # moments about the mode: no cancellation

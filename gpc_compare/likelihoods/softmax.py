@@ -7,6 +7,7 @@ import functools
 import numpy as np
 from scipy.special import logsumexp
 
+from ..numerics import logsumexp_finite
 from .base import Likelihood
 
 __all__ = ["SOFTMAX_MC_SAMPLES", "Softmax"]
@@ -218,12 +219,6 @@ def _difference_factor(mean: np.ndarray, cov: np.ndarray):
     return mu_g, U * np.sqrt(lam)[:, None, :], np.sqrt(lam.max(axis=1))
 
 
-def _lse(x: np.ndarray, axis: int) -> np.ndarray:
-    """log sum exp along ``axis`` for finite x (a lean scipy.special.logsumexp)."""
-    mx = x.max(axis=axis, keepdims=True)
-    return np.squeeze(mx, axis=axis) + np.log(np.sum(np.exp(x - mx), axis=axis))
-
-
 def _log_softmax_nodes(mu_g: np.ndarray, A: np.ndarray, Z: np.ndarray) -> list[np.ndarray]:
     """log softmax_c of (g_1, ..., g_{C-1}, 0) at g = mu_g + A z for every point and node.
 
@@ -261,7 +256,7 @@ def _softmax_quadrature(mu_g: np.ndarray, A: np.ndarray, s: np.ndarray) -> np.nd
         for start in range(0, idx.size, chunk):
             j = idx[start : start + chunk]
             for c, lp in enumerate(_log_softmax_nodes(mu_g[j], A[j], Z)):
-                out[j, c] = _lse(lp + log_w, axis=1)
+                out[j, c] = logsumexp_finite(lp + log_w, axis=1)
     return out
 
 
@@ -278,7 +273,7 @@ def _softmax_mc(
     for start in range(0, N, chunk):
         j = np.arange(start, min(N, start + chunk))
         for c, lp in enumerate(_log_softmax_nodes(mu_g[j], A[j], z)):
-            out[j, c] = _lse(lp, axis=1) - np.log(n_samples)
+            out[j, c] = logsumexp_finite(lp, axis=1) - np.log(n_samples)
             sd = np.exp(lp).std(axis=1, ddof=1) if n_samples > 1 else np.inf
             se[j, c] = sd / np.sqrt(n_samples)
     return out, se
