@@ -143,7 +143,7 @@ def _job(
 ) -> Job:
     label, kernel_spec = (None, config.kernel) if kernel is None else kernel
     where = [split] if point is None else [point, split]
-    seed = stable_seed(config.seed, data.label, *where, engine)
+    seed = stable_seed(config.seed, data.seed_key, *where, engine)
     spec = {
         "dataset": [data.name, dict(data.options), data.subsample],
         "split": split,

@@ -78,7 +78,7 @@ def _problem(job: Job, shared: JobRecord | None):
     """The job's training and test folds (standardised on the training fold), its kernel
     and prior mean (at the source's values, or the grid point's), and where they came from."""
     data = load_dataset(job.dataset, job.study_seed)
-    split_seed = stable_seed("split", job.study_seed, job.dataset.label)
+    split_seed = stable_seed("split", job.study_seed, job.dataset.seed_key)
     train, test = split_indices(data, job.splits, job.split, split_seed)
     X_train, X_test = gc_datasets.standardize(data.X[train], data.X[test if test.size else train])
     X_test = X_test[: test.size]

@@ -122,6 +122,25 @@ def test_cli_compare_toml_study_and_gc_compare_give_the_same_table(tmp_path, cap
     pd.testing.assert_frame_equal(reproducible(study.assemble(tmp_path / "toml" / "own")), a)
 
 
+def test_the_same_data_under_other_names_give_the_same_numbers(tmp_path, capsys) -> None:
+    """Splits and engine seeds derive from the seed and the data's content, not from the
+    label: ``gpc-compare compare mine.csv`` and ``gc.compare(df)`` (label "compare")."""
+    (tmp_path / "mine.csv").write_bytes(EXAMPLE.read_bytes())
+    code = main(
+        ["compare", tmp_path / "mine.csv", "--target", "sex", "--engines", "laplace",
+         "--policy", "fixed", "--folds", "3", "--seed", "4", "--output", tmp_path / "cli",
+         "--workers", "1", "--no-report"]
+    )  # fmt: skip
+    assert code == 0, capsys.readouterr().err
+    from_cli = pd.read_csv(tmp_path / "cli" / "mine" / "results.csv")
+    df = pd.read_csv(EXAMPLE)
+    result = gc.compare(df[FEATURES], df["sex"], engines=("laplace",), policy="fixed",
+                        folds=3, random_seed=4, output=tmp_path / "py", workers=1)  # fmt: skip
+    a, b = (reproducible(t).drop(columns=["dataset", "job_id"]) for t in (from_cli, result.table))
+    assert set(from_cli.dataset) == {"mine"} and set(result.table.dataset) == {"compare"}
+    pd.testing.assert_frame_equal(a, b)
+
+
 def test_gc_compare_on_arrays_resumes_and_reports(tmp_path) -> None:
     df = pd.read_csv(EXAMPLE)
     X, y = df[FEATURES].to_numpy(), (df["sex"] == "M").to_numpy(dtype=int)
