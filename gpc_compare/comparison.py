@@ -83,6 +83,21 @@ class Comparison:
 
         return study_summary(self.result_dir)
 
+    def differences(self) -> pd.DataFrame:
+        """Every pair of engines compared on every held-out score, as the report's findings
+        compare them: a win only where the 95% interval of the difference excludes zero.
+
+        Returns
+        -------
+        pandas.DataFrame
+            :func:`gpc_compare.report.study_differences`: per data set, engine pair and
+            score, the mean difference over the splits with the corrected resampled
+            t-interval (Nadeau and Bengio 2003), the number of splits and the verdict.
+        """
+        from .report import study_differences
+
+        return study_differences(self.result_dir)
+
     def report(self, path: str | os.PathLike[str] | None = None) -> Path:
         """Write ``report.md`` and ``figures/`` (as ``gpc-compare report``).
 

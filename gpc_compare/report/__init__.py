@@ -38,6 +38,7 @@ __all__ = [
     "METRICS",
     "REFERENCE_METRICS",
     "run_command",
+    "study_differences",
     "study_summary",
     "summarize",
     "write_report",
@@ -109,6 +110,33 @@ def study_summary(result_dir: str | os.PathLike[str]) -> pd.DataFrame:
     """
     result_dir = Path(result_dir)
     return _load(result_dir, load_study(result_dir / "study.toml")).summary
+
+
+def study_differences(result_dir: str | os.PathLike[str]) -> pd.DataFrame:
+    """Every pair of engines compared on every held-out score, as the report's findings
+    compare them: the corrected resampled t-interval over the splits both finished
+    (:func:`gpc_compare.metrics.paired_difference`; Nadeau and Bengio 2003).
+
+    Parameters
+    ----------
+    result_dir : path
+        ``OUTPUT/NAME`` as written by :func:`gpc_compare.study.run_study`.
+
+    Returns
+    -------
+    DataFrame
+        Columns ``dataset, engine_a, engine_b, metric, difference`` (the mean of a - b over
+        the splits), ``low, high`` (its 95% interval), ``n_splits``, ``verdict`` (``"a
+        better"``, ``"b better"`` where the interval excludes zero, else ``"no
+        difference"``) and ``note``. Each pair appears in both orders.
+    """
+    result_dir = Path(result_dir)
+    paired = _load(result_dir, load_study(result_dir / "study.toml")).paired
+    columns = ["dataset", "engine_a", "engine_b", "metric", "difference", "low", "high"]
+    rows = [
+        [*key, p.mean, p.lower, p.upper, p.n_pairs, p.verdict, p.note] for key, p in paired.items()
+    ]
+    return pd.DataFrame(rows, columns=[*columns, "n_splits", "verdict", "note"])
 
 
 def write_report(result_dir: str | os.PathLike[str]) -> Path:

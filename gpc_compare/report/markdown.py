@@ -16,6 +16,7 @@ import pandas as pd
 
 from ..study import JobRecord, StudyConfig
 from ..study.datafiles import data_provenance
+from .cases import Paired
 from .findings import bound_counts, findings, grid_findings, selection_comparison
 from .formatting import fmt, interval_text, markdown_table, reference_estimator
 from .styles import METRICS, REFERENCE_METRICS, style
@@ -64,7 +65,7 @@ class Study:
     made: Sequence[tuple[str, str]]
     command: str
     result_dir: Path
-    paired: dict[tuple[str, str, str, str], tuple[float, float, float, int]]
+    paired: Paired
 
     @property
     def estimators(self) -> list[str]:
@@ -87,7 +88,7 @@ def report_markdown(
     made: Sequence[tuple[str, str]],
     command: str,
     result_dir: Path,
-    paired: dict[tuple[str, str, str, str], tuple[float, float, float, int]] | None = None,
+    paired: Paired | None = None,
 ) -> str:
     """The text of ``report.md``: the sections of :data:`SECTIONS` in order.
 

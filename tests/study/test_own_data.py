@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
 
 import gpc_compare as gc
 from gpc_compare import study
@@ -139,6 +140,32 @@ def test_the_same_data_under_other_names_give_the_same_numbers(tmp_path, capsys)
     a, b = (reproducible(t).drop(columns=["dataset", "job_id"]) for t in (from_cli, result.table))
     assert set(from_cli.dataset) == {"mine"} and set(result.table.dataset) == {"compare"}
     pd.testing.assert_frame_equal(a, b)
+
+
+def test_differences_are_the_corrected_t_of_the_table(tmp_path) -> None:
+    """``Comparison.differences()`` (what the findings call a win) is the corrected
+    resampled t-interval of the table's per-split scores, recomputed here by hand."""
+    df = pd.read_csv(EXAMPLE)
+    result = gc.compare(df[FEATURES], df["sex"], engines=("laplace", "ep"), policy="fixed",
+                        folds=3, output=tmp_path, workers=1)  # fmt: skip
+    diffs = result.differences()
+    t = result.table
+    for metric, sign in (("mean_log_predictive", 1), ("error_rate", -1)):
+        row = diffs[(diffs.engine_a == "ep") & (diffs.engine_b == "laplace")]
+        row = row[row.metric == metric].iloc[0]
+        a, b = (
+            t[(t.engine == e) & (t.metric == metric)].sort_values("split")
+            for e in ("ep", "laplace")
+        )
+        d = a["value"].to_numpy() - b["value"].to_numpy()
+        ratio = a["n_test"].mean() / a["n_train"].mean()
+        half = stats.t.ppf(0.975, 2) * math.sqrt((1 / 3 + ratio) * np.var(d, ddof=1))
+        assert row.difference == pytest.approx(d.mean(), abs=1e-12)
+        assert (row.low, row.high) == pytest.approx((d.mean() - half, d.mean() + half), abs=1e-12)
+        assert row.n_splits == 3
+        excludes = row.low > 0 or row.high < 0
+        better = "a better" if (row.low > 0) == (sign > 0) else "b better"
+        assert row.verdict == (better if excludes else "no difference")
 
 
 def test_gc_compare_on_arrays_resumes_and_reports(tmp_path) -> None:
