@@ -17,6 +17,7 @@ from ..study import JobRecord
 from .cases import Paired
 from .formatting import fmt, markdown_table, reference_estimator
 from .styles import style
+from .trust import recommendation
 
 __all__ = ["bound_counts", "findings", "grid_findings", "selection_comparison"]
 
@@ -62,7 +63,9 @@ def findings(
     say.reference_mcse = _reference_mcse(records, reference)
     lines = []
     for dataset in datasets:
+        advice = recommendation(records, table, dataset, engines)
         parts = [
+            *([f"**{advice}**"] if advice else []),
             *say.log_predictive(dataset),
             *say.error_rates(dataset),
             *say.reference_gaps(dataset, _estimator(records, dataset, reference)),

@@ -20,6 +20,7 @@ from .cases import Paired
 from .findings import bound_counts, findings, grid_findings, selection_comparison
 from .formatting import fmt, interval_text, markdown_table, reference_estimator
 from .styles import METRICS, REFERENCE_METRICS, style
+from .trust import trust_section
 
 __all__ = ["SECTIONS", "Study", "report_markdown"]
 
@@ -268,6 +269,14 @@ def _against_reference(study: Study) -> list[str]:
     ]
 
 
+def _trust(study: Study) -> list[str]:
+    """``## Can this approximation be trusted here?`` (:mod:`.trust`), when the study ran
+    the Pareto-k check (``psis = true``)."""
+    return trust_section(
+        study.records, study.summary, study.datasets, study.engines, study.config.reference
+    )
+
+
 def _evidence_section(study: Study) -> list[str]:
     """``## Gold-standard evidence``, when the study runs estimators."""
     if not study.estimators:
@@ -410,6 +419,7 @@ SECTIONS = (
     _findings,
     _held_out,
     _against_reference,
+    _trust,
     _evidence_section,
     _hyperparameters,
     _mcmc_diagnostics,

@@ -123,6 +123,17 @@ def _job_row(job: Job, rec: JobRecord | None) -> dict[str, Any]:
     }
 
 
+#: The Pareto-k check's record fields and their metric names in the table.
+_PSIS_METRICS = {
+    "pareto_k": "pareto_k",
+    "log_evidence": "is_log_evidence",
+    "log_evidence_se": "is_log_evidence_se",
+    "mean_log_predictive": "is_mean_log_predictive",
+    "ess": "psis_ess",
+    "seconds": "psis_seconds",
+}
+
+
 def _values(rec: JobRecord) -> dict[str, float | None]:
     """A finished job's metrics as the table names them: its held-out scores, evidence,
     LOO predictive, the search's outcome, an estimator's health, MCMC's diagnostics."""
@@ -136,6 +147,9 @@ def _values(rec: JobRecord) -> dict[str, float | None]:
         values["optimizer_evaluations"] = rec.optimizer.evaluations
     if rec.evidence is not None:  # a gold-standard evidence estimator and its health
         values.update(_evidence_values(rec))
+    for key, name in _PSIS_METRICS.items():  # the Pareto-k check of an approximation
+        if key in rec.psis:
+            values[name] = rec.psis[key]
     if rec.diagnostics is not None:
         values["r_hat_max"] = rec.diagnostics.r_hat_max
         values["ess_bulk_min"] = rec.diagnostics.ess_bulk_min

@@ -177,7 +177,29 @@ def _run(job: Job, shared: JobRecord | None) -> dict[str, Any]:
         if isinstance(post, SamplePosterior):  # a reference's own Monte Carlo error
             draws = post.log_predictive_draws(X_test, y_test)
             out["mcse"] = {"mean_log_predictive": metrics.joint_mean_log_predictive_mcse(draws)}
+    if job.psis is not None:
+        out["psis"] = _psis(job, post, X_test, y_test, held_out)
     out.update(_engine_facts(job, post))
+    return out
+
+
+def _psis(job: Job, post, X_test, y_test, held_out: bool) -> dict[str, float]:
+    """The Pareto-k check of the job's approximation (:func:`gpc_compare.psis`, seeded by
+    the job), with the importance-corrected held-out mean log predictive."""
+    from ..trust import psis
+
+    diagnosis = psis(post, random_seed=job.seed % (2**32), **job.psis)
+    out = {
+        "pareto_k": diagnosis.pareto_k,
+        "khat_threshold": diagnosis.khat_threshold,
+        "ess": diagnosis.ess,
+        "draws": float(diagnosis.draws),
+        "log_evidence": diagnosis.log_evidence,
+        "log_evidence_se": diagnosis.log_evidence_se,
+        "seconds": diagnosis.seconds,
+    }
+    if held_out:
+        out["mean_log_predictive"] = float(np.mean(diagnosis.log_predictive(X_test, y_test)))
     return out
 
 
