@@ -178,7 +178,10 @@ def _run(job: Job, shared: JobRecord | None) -> dict[str, Any]:
             draws = post.log_predictive_draws(X_test, y_test)
             out["mcse"] = {"mean_log_predictive": metrics.joint_mean_log_predictive_mcse(draws)}
     if job.psis is not None:
-        out["psis"] = _psis(job, post, X_test, y_test, held_out)
+        try:
+            out["psis"] = _psis(job, post, X_test, y_test, held_out)
+        except (ValueError, FloatingPointError) as exc:  # (too large, or weights not finite)
+            out["warnings"].append(f"psis: not run ({exc})")
     out.update(_engine_facts(job, post))
     return out
 
