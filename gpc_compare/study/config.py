@@ -120,6 +120,9 @@ def load_study(path: str | os.PathLike[str]) -> StudyConfig:
             likelihood = "probit"        # or "logistic", or "softmax" (C classes)
             mean = 0.0                   # constant prior mean, a hyperparameter; omit: zero
             reference = "mcmc"           # engine the others are compared with
+            psis = true                  # the Pareto-k check of every Gaussian
+                                         # approximation: gc.psis (or {draws = 4000,
+                                         # proposal = "student_t"}); default false
             datasets = ["ionosphere", "sonar"]   # or [[datasets]] tables:
             # [[datasets]]  name = "breast_cancer"  subsample = 200  (+ loader options)
             # [[datasets]]  file = "data/mine.csv"  target = "label"  (your own CSV, .csv.gz

@@ -74,7 +74,11 @@ def assemble(result_dir: str | os.PathLike[str], config: StudyConfig | None = No
         reference engine at the same hyperparameters, the latent errors,
         ``marginal_kl_mean`` and ``evidence_gap`` (with ``evidence_gap_z``); with C
         classes (softmax) the scores of :func:`gpc_compare.metrics.score_multiclass` and
-        the class-probability differences (``proba_diff_max``, ...).
+        the class-probability differences (``proba_diff_max``, ...); with ``psis = true``
+        the Pareto-k check of each Gaussian approximation (``pareto_k``,
+        ``is_log_evidence``, ``is_log_evidence_se``, ``is_mean_log_predictive``,
+        ``psis_ess``). ``mcse``: a sampling reference's Monte Carlo standard error of the
+        row's value where it has one (``mean_log_predictive``), else empty.
     """
     result_dir = Path(result_dir)
     if config is None:
