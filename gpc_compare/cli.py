@@ -324,6 +324,13 @@ def _add_compare(sub) -> None:
     cmp.add_argument("--missing", choices=("error", "drop"), default=None)
     cmp.add_argument("--workers", type=_positive_int, default=None)
     cmp.add_argument("--scheduler", default=None, metavar="ADDRESS")
+    cmp.add_argument(
+        "--no-psis",
+        dest="psis",
+        action="store_false",
+        help="skip the Pareto-k check of each Gaussian approximation (and so the report's "
+        "recommendation)",
+    )
     cmp.add_argument("--no-report", dest="report", action="store_false", help="skip the report")
     cmp.set_defaults(func=_compare_command, retry_failed=True, wait=False)
 
@@ -355,6 +362,7 @@ def _prepare(prepare_file_study, args: argparse.Namespace, features):
         folds=args.folds,
         policy=args.policy,
         seed=args.seed,
+        psis=args.psis,
         positive=args.positive,
         features=features,
         categorical=args.categorical,

@@ -83,6 +83,21 @@ class Comparison:
 
         return study_summary(self.result_dir)
 
+    def differences(self) -> pd.DataFrame:
+        """Every pair of engines compared on every held-out score, as the report's findings
+        compare them: a win only where the 95% interval of the difference excludes zero.
+
+        Returns
+        -------
+        pandas.DataFrame
+            :func:`gpc_compare.report.study_differences`: per data set, engine pair and
+            score, the mean difference over the splits with the corrected resampled
+            t-interval (Nadeau and Bengio 2003), the number of splits and the verdict.
+        """
+        from .report import study_differences
+
+        return study_differences(self.result_dir)
+
     def report(self, path: str | os.PathLike[str] | None = None) -> Path:
         """Write ``report.md`` and ``figures/`` (as ``gpc-compare report``).
 
@@ -128,6 +143,7 @@ def compare(
     kernel: Mapping[str, Any] | None = None,
     engine_options: Mapping[str, Mapping[str, Any]] | None = None,
     n_restarts: int | None = None,
+    psis: bool = True,
     seed: int | None = None,
     **data_options: Any,
 ) -> Comparison:
@@ -174,6 +190,11 @@ def compare(
         Options per engine, e.g. ``{"mcmc": {"draws": 500, "chains": 2}}``.
     n_restarts : int, optional
         Optimiser restarts (the study default when omitted).
+    psis : bool
+        Check every Gaussian approximation by Pareto-smoothed importance sampling
+        (:func:`gpc_compare.psis`; cheap beside the fits): the report then starts each
+        data set's findings with a recommendation, the cheapest engine whose k-hat is
+        below the threshold on every split.
     seed : int, optional
         The old name of ``random_seed`` (accepted with a DeprecationWarning).
     **data_options
@@ -228,6 +249,7 @@ def compare(
         kernel=kernel,
         engine_options=engine_options,
         n_restarts=n_restarts,
+        psis=psis,
         **data_options,
     )
     config = StudyConfig.from_dict(fields, study_file)  # (its data file relative to it)
@@ -327,6 +349,7 @@ def study_fields(
     kernel: Mapping[str, Any] | None = None,
     engine_options: Mapping[str, Mapping[str, Any]] | None = None,
     n_restarts: int | None = None,
+    psis: bool = True,
     **data_options: Any,
 ) -> dict[str, Any]:
     """The fields of a study of one data file, as a study file holds them (what
@@ -340,6 +363,8 @@ def study_fields(
         As :func:`compare`; ``label`` names the data set (default: the file's stem).
     kernel, engine_options, n_restarts
         The ``[kernel]`` table, per-engine options, optimiser restarts.
+    psis : bool
+        Run the Pareto-k check of every Gaussian approximation (the study's ``psis``).
     **data_options
         ``features``, ``positive``, ``categorical``, ``missing``, ``subsample``.
 
@@ -368,6 +393,7 @@ def study_fields(
         "datasets": [dataset],
         "splits": {"kind": "kfold", "n_splits": folds},
         "hyperparameters": hyperparameters,
+        "psis": bool(psis),
     }
     if kernel:
         fields["kernel"] = dict(kernel)
@@ -391,6 +417,8 @@ def toml_text(fields: Mapping[str, Any]) -> str:
         "# results in this folder. Edit it and rerun: gpc-compare run THIS_FILE",
         *(f"{k} = {_toml(fields[k])}" for k in top),
     ]
+    if "psis" in fields:  # the Pareto-k check of every Gaussian approximation
+        lines.append(f"psis = {_toml(fields['psis'])}")
     for dataset in fields["datasets"]:
         lines += ["", "[[datasets]]", *(f"{k} = {_toml(v)}" for k, v in dataset.items())]
     for table in ("splits", "hyperparameters", "kernel"):

@@ -271,10 +271,14 @@ def percentile_interval(
     z0 = Phi^-1(fraction of replicates below the estimate), the quantiles
     Phi(2 z0 -/+ z_{(1+level)/2}) of the replicates. It matters for a statistic the
     bootstrap biases (the ECE of resampled cases is larger than the ECE), whose plain
-    percentile interval can sit beside the estimate. Either way the interval's ends are
-    replicates, so it never leaves the statistic's range. The ends are the order
-    statistics just outside the quantiles (an infinite replicate is never interpolated
-    into a NaN).
+    percentile interval can sit beside the estimate. Where the bias is so large that fewer
+    than (1 - level) / 2 of the replicates fall on one side of the estimate (|z0| >
+    z_{(1+level)/2}: the ECE of a few dozen cases), the correction would move the interval
+    past the estimate, where the normal model behind it has broken down; the interval is
+    then widened to reach the estimate, so it always contains it. The ends are replicates
+    or the estimate, so the interval never leaves the statistic's range; they are the
+    order statistics just outside the quantiles (an infinite replicate is never
+    interpolated into a NaN).
 
     Parameters
     ----------
@@ -300,7 +304,8 @@ def percentile_interval(
         z0 = stats.norm.ppf(np.clip(below, 1.0 / (r.size + 1), r.size / (r.size + 1)))
         z = stats.norm.ppf(q_high)
         q_low, q_high = stats.norm.cdf(2 * z0 - z), stats.norm.cdf(2 * z0 + z)
-    return (
-        float(np.quantile(r, q_low, method="lower")),
-        float(np.quantile(r, q_high, method="higher")),
-    )
+    low = float(np.quantile(r, q_low, method="lower"))
+    high = float(np.quantile(r, q_high, method="higher"))
+    if estimate is not None and np.isfinite(estimate):  # (see above: always contains it)
+        low, high = min(low, float(estimate)), max(high, float(estimate))
+    return low, high

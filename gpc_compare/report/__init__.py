@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,7 +38,9 @@ __all__ = [
     "ENGINE_STYLE",
     "METRICS",
     "REFERENCE_METRICS",
+    "rewrite_report_text",
     "run_command",
+    "study_differences",
     "study_summary",
     "summarize",
     "write_report",
@@ -111,6 +114,33 @@ def study_summary(result_dir: str | os.PathLike[str]) -> pd.DataFrame:
     return _load(result_dir, load_study(result_dir / "study.toml")).summary
 
 
+def study_differences(result_dir: str | os.PathLike[str]) -> pd.DataFrame:
+    """Every pair of engines compared on every held-out score, as the report's findings
+    compare them: the corrected resampled t-interval over the splits both finished
+    (:func:`gpc_compare.metrics.paired_difference`; Nadeau and Bengio 2003).
+
+    Parameters
+    ----------
+    result_dir : path
+        ``OUTPUT/NAME`` as written by :func:`gpc_compare.study.run_study`.
+
+    Returns
+    -------
+    DataFrame
+        Columns ``dataset, engine_a, engine_b, metric, difference`` (the mean of a - b over
+        the splits), ``low, high`` (its 95% interval), ``n_splits``, ``verdict`` (``"a
+        better"``, ``"b better"`` where the interval excludes zero, else ``"no
+        difference"``) and ``note``. Each pair appears in both orders.
+    """
+    result_dir = Path(result_dir)
+    paired = _load(result_dir, load_study(result_dir / "study.toml")).paired
+    columns = ["dataset", "engine_a", "engine_b", "metric", "difference", "low", "high"]
+    rows = [
+        [*key, p.mean, p.lower, p.upper, p.n_pairs, p.verdict, p.note] for key, p in paired.items()
+    ]
+    return pd.DataFrame(rows, columns=[*columns, "n_splits", "verdict", "note"])
+
+
 def write_report(result_dir: str | os.PathLike[str]) -> Path:
     """Write ``report.md`` and ``figures/*.png`` for the study results in ``result_dir``.
 
@@ -139,12 +169,12 @@ def write_report(result_dir: str | os.PathLike[str]) -> Path:
         )
     config = load_study(result_dir / "study.toml")
     study = _load(result_dir, config)
-    table, jobs, records, datasets = study.table, study.jobs, study.records, study.datasets
+    table, records, datasets = study.table, study.records, study.datasets
     engines = list(config.engines)
     estimators = list(config.evidence)  # gold-standard evidence jobs, shown beside the engines
     set_styles(engines + estimators)
     held_out = config.splits["kind"] != "none"  # (kind "none": evidence only, no test set)
-    summary, paired = study.summary, study.paired
+    summary = study.summary
     figures = result_dir / "figures"
     figures.mkdir(exist_ok=True)
     made: list[tuple[str, str]] = []
@@ -168,18 +198,30 @@ def write_report(result_dir: str | os.PathLike[str]) -> Path:
     if plot_mcmc(result_dir, records, datasets, figures / "mcmc_diagnostics.png"):
         made.append(("mcmc_diagnostics.png", "MCMC rank plots (ArviZ)"))
 
+    text = _report_text(result_dir, config, study, made)
+    path = result_dir / "report.md"
+    path.write_text(text)
+    return path
+
+
+def _report_text(
+    result_dir: Path, config: StudyConfig, study: _Loaded, made: list[tuple[str, str]]
+) -> str:
+    """report.md's text for the loaded study, listing the figures ``made``."""
+    engines = list(config.engines)
+    command = run_command(result_dir, config.name)
     text = report_markdown(
         config,
-        table,
-        jobs,
-        summary,
-        records,
-        datasets,
+        study.table,
+        study.jobs,
+        study.summary,
+        study.records,
+        study.datasets,
         engines,
         made,
-        run_command(result_dir, config.name),
+        command,
         result_dir,
-        paired,
+        study.paired,
     )
     if config.kernels:  # the kernels compared, after the findings
         section = "\n".join(
@@ -191,8 +233,31 @@ def write_report(result_dir: str | os.PathLike[str]) -> Path:
         text += (
             "\n## Records that could not be read\n\n"
             + "".join(f"- `{line}`\n" for line in study.unreadable)
-            + f"\nRerun `{run_command(result_dir, config.name)}` to recompute their jobs.\n"
+            + f"\nRerun `{command}` to recompute their jobs.\n"
         )
+    return text
+
+
+def rewrite_report_text(result_dir: str | os.PathLike[str]) -> Path:
+    """Rewrite ``results.csv`` and ``report.md`` from the job records, listing the figures
+    the present report lists without redrawing them (for a change to the table's columns
+    or the report's words; :func:`write_report` draws the figures too).
+
+    Parameters
+    ----------
+    result_dir : path
+        ``OUTPUT/NAME`` with a ``report.md``.
+
+    Returns
+    -------
+    Path
+        The path of ``report.md``.
+    """
+    result_dir = Path(result_dir)
+    config = load_study(result_dir / "study.toml")
+    old = (result_dir / "report.md").read_text()
+    made = [(f, c) for c, f in re.findall(r"!\[(.*?)\]\(figures/(.*?)\)", old)]
+    text = _report_text(result_dir, config, _load(result_dir, config), made)
     path = result_dir / "report.md"
     path.write_text(text)
     return path

@@ -71,6 +71,9 @@ class StudyConfig:
     evidence: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     #: A kernel axis (``[kernels.LABEL]``): label -> kernel; empty with one ``[kernel]``.
     kernels: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    #: The Pareto-k check of every Gaussian approximation (``psis = true`` or a ``[psis]``
+    #: table: ``draws``, ``proposal``), as :func:`gpc_compare.psis` takes them; None: off.
+    psis: Mapping[str, Any] | None = None
 
     @classmethod
     def from_dict(
@@ -117,6 +120,9 @@ def load_study(path: str | os.PathLike[str]) -> StudyConfig:
             likelihood = "probit"        # or "logistic", or "softmax" (C classes)
             mean = 0.0                   # constant prior mean, a hyperparameter; omit: zero
             reference = "mcmc"           # engine the others are compared with
+            psis = true                  # the Pareto-k check of every Gaussian
+                                         # approximation: gc.psis (or {draws = 4000,
+                                         # proposal = "student_t"}); default false
             datasets = ["ionosphere", "sonar"]   # or [[datasets]] tables:
             # [[datasets]]  name = "breast_cancer"  subsample = 200  (+ loader options)
             # [[datasets]]  file = "data/mine.csv"  target = "label"  (your own CSV, .csv.gz
@@ -194,7 +200,10 @@ TOP_FIELDS = (
     "engines",
     "evidence",
     "data_dir",
+    "psis",
 )
+#: ``psis = true``: :func:`gpc_compare.psis`'s defaults.
+PSIS_DEFAULTS = {"draws": 4000, "proposal": "gaussian"}
 
 
 def _validate(raw: dict[str, Any], p: str, named: bool) -> StudyConfig:
@@ -248,7 +257,27 @@ def _validate(raw: dict[str, Any], p: str, named: bool) -> StudyConfig:
         grid=grid,
         evidence=evidence,
         kernels=kernels,
+        psis=_parse_psis(raw.get("psis", False), p),
     )
+
+
+def _parse_psis(value: Any, p: str) -> dict[str, Any] | None:
+    """``psis``: false (off), true (:data:`PSIS_DEFAULTS`), or a table of ``draws`` (an
+    integer, at least 100) and ``proposal`` ("gaussian" or "student_t")."""
+    if value is False:
+        return None
+    if value is True:
+        return dict(PSIS_DEFAULTS)
+    if not isinstance(value, dict):
+        raise _fail(p, "psis", f"must be true, false or a table (draws, proposal), got {value!r}")
+    _check_keys(value, tuple(PSIS_DEFAULTS), p, "psis")
+    out = {**PSIS_DEFAULTS, **value}
+    out["draws"] = _int(out["draws"], p, "psis.draws", 100)
+    if out["proposal"] not in ("gaussian", "student_t"):
+        raise _fail(
+            p, "psis.proposal", f"must be 'gaussian' or 'student_t', got {out['proposal']!r}"
+        )
+    return out
 
 
 def _model(raw: Mapping[str, Any], p: str) -> tuple[str, float | None]:

@@ -32,6 +32,7 @@ TABLE_COLUMNS = [
     "likelihood",
     "metric",
     "value",
+    "mcse",
     "policy",
     "hyperparameters",
     "hyperparameters_from",
@@ -73,7 +74,11 @@ def assemble(result_dir: str | os.PathLike[str], config: StudyConfig | None = No
         reference engine at the same hyperparameters, the latent errors,
         ``marginal_kl_mean`` and ``evidence_gap`` (with ``evidence_gap_z``); with C
         classes (softmax) the scores of :func:`gpc_compare.metrics.score_multiclass` and
-        the class-probability differences (``proba_diff_max``, ...).
+        the class-probability differences (``proba_diff_max``, ...); with ``psis = true``
+        the Pareto-k check of each Gaussian approximation (``pareto_k``,
+        ``is_log_evidence``, ``is_log_evidence_se``, ``is_mean_log_predictive``,
+        ``psis_ess``). ``mcse``: a sampling reference's Monte Carlo standard error of the
+        row's value where it has one (``mean_log_predictive``), else empty.
     """
     result_dir = Path(result_dir)
     if config is None:
@@ -122,6 +127,16 @@ def _job_row(job: Job, rec: JobRecord | None) -> dict[str, Any]:
     }
 
 
+#: The Pareto-k check's record fields and their metric names in the table.
+_PSIS_METRICS = {
+    "pareto_k": "pareto_k",
+    "log_evidence": "is_log_evidence",
+    "log_evidence_se": "is_log_evidence_se",
+    "mean_log_predictive": "is_mean_log_predictive",
+    "ess": "psis_ess",
+}  # (its seconds stay in the record, as wall-clock times are not metrics)
+
+
 def _values(rec: JobRecord) -> dict[str, float | None]:
     """A finished job's metrics as the table names them: its held-out scores, evidence,
     LOO predictive, the search's outcome, an estimator's health, MCMC's diagnostics."""
@@ -135,6 +150,9 @@ def _values(rec: JobRecord) -> dict[str, float | None]:
         values["optimizer_evaluations"] = rec.optimizer.evaluations
     if rec.evidence is not None:  # a gold-standard evidence estimator and its health
         values.update(_evidence_values(rec))
+    for key, name in _PSIS_METRICS.items():  # the Pareto-k check of an approximation
+        if key in rec.psis:
+            values[name] = rec.psis[key]
     if rec.diagnostics is not None:
         values["r_hat_max"] = rec.diagnostics.r_hat_max
         values["ess_bulk_min"] = rec.diagnostics.ess_bulk_min
@@ -171,6 +189,7 @@ def _row(
         "likelihood": rec.likelihood,
         "metric": metric,
         "value": np.nan if value is None else float(value),
+        "mcse": rec.mcse.get(metric, np.nan),
         "policy": rec.policy,
         "hyperparameters": json.dumps(hp.as_dict()),
         "hyperparameters_from": hp.origin,
