@@ -79,9 +79,10 @@ def _check_keys(text: str, p: str) -> None:
             )
 
 
-def depth(value: Any) -> int:
+def depth(value: Any, limit: int | None = None) -> int:
     """How deep tables (mappings) and lists nest in ``value`` (a scalar is 0), found
-    without recursion (a mapping may nest 100,000 deep)."""
+    without recursion (a mapping may nest 100,000 deep); with a ``limit``, the first depth
+    found beyond it (the walk stops there)."""
     deepest, stack = 0, [(value, 0)]
     while stack:
         item, level = stack.pop()
@@ -90,18 +91,18 @@ def depth(value: Any) -> int:
         elif isinstance(item, list | tuple):
             children = item
         else:
-            deepest = max(deepest, level)
             continue
         deepest = max(deepest, level + 1)
+        if limit is not None and deepest > limit:
+            break
         stack.extend((child, level + 1) for child in children)
     return deepest
 
 
 def check_depth(fields: Any, p: str) -> None:
     """A StudyError naming ``p`` if ``fields`` nest deeper than :data:`MAX_DEPTH`."""
-    found = depth(fields)
-    if found > MAX_DEPTH:
+    if depth(fields, MAX_DEPTH) > MAX_DEPTH:
         raise StudyError(
-            f"{p}: tables or lists nested {found} deep (a study's fields nest at most "
-            f"{MAX_DEPTH} deep): not a study"
+            f"{p}: tables or lists nested more than {MAX_DEPTH} deep (deeper than a study's "
+            "fields nest): not a study"
         )

@@ -409,5 +409,5 @@ def test_a_study_nested_100000_deep_is_refused(tmp_path, capsys, text, message) 
     deep: dict = {"x": 1}
     for _ in range(100_000):
         deep = {"a": deep}
-    with pytest.raises(study.StudyError, match="nested 100001 deep"):
+    with pytest.raises(study.StudyError, match="nested more than 32 deep"):
         study.StudyConfig.from_dict({"name": "deep", **deep})
