@@ -121,6 +121,26 @@ def test_a_run_never_writes_through_a_link_in_its_folder(tmp_path, capsys, name,
         assert len(pd.read_csv(result_dir / "results.csv")) == 14  # 2 splits x 7 metrics
 
 
+def test_a_lock_file_that_is_a_hard_link_or_a_fifo_is_refused(tmp_path, capsys) -> None:
+    """The lock is written in place (the pid of its holder): a `.lock` that is a second
+    name of a file outside (a hard link) would change that file, and one that is not a
+    regular file is no lock. Both are refused, exit 2, the file outside unchanged."""
+    away = outside(tmp_path)
+    before = snapshot(away)
+    path = study_file(tmp_path)
+    lock = tmp_path / "out" / "hard" / ".lock"
+    lock.parent.mkdir(parents=True)
+    os.link(away / "file", lock)
+    assert run(path, tmp_path / "out", "--no-report") == 2
+    assert f"{lock}: it is a hard link" in capsys.readouterr().err
+    assert snapshot(away) == before
+    lock.unlink()
+    if hasattr(os, "mkfifo"):
+        os.mkfifo(lock)
+        assert run(path, tmp_path / "out", "--no-report") == 2
+        assert f"{lock}: it is not a regular file" in capsys.readouterr().err
+
+
 @pytest.fixture(scope="module")
 def finished(tmp_path_factory) -> Path:
     """A finished tiny study (2 Laplace jobs), for the report's files."""
@@ -276,6 +296,9 @@ def test_two_data_files_of_one_stem_do_not_share_a_folder(tmp_path, capsys) -> N
     assert str(tmp_path / "a" / "data.csv") in err and str(tmp_path / "b" / "data.csv") in err
     assert "--name" in err and "Traceback" not in err
     assert snapshot(out) == before
+    with pytest.raises(SystemExit) as info:  # (compare takes one data file: a usage error)
+        main(["compare", tmp_path / "a" / "data.csv", tmp_path / "b" / "data.csv", *common])
+    assert info.value.code == 2 and snapshot(out) == before
     assert main(["compare", tmp_path / "b" / "data.csv", *common, "--name", "b_data"]) == 0
     # the same bytes at another path: the folder's own data, moved; every job found done
     shutil.copy(tmp_path / "a" / "data.csv", tmp_path / "moved.csv")
