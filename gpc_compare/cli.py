@@ -201,6 +201,7 @@ def _run_command(args: argparse.Namespace) -> int:
         if str(path).endswith(".py"):
             check_study_script(path)
     configs = {p: load_study(p) for p in args.studies if not str(p).endswith(".py")}
+    _check_outputs(configs, args.output)
     codes = []
     for path in args.studies:
         if path in configs:
@@ -210,6 +211,22 @@ def _run_command(args: argparse.Namespace) -> int:
         if codes[-1] in (130, 143):
             return codes[-1]
     return max(codes)
+
+
+def _check_outputs(configs: dict, output: str) -> None:
+    """Refuse two study files (not one file given twice) of one name: they would write to
+    one folder, ``OUTPUT/NAME``, the second replacing the first's study, table and report
+    (e.g. the studies ``gpc-compare compare`` wrote for ``a/data.csv`` and ``b/data.csv``)."""
+    first: dict[str, str] = {}
+    for path, config in configs.items():
+        other = first.setdefault(config.name, path)
+        if Path(other).resolve() != Path(path).resolve():
+            raise ValueError(
+                f"{other} and {path} are both study {config.name!r}: both would write to "
+                f"{Path(output) / config.name}, the second replacing the first's study, "
+                "table and report; give one another name (name = ...) or run them one at a "
+                "time with different --output folders"
+            )
 
 
 def _run_script(path: str, module, args: argparse.Namespace) -> int:
@@ -226,7 +243,8 @@ def _run_script(path: str, module, args: argparse.Namespace) -> int:
     return 0
 
 
-def _run_toml(path: str, config, args: argparse.Namespace) -> int:
+def _run_toml(path: str, config, args: argparse.Namespace, lock=None) -> int:
+    """Run one TOML study (``lock``: its output's, when the caller holds it)."""
     from .study import run_study
 
     out = sys.stdout
@@ -250,6 +268,7 @@ def _run_toml(path: str, config, args: argparse.Namespace) -> int:
             retry_failed=args.retry_failed,
             progress=sys.stderr,
             wait=args.wait,
+            lock=lock,
         )
     except KeyboardInterrupt as exc:
         print(
@@ -340,15 +359,17 @@ def _compare_command(args: argparse.Namespace) -> int:
     from .study import StudyError
 
     features = None if args.features is None else [f.strip() for f in args.features.split(",")]
-    try:
-        path, config = _prepare(prepare_file_study, args, features)
+    try:  # checked, nothing written yet
+        prepared = _prepare(prepare_file_study, args, features)
     except StudyError as exc:  # the fields of the study are options here
         raise ValueError(
             f"{exc} (on the command line: --categorical onehot|drop, --missing drop, "
             "--features A,B, --positive LABEL, --folds K, --likelihood NAME)"
         ) from None
-    print(f"{PROG} compare: wrote {path} (rerun or edit it: gpc-compare run {path})")
-    return _run_toml(str(path), config, args)
+    path = prepared.study_file
+    with prepared.claim(wait=args.wait, stream=sys.stderr) as lock:  # the lock, then writes
+        print(f"{PROG} compare: wrote {path} (rerun or edit it: gpc-compare run {path})")
+        return _run_toml(str(path), prepared.config, args, lock=lock)
 
 
 def _prepare(prepare_file_study, args: argparse.Namespace, features):

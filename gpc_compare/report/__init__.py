@@ -20,6 +20,7 @@ import pandas as pd
 
 from ..metrics import summarize
 from ..study import JobRecord, StudyConfig, assemble, load_study, read_records
+from ..study.output import atomic_write, output_folder
 from .cases import case_intervals
 from .figures import (
     plot_evidence,
@@ -65,9 +66,12 @@ class _Loaded:
 
 def _load(result_dir: Path, config: StudyConfig) -> _Loaded:
     """The table, current finished records and the summary with its intervals."""
-    table = assemble(result_dir, config)
+    table = assemble(result_dir, config, write_empty=False)  # (never replaced by no rows)
     if table.empty:
-        raise ValueError(f"{result_dir}: no job has finished yet; nothing to report")
+        raise ValueError(
+            f"{result_dir}: no job of its study.toml has finished; nothing to report (and "
+            "results.csv is left as it was)"
+        )
     jobs = pd.read_csv(result_dir / "jobs.csv")
     current = set(jobs["job_id"])
     usable, damaged = read_records(result_dir)
@@ -159,7 +163,10 @@ def write_report(result_dir: str | os.PathLike[str]) -> Path:
     Raises
     ------
     ValueError
-        When ``result_dir`` holds no study results.
+        When ``result_dir`` holds no study results (nothing is written then: a
+        ``results.csv`` with rows is never replaced by an empty one), or ``figures/`` is a
+        symbolic link. Files are written by replacing their names, never through a link
+        (:mod:`gpc_compare.study.output`).
     """
     result_dir = Path(result_dir)
     if not (result_dir / "study.toml").exists():
@@ -175,8 +182,7 @@ def write_report(result_dir: str | os.PathLike[str]) -> Path:
     set_styles(engines + estimators)
     held_out = config.splits["kind"] != "none"  # (kind "none": evidence only, no test set)
     summary = study.summary
-    figures = result_dir / "figures"
-    figures.mkdir(exist_ok=True)
+    figures = output_folder(result_dir / "figures")  # (refused if a link)
     made: list[tuple[str, str]] = []
 
     if held_out:
@@ -200,7 +206,7 @@ def write_report(result_dir: str | os.PathLike[str]) -> Path:
 
     text = _report_text(result_dir, config, study, made)
     path = result_dir / "report.md"
-    path.write_text(text)
+    atomic_write(path, text.encode())  # (a link there is replaced, not followed)
     return path
 
 
@@ -259,7 +265,7 @@ def rewrite_report_text(result_dir: str | os.PathLike[str]) -> Path:
     made = [(f, c) for c, f in re.findall(r"!\[(.*?)\]\(figures/(.*?)\)", old)]
     text = _report_text(result_dir, config, _load(result_dir, config), made)
     path = result_dir / "report.md"
-    path.write_text(text)
+    atomic_write(path, text.encode())  # (a link there is replaced, not followed)
     return path
 
 
@@ -281,8 +287,9 @@ def run_command(result_dir: Path, name: str) -> str:
     """
     try:
         info = json.loads((result_dir / "run.json").read_text())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         info = {}
+    info = info if isinstance(info, dict) else {}
     study_file = info.get("study_file") or str(result_dir / "study.toml")
     output = info.get("output") or str(result_dir.parent)
     words = ["gpc-compare", "run", study_file, "--output", output]

@@ -8,7 +8,6 @@ never later in every job.
 from __future__ import annotations
 
 import os
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +32,7 @@ from .fields import parse_splits as _parse_splits
 from .kernels_config import parse_kernels
 from .multiclass import multiclass_problem
 from .problem import DatasetSpec, load_dataset
+from .studyfile import check_depth, read_toml
 
 __all__ = ["SPLIT_KINDS", "DatasetSpec", "StudyConfig", "StudyError", "load_study"]
 
@@ -103,7 +103,9 @@ class StudyConfig:
         StudyError
             (a ValueError) naming the field, for anything malformed.
         """
-        return _validate(plain(study), "<study>" if path is None else str(path), path is not None)
+        p = "<study>" if path is None else str(path)
+        check_depth(study, p)  # (before anything walks it by recursion)
+        return _validate(plain(study), p, path is not None)
 
 
 def load_study(path: str | os.PathLike[str]) -> StudyConfig:
@@ -162,26 +164,7 @@ def load_study(path: str | os.PathLike[str]) -> StudyConfig:
         (a ValueError) naming the file and the field, for anything malformed: a TOML
         syntax error, an unknown field, data set, engine, option or kernel, a bad value.
     """
-    return StudyConfig.from_dict(_read_toml(path), path)
-
-
-def _read_toml(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """A study file's TOML, or a StudyError saying why it cannot be read."""
-    p = str(path)
-    what = "a study file is a TOML text file (e.g. studies/quick.toml) or a .py study script"
-    if Path(path).is_dir():
-        raise StudyError(f"{p}: is a directory, not a study file: {what}")
-    try:
-        with open(path, "rb") as fh:
-            return tomllib.loads(fh.read().decode("utf-8"))
-    except FileNotFoundError:
-        raise StudyError(f"{p}: no such study file") from None
-    except UnicodeDecodeError:
-        raise StudyError(f"{p}: not a text file (not UTF-8): {what}") from None
-    except OSError as exc:
-        raise StudyError(f"{p}: cannot be read ({exc.strerror or exc}): {what}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise StudyError(f"{p}: not valid TOML: {exc}") from None
+    return StudyConfig.from_dict(read_toml(path), path)
 
 
 #: The top-level fields of a study.
@@ -403,7 +386,14 @@ def _parse_datasets(
         dims[specs[-1].label] = int(data.X.shape[1])
     labels = [s.label for s in specs]
     if len(set(labels)) != len(labels):
-        raise _fail(p, "datasets", f"names repeat ({labels}): give repeats a distinct 'label'")
+        twice = [s for s in specs if labels.count(s.label) > 1]
+        which = ", ".join(f"{s.file or s.name} as {s.label!r}" for s in twice)
+        raise _fail(
+            p,
+            "datasets",
+            f"names repeat ({which}): their jobs and rows would mix; give repeats a "
+            "distinct 'label'",
+        )
     return tuple(specs), dims
 
 

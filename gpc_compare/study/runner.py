@@ -15,11 +15,11 @@ from .config import StudyConfig, load_study
 from .datafiles import copy_study
 from .executors import DaskExecutor, LocalExecutor, SerialExecutor
 from .jobs import Job, expand
-from .lock import output_lock
+from .lock import Held, output_lock
+from .output import atomic_write, output_folder
 from .problem import load_dataset
 from .record import JobRecord
 from .records import (
-    atomic_write,
     failed_dependency,
     failure_record,
     inside,
@@ -107,6 +107,7 @@ def run_study(
     retry_failed: bool = True,
     progress: TextIO | None = None,
     wait: bool = False,
+    lock: Held | None = None,
 ) -> RunSummary:
     """Run a study's jobs, resuming from any results already on disk.
 
@@ -130,6 +131,11 @@ def run_study(
     wait : bool
         When another run is writing to ``output/NAME``: wait for it to finish, instead of
         raising :class:`~gpc_compare.study.lock.OutputBusy`.
+    lock : Held, optional
+        The lock of ``output/NAME``, already held by the caller's
+        :func:`~gpc_compare.study.lock.output_lock` block (a caller that writes there
+        before the run, as ``gc.compare`` its data and study file, takes the lock first);
+        without it the run takes the lock itself.
 
     Returns
     -------
@@ -137,14 +143,18 @@ def run_study(
 
     Notes
     -----
-    One run at a time writes to a study's output (a lock). A record that cannot be used
-    (damaged, truncated, of the wrong shape: :func:`~gpc_compare.study.records.check_record`)
-    is set aside as ``ID.json.damaged`` and its job recomputed; temporaries a stopped run
-    left behind are removed.
+    One run at a time writes to a study's output (a lock, taken before anything is
+    written there). Nothing is written through a symbolic link: files replace a link at
+    their name, and a ``.lock`` or ``jobs/`` that is a link is refused (:mod:`.output`).
+    A record that cannot be used (damaged, truncated, of the wrong shape:
+    :func:`~gpc_compare.study.records.check_record`) is set aside as ``ID.json.damaged``
+    and its job recomputed; temporaries a stopped run left behind are removed.
     """
     config = study if isinstance(study, StudyConfig) else load_study(study)
     result_dir = inside(output, config.name)  # (the name is checked at load; again here)
-    (result_dir / "jobs").mkdir(parents=True, exist_ok=True)
+    if lock is not None and lock.covers(result_dir):
+        return _run_locked(config, output, result_dir, workers, scheduler, retry_failed, progress)
+    result_dir.mkdir(parents=True, exist_ok=True)  # (for its lock: nothing is written yet)
     with output_lock(result_dir, wait=wait, stream=progress):
         return _run_locked(config, output, result_dir, workers, scheduler, retry_failed, progress)
 
@@ -152,6 +162,7 @@ def run_study(
 def _run_locked(config, output, result_dir, workers, scheduler, retry_failed, progress):
     """:func:`run_study` under the output's lock."""
     jobs = expand(config)
+    output_folder(result_dir / "jobs")  # (refused if a link: before anything is written)
     remove_temporaries(result_dir)
     _keep_study(config, output, result_dir, workers, scheduler)
     records, set_aside_notes = _usable_records(result_dir, progress)

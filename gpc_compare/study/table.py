@@ -17,9 +17,10 @@ from .config import StudyConfig, load_study
 from .jobs import Job, expand
 from .kernels_config import kernel_column
 from .multiclass import probability_comparison
+from .output import atomic_write
 from .problem import make_kernel
 from .record import JobRecord
-from .records import atomic_write, load_records
+from .records import load_records
 
 __all__ = ["TABLE_COLUMNS", "TIMING_COLUMNS", "assemble", "same_hyperparameters"]
 
@@ -52,7 +53,12 @@ TABLE_COLUMNS = [
 TIMING_COLUMNS = ["fit_seconds", "select_seconds", "predict_seconds"]
 
 
-def assemble(result_dir: str | os.PathLike[str], config: StudyConfig | None = None) -> pd.DataFrame:
+def assemble(
+    result_dir: str | os.PathLike[str],
+    config: StudyConfig | None = None,
+    *,
+    write_empty: bool = True,
+) -> pd.DataFrame:
     """Build (and write) the tidy table ``results.csv`` and ``jobs.csv`` from the job records.
 
     Parameters
@@ -62,6 +68,10 @@ def assemble(result_dir: str | os.PathLike[str], config: StudyConfig | None = No
     config : StudyConfig, optional
         The study; read from ``result_dir/study.toml`` when omitted. Only the records of
         its current jobs are used.
+    write_empty : bool
+        False: a table without rows is returned, not written (``results.csv`` and
+        ``jobs.csv`` are left as they are; the report asks so, and never replaces a
+        table by an empty one).
 
     Returns
     -------
@@ -103,8 +113,9 @@ def assemble(result_dir: str | os.PathLike[str], config: StudyConfig | None = No
             kernel = kernel_column(job.kernel_label, job.kernel)
             rows.append(_row(rec, metric, value, kernel, bound))
     data = pd.DataFrame(rows, columns=TABLE_COLUMNS).to_csv(index=False).encode()
-    atomic_write(result_dir / "results.csv", data)
-    atomic_write(result_dir / "jobs.csv", pd.DataFrame(job_rows).to_csv(index=False).encode())
+    if rows or write_empty:
+        atomic_write(result_dir / "results.csv", data)
+        atomic_write(result_dir / "jobs.csv", pd.DataFrame(job_rows).to_csv(index=False).encode())
     # the table as results.csv reads back (empty cells NaN), whichever route asks for it
     return pd.read_csv(io.BytesIO(data))
 
