@@ -103,10 +103,10 @@ def fit(
     engine = get_engine(method)
     X, y, classes = _check_data(X, y, lik)
     if lik.latent_dim != 1 and not engine.takes(lik):
+        takers = " or ".join(repr(m) for m in engines_with("multiclass", lik.name))
         raise ValueError(
-            f"{engine.label} does not take the {lik.name} likelihood: for C classes use "
-            f"{_methods_with('multiclass')} with a likelihood each takes ('softmax': Laplace, "
-            "MCMC; 'multinomial_probit': EP)"
+            f"{engine.label} does not take the {lik.name!r} likelihood (C classes): use "
+            f"method={takers} with it"
         )
     engine.check_likelihood(lik)
     can = engine.capabilities(lik)
