@@ -56,13 +56,16 @@ def fit(
         and "svgp" (the sparse variational bound) are sparse, on M inducing inputs
         (``inducing=M`` or an (M, d) array, ``optimize_inducing``, ``jitter``): O(n M^2)
         time, O(n M) memory. With ``likelihood="softmax"``:
-        "laplace" (R&W Alg. 3.3) or "mcmc" (C latent GPs sampled with PyMC).
+        "laplace" (R&W Alg. 3.3) or "mcmc" (C latent GPs sampled with PyMC); with
+        ``likelihood="multinomial_probit"``: "ep" (nested EP, Riihimaki et al. 2013).
     kernel : Kernel, optional
         Covariance function; ``SquaredExponential(lengthscale=1, variance=1)`` by default.
         With softmax, the C latent functions share it (and its hyperparameters).
-    likelihood : {"probit", "logistic", "softmax", "gaussian"} or Likelihood
-        "softmax" gives a :class:`~gpc_compare.posterior.MulticlassPosterior` with one
-        latent GP per class (Williams and Barber 1998; R&W section 3.5).
+    likelihood : str or Likelihood
+        "probit", "logistic", "softmax", "multinomial_probit" or "gaussian". "softmax"
+        (and "multinomial_probit", for EP's nested EP) gives a
+        :class:`~gpc_compare.posterior.MulticlassPosterior` with one latent GP per class
+        (Williams and Barber 1998; R&W section 3.5).
         ``Gaussian(variance=s2)`` (or "gaussian", s2 = 1) is GP regression: exact with
         Laplace and EP; ``predict_proba`` is then refused (use ``predict_latent`` or
         ``log_predictive``).
@@ -100,9 +103,10 @@ def fit(
     engine = get_engine(method)
     X, y, classes = _check_data(X, y, lik)
     if lik.latent_dim != 1 and not engine.takes(lik):
+        takers = " or ".join(repr(m) for m in engines_with("multiclass", lik.name))
         raise ValueError(
-            f"{engine.label} is binary only here: for C classes use "
-            f"{_methods_with('multiclass')} with likelihood='softmax'"
+            f"{engine.label} does not take the {lik.name!r} likelihood (C classes): use "
+            f"method={takers} with it"
         )
     engine.check_likelihood(lik)
     can = engine.capabilities(lik)
@@ -180,8 +184,8 @@ def _check_mean(mean: object, lik: Likelihood) -> float | None:
         return None
     if lik.latent_dim != 1:
         raise ValueError(
-            "the softmax likelihood takes no prior mean (mean=None): a constant shared by "
-            "the C latent functions cancels in the softmax"
+            f"the {lik.name} likelihood takes no prior mean (mean=None): a constant shared "
+            "by the C latent functions cancels in it"
         )
     if np.ndim(mean) != 0:
         raise ValueError(f"mean must be a single number (a constant prior mean), got {mean!r}")
