@@ -19,7 +19,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import pytest
 
 from gpc_compare.metrics import PairedDifference, paired_difference
 
@@ -258,6 +257,10 @@ def test_kernels_ep_against_laplace_and_bounds():
     by_set = at[at.b].groupby(["engine", "kernel"]).dataset.agg(lambda x: set(x))
     assert by_set["ep", "nn"] - by_set["ep", "se"] == {"breast_cancer"}
     assert by_set["laplace", "nn"] - by_set["laplace", "se"] == {"digits_3v5"}
+    nn = at[(at.kernel == "nn") & (at.engine == "ep") & (at.dataset == "digits_3v5")]
+    nn = pd.DataFrame(list(nn.hyperparameters.map(json.loads)))
+    assert np.allclose(nn.log_variance, np.log(1e5))
+    n_train = s[s.dataset.isin(["breast_cancer", "pima", "crabs", "digits_3v5"])].n_train
     jobs = pd.read_csv(RESULTS / "kernels" / "jobs.csv")
     median = jobs.groupby("kernel").seconds.median()
     approximations = _table("approximations")
@@ -281,6 +284,131 @@ def test_kernels_ep_against_laplace_and_bounds():
         f" {count['ep', 'nn']} (NN) of 30 folds",
         f"Laplace's on {count['laplace', 'se']}, {count['laplace', 'matern52']} and"
         f" {count['laplace', 'nn']}",
+        f"(digits: ell {np.exp(nn.log_lengthscale.min()):.0f}-"
+        f"{np.exp(nn.log_lengthscale.max()):.0f} at sigma_f^2 = 1e5 on every fold)",
+        f"on {n_train.min()}-{n_train.max()} training cases",
         f"(median job time per fold {median.nn:.1f} s, SE {median.se:.1f} s,"
         f" Matern 5/2 {median.matern52:.1f} s)",
     )
+
+
+# --- approximations (probit, MCMC reference) ----------------------------------------------
+
+
+def _means(study: str, metric: str) -> pd.DataFrame:
+    """Mean over folds, data sets x engines."""
+    return _scores(study, metric).groupby(["dataset", "engine"]).value.mean().unstack()
+
+
+def _slash(values, fmt: str) -> str:
+    return " / ".join(f"{v:{fmt}}" for v in values)
+
+
+def test_approximations_prediction_findings():
+    study, page = "approximations", "approximations/README.md"
+    order = list(NAMES)
+    expected = []
+    for a, b, a_name, b_name in [
+        ("ep", "mcmc", "EP", "MCMC"),
+        ("laplace", "ep", "Laplace", "EP"),
+        ("kl", "ep", "KL", "EP"),
+        ("kl", "laplace", "KL", "Laplace"),
+    ]:
+        diffs = _listed(study, a, b, order)
+        expected.append(
+            f"{a_name} - {b_name}: {_diff_list(diffs)}: {_verdicts(a_name, b_name, diffs)}"
+        )
+    s = _scores(study, "mean_log_predictive")
+    fold = s[(s.dataset == "ionosphere") & (s.split == 4)].set_index("engine").value
+    kl = _means(study, "marginal_kl_mean")
+    bits, ece, err = (_means(study, m) for m in ("information_bits", "ece", "error_rate"))
+    assert (err.laplace - err.ep).abs().max() < 0.01
+    expected += [
+        f"fold 4, where EP's sigma_f^2 is at the bound 1e5: {fold.ep - fold.mcmc:+.3f}",
+        f"0.000-{kl.ep.max():.3f} nats per case",
+        f"{bits.laplace.sonar:.2f} bits against EP's {bits.ep.sonar:.2f} on sonar and"
+        f" {bits.laplace.digits_3v5:.2f} against {bits.ep.digits_3v5:.2f} on digits",
+        f"(ECE {ece.laplace.digits_3v5:.3f} vs {ece.ep.digits_3v5:.3f} on digits,"
+        f" {ece.laplace.ionosphere:.3f} vs {ece.ep.ionosphere:.3f} on ionosphere)",
+        f"Laplace {100 * err.laplace.digits_3v5:.1f}% vs EP {100 * err.ep.digits_3v5:.1f}% on"
+        f" digits, {100 * err.laplace.sonar:.1f}% vs {100 * err.ep.sonar:.1f}% on sonar",
+    ]
+    _assert_on_page(page, *expected)
+
+
+def test_approximations_evidence_and_latent_findings():
+    study, page = "approximations", "approximations/README.md"
+    lv = _log_variance(study)
+    s = _scores(study, "mean_log_predictive")
+    pima = s[(s.dataset == "pima") & s.engine.isin(["ep", "laplace"])]
+    theta = pd.DataFrame(list(pima.hyperparameters.map(json.loads)), index=pima.index)
+    theta = theta.assign(split=pima.split, engine=pima.engine).set_index(["split", "engine"])
+    ep_theta, lap_theta = (theta.xs(e, level="engine") for e in ("ep", "laplace"))
+    pima_gap = (ep_theta - lap_theta).abs().to_numpy().max()
+    grid = pd.read_csv(RESULTS / "approximations_grid/probit/summary.csv").set_index("dataset")
+    worst = -grid.laplace_gap_min
+    at_max = -grid.laplace_gap_at_gold_argmax
+    kl, rmse, gap = (
+        _means(study, m) for m in ("marginal_kl_mean", "latent_mean_rmse", "evidence_gap")
+    )
+    ep_gap = _scores(study, "evidence_gap")
+    ep_gap = ep_gap[ep_gap.engine == "ep"]
+    z = _scores(study, "evidence_gap_z")
+    z = z[z.engine == "ep"]
+    se = np.abs(ep_gap.value.to_numpy() / z.value.to_numpy())  # SMC's se: gap / z
+    evidence = _means(study, "log_evidence")
+    kl_below = evidence.ep - evidence.kl
+    order = PROBIT_ORDER
+    _assert_on_page(
+        page,
+        f"(sonar: Laplace log sigma_f^2 {lv.laplace.sonar:.2f} vs EP {lv.ep.sonar:.1f}"
+        " at the bound;"
+        f" digits: {lv.laplace.digits_3v5:.2f} vs {lv.ep.digits_3v5:.1f}; ionosphere"
+        f" {lv.laplace.ionosphere:.2f} vs {lv.ep.ionosphere:.2f}; breast cancer"
+        f" {lv.laplace.breast_cancer:.2f} vs {lv.ep.breast_cancer:.2f})",
+        f"(differences <= {pima_gap:.2f})",
+        f"by {worst.drop('crabs').min():.0f}-{worst.drop('crabs').max():.0f} nats at large"
+        f" sigma_f and short length-scales (crabs {worst.crabs:.0f})",
+        f"by {_slash(at_max[order], '.2g')} nats at the reference's maximum",
+        f"{_slash(kl.laplace_at_ep[order], '.3g')} for Laplace against"
+        f" {_slash(kl.ep[order], '.2g')} for EP",
+        f"{_slash(rmse.laplace_at_ep[order], '.3g')} against {_slash(rmse.ep[order], '.3g')}",
+        f"below the reference's (SMC) by {_slash(-gap.laplace_at_ep[order], '.2g')} nats",
+        f"EP - SMC is {_slash(gap.ep[order], '.2g')} nats",
+        f"(largest {ep_gap.value.min():.2f}, digits; SMC's standard error there at most"
+        f" {se.max():.1f}, median {np.median(se):.2f})",
+        f"on the grid EP - SMC lies in [{grid.ep_gap_min.min():.2f}, {grid.ep_gap_max.max():+.2f}]",
+        f"(by {kl_below.min():.2g} on Pima to {kl_below.max():.2g} nats on sonar)",
+        f"(mean log sigma_f^2 {_slash(lv.kl[['digits_3v5', 'ionosphere', 'sonar']], '.1f')}"
+        f" against EP's {_slash(lv.ep[['digits_3v5', 'ionosphere', 'sonar']], '.2f')}",
+        f"(mean KL(MCMC || approximation) {kl.kl_at_ep.min():.1g}-{kl.kl_at_ep.max():.2f} nats per"
+        f" case against {kl.laplace_at_ep.min():.3f}-{kl.laplace_at_ep.max():.1f}",
+        f"lies {-gap.kl_at_ep.max():.2f} (Pima) to {-gap.kl_at_ep.min():.0f} nats (sonar) below",
+    )
+    assert (ep_gap.value < 0).all()
+    assert ep_gap.loc[ep_gap.value.idxmin(), "dataset"] == "digits_3v5"
+
+
+def test_approximations_mcmc_reference_and_time():
+    page = "approximations/README.md"
+    ref = pd.read_csv(RESULTS / "approximations/mcmc_reference.csv")
+    by = ref.groupby("attempt")
+    passed = by.passed.sum()
+    first = ref[ref.attempt == 1].groupby("dataset").passed.sum()
+    last = ref[ref.attempt == 4]
+    jobs = pd.read_csv(RESULTS / "approximations/jobs.csv")
+    median = jobs.groupby("engine").seconds.median()
+    _assert_on_page(
+        page,
+        *(f"{passed[a]} of 30 passed" for a in (1, 2)),
+        f"{passed[3]} of 30 folds in this study's run, and on {passed[4]} of 30 on the"
+        " current engine",
+        "(" + ", ".join(f"{NAMES[d]} {first[d]}" for d in PROBIT_ORDER) + ")",
+        f"R-hat <= {last.r_hat_max.max():.4f}, bulk ESS >= {last.ess_bulk_min.min():.0f},"
+        f" {'no' if last.divergences.sum() == 0 else last.divergences.sum()} divergences",
+        f"Laplace {median.laplace:.1f} s, EP {median.ep:.1f} s, KL {median.kl:.1f} s,"
+        f" MCMC {median.mcmc:.0f} s",
+    )
+    assert by.divergences.sum()[3] == 0
+    failed = ref[(ref.attempt == 3) & ~ref.passed]
+    assert list(zip(failed.dataset, failed.split, strict=True)) == [("digits_3v5", 0)]
