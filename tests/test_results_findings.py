@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from gpc_compare.metrics import PairedDifference, paired_difference
 
@@ -412,3 +413,70 @@ def test_approximations_mcmc_reference_and_time():
     assert by.divergences.sum()[3] == 0
     failed = ref[(ref.attempt == 3) & ~ref.passed]
     assert list(zip(failed.dataset, failed.split, strict=True)) == [("digits_3v5", 0)]
+
+
+# --- approximations_grid ------------------------------------------------------------------
+
+
+def _grid(likelihood: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The grid's log evidences (points x methods) and its rows."""
+    g = pd.read_csv(RESULTS / "approximations_grid" / likelihood / "grid.csv")
+    key = ["dataset", "log_lengthscale", "log_sf"]
+    return g.pivot_table(index=key, columns="method", values="log_evidence"), g
+
+
+def _ep_low(gap: pd.Series, dataset: str) -> str:
+    low = gap[(gap < -0.4) & (gap.index.get_level_values("dataset") == dataset)]
+    return f"{low.max():.2f} to {low.min():.2f}"
+
+
+def _grid_claims(likelihood: str) -> list[str]:
+    w, g = _grid(likelihood)
+    smc = g[g.method == "smc"]
+    assert smc.se.max() <= 0.1 and len(smc) == 294
+    median_se = smc.groupby("dataset").se.median()
+    ep, laplace, kl = (w[m] - w.smc for m in ("ep", "laplace", "kl"))
+    worst = laplace.groupby(level="log_sf").min()
+    out = [
+        f"SMC's standard error is <= 0.1 at all {len(smc)} points (medians"
+        f" {median_se.min():.3f}-{median_se.max():.3f} per data set",
+        f"EP - SMC lies in [{ep.min():.2f}, {ep.max():+.2f}]",
+        f"more than 0.4 nats low at {(ep < -0.4).sum()} points",
+        f"at most {kl.max():.{3 if likelihood == 'probit' else 4}f} nats above",
+        f"({(kl > 0).sum()} points at most",
+    ]
+    if likelihood == "probit":
+        out += [
+            "crabs at short length-scales (log ell <= 0.83, log sigma_f >= 1.67:"
+            f" {_ep_low(ep, 'crabs')})",
+            f"ionosphere at log ell 0.83-1.67, log sigma_f >= 2.5 ({_ep_low(ep, 'ionosphere')}",
+            f"digits at the largest sigma_f ({_ep_low(ep, 'digits_3v5')})",
+            "The worst point per row of log sigma_f (all data sets) is "
+            f"{worst.iloc[0]:.1f} nats at log sigma_f = 0, "
+            + ", ".join(f"{v:.1f} at {f'{s:.2f}'.rstrip('0')}" for s, v in worst.iloc[1:-1].items())
+            + f" and {worst.iloc[-1]:.1f} at 5",
+            f"Laplace is above SMC at {(laplace > 0).sum()} points only, by at most"
+            f" {laplace.max():.3f} nats",
+            f"down to {kl.xs('crabs').min():.1f} (crabs) to {kl.xs('digits_3v5').min():.0f} nats"
+            " (digits)",
+            f"SMC about {smc.seconds.sum():,.0f} s summed over the 294 points (median"
+            f" {smc.seconds.median():.1f} s, at most {smc.seconds.max():.0f} s",
+        ]
+    else:
+        out += [
+            f"ionosphere at log ell 0.83-1.67, log sigma_f >= 2.5 ({_ep_low(ep, 'ionosphere')})",
+            "The worst point per row of log sigma_f is "
+            + _join([f"{v:.2g}" for v in worst])
+            + " nats",
+            f"it is above SMC at {(laplace > 0).sum()} points, by at most {laplace.max():.2f}",
+            f"SMC {smc.seconds.sum():,.0f} s summed over the 294 points (median"
+            f" {smc.seconds.median():.1f} s, at most {smc.seconds.max():.0f} s",
+        ]
+    return out
+
+
+@pytest.mark.parametrize("likelihood", ["probit", "logistic"])
+def test_grid_findings(likelihood):
+    claims = _grid_claims(likelihood)
+    for page in ("FINDING.md", "README.md"):  # the README carries the finding
+        _assert_on_page(f"approximations_grid/{likelihood}/{page}", *claims)
