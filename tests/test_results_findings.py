@@ -34,6 +34,7 @@ NAMES = {
     "pima": "Pima",
     "sonar": "sonar",
 }
+WORDS = ["no", "one", "two", "three", "four", "five", "six"]
 PROBIT_ORDER = ["breast_cancer", "ionosphere", "sonar", "pima", "crabs", "digits_3v5"]
 
 
@@ -480,3 +481,67 @@ def test_grid_findings(likelihood):
     claims = _grid_claims(likelihood)
     for page in ("FINDING.md", "README.md"):  # the README carries the finding
         _assert_on_page(f"approximations_grid/{likelihood}/{page}", *claims)
+
+
+# --- results/README.md --------------------------------------------------------------------
+
+
+def test_top_level_findings():
+    order = list(NAMES)
+    ep_mcmc = _listed("approximations", "ep", "mcmc", order)
+    assert all(p.verdict == "no difference" for p in ep_mcmc.values())
+    largest = max(ep_mcmc, key=lambda d: abs(ep_mcmc[d].mean))
+    lap_ep = _listed("approximations", "laplace", "ep", order)
+    lap_wins, ep_wins, neither = _wins(lap_ep)
+    assert not lap_wins
+    kl = _means("approximations", "marginal_kl_mean")
+    ece = _means("approximations", "ece")
+    passed = pd.read_csv(RESULTS / "approximations/mcmc_reference.csv").groupby("attempt").passed
+    kl_ep = {
+        study: _listed(study, "kl", "ep", order)
+        for study in ("approximations", "approximations_logistic")
+    }
+    for diffs in kl_ep.values():
+        assert _wins(diffs)[2] == [NAMES[d] for d in order if d != "sonar"]
+    kl_lap = _listed("approximations", "kl", "laplace", order)
+    vb_kl = _listed("approximations_logistic", "vb", "kl", order)
+    w, _ = _grid("probit")
+    laplace, ep = w.laplace - w.smc, w.ep - w.smc
+    worst = laplace.groupby(level="log_sf").min()
+    at_max = pd.read_csv(RESULTS / "approximations_grid/probit/summary.csv")
+    at_max = at_max.laplace_gap_at_gold_argmax
+    low = {d: ep.xs(d).min() for d in ("crabs", "ionosphere", "digits_3v5")}
+    probit = kl_ep["approximations"]
+    _assert_on_page(
+        "README.md",
+        f"includes zero on all six benchmarks (largest mean {ep_mcmc[largest].mean:+.4f} nats"
+        f" per case, {NAMES[largest]}",
+        f"EP's is <= {kl.ep.max():.3f} nats per case",
+        f"on {passed.sum()[3]} of 30 folds ({passed.sum()[4]} of 30 in a rerun",
+        f"loses to EP on {len(ep_wins)} of the six sets ("
+        + ", ".join(f"{NAMES[d]} {_ci(lap_ep[d], '.3f')}" for d in ("digits_3v5", "sonar"))
+        + " nats per case)",
+        f"on {_join(neither)} there is no win (ionosphere {_ci(lap_ep['ionosphere'], '+.3f')})",
+        f"ECE {ece.laplace.digits_3v5:.3f} vs {ece.ep.digits_3v5:.3f}",
+        f"mean KL {kl.laplace_at_ep.min():.3f}-{kl.laplace_at_ep.max():.1f} nats per case"
+        f" against EP's 0.000-{kl.ep.max():.3f}",
+        f"at every reliable point but {WORDS[(laplace > 0).sum()]} (breast cancer and crabs,"
+        f" at most {laplace.max():+.2f} nats)",
+        "the worst point per row of log sigma_f is "
+        + _join([f"{v:.2g}" if abs(v) < 10 else f"{v:.0f}" for v in worst]),
+        f"at SMC's maximum {at_max.max():.2f} to {at_max.min():.0f} nats",
+        f"EP - SMC lies in [{ep.min():.2f}, {ep.max():+.2f}] nats",
+        f"more than 0.4 nats low at {(ep < -0.4).sum()} points (crabs at short length-scales"
+        f" down to {low['crabs']:.2f}, ionosphere down to {low['ionosphere']:.2f}, digits"
+        f" {low['digits_3v5']:.2f})",
+        "(probit: "
+        + ", ".join(f"{NAMES[d]} {probit[d].mean:+.3f}" for d in order if d != "sonar").replace(
+            "+0.000", "0.000", 1 if probit["pima"].mean == 0 else 0
+        )
+        + f" nats per case; sonar {_ci(probit['sonar'], '+.3f')})",
+        f"beats Laplace on {_join(_wins(kl_lap)[0])} by"
+        f" {min(p.mean for p in kl_lap.values() if p.verdict == 'a better'):.2f}-"
+        f"{max(p.mean for p in kl_lap.values()):.2f} nats per case",
+        f"VB loses to KL on {WORDS[len(_wins(vb_kl)[1])]}"
+        f" sets (up to {-vb_kl['sonar'].mean:.3f} nats per case on sonar)",
+    )
