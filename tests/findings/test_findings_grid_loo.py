@@ -1,0 +1,207 @@
+"""The grids' FINDING.md, ep_loo's README and results/README.md: every number recomputed
+from the committed tables (see ``test_findings_cv.py``)."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from .tables import (
+    NAMES,
+    PROBIT_ORDER,
+    RESULTS,
+    WORDS,
+    assert_on_page,
+    ci,
+    diff_list,
+    ep_low,
+    grid,
+    join,
+    listed,
+    means,
+    scores,
+    verdicts,
+    wins,
+)
+
+# --- approximations_grid ------------------------------------------------------------------
+
+
+def _grid_claims(likelihood: str) -> list[str]:
+    w, g = grid(likelihood)
+    smc = g[g.method == "smc"]
+    assert smc.se.max() <= 0.1 and len(smc) == 294
+    median_se = smc.groupby("dataset").se.median()
+    ep, laplace, kl = (w[m] - w.smc for m in ("ep", "laplace", "kl"))
+    worst = laplace.groupby(level="log_sf").min()
+    out = [
+        f"SMC's standard error is <= 0.1 at all {len(smc)} points (medians"
+        f" {median_se.min():.3f}-{median_se.max():.3f} per data set",
+        f"EP - SMC lies in [{ep.min():.2f}, {ep.max():+.2f}]",
+        f"more than 0.4 nats low at {(ep < -0.4).sum()} points",
+        f"at most {kl.max():.{3 if likelihood == 'probit' else 4}f} nats above",
+        f"({(kl > 0).sum()} points at most",
+    ]
+    if likelihood == "probit":
+        out += [
+            "crabs at short length-scales (log ell <= 0.83, log sigma_f >= 1.67:"
+            f" {ep_low(ep, 'crabs')})",
+            f"ionosphere at log ell 0.83-1.67, log sigma_f >= 2.5 ({ep_low(ep, 'ionosphere')}",
+            f"digits at the largest sigma_f ({ep_low(ep, 'digits_3v5')})",
+            "The worst point per row of log sigma_f (all data sets) is "
+            f"{worst.iloc[0]:.1f} nats at log sigma_f = 0, "
+            + ", ".join(f"{v:.1f} at {f'{s:.2f}'.rstrip('0')}" for s, v in worst.iloc[1:-1].items())
+            + f" and {worst.iloc[-1]:.1f} at 5",
+            f"Laplace is above SMC at {(laplace > 0).sum()} points only, by at most"
+            f" {laplace.max():.3f} nats",
+            f"down to {kl.xs('crabs').min():.1f} (crabs) to {kl.xs('digits_3v5').min():.0f} nats"
+            " (digits)",
+            f"SMC about {smc.seconds.sum():,.0f} s summed over the 294 points (median"
+            f" {smc.seconds.median():.1f} s, at most {smc.seconds.max():.0f} s",
+        ]
+    else:
+        out += [
+            f"ionosphere at log ell 0.83-1.67, log sigma_f >= 2.5 ({ep_low(ep, 'ionosphere')})",
+            "The worst point per row of log sigma_f is "
+            + join([f"{v:.2g}" for v in worst])
+            + " nats",
+            f"it is above SMC at {(laplace > 0).sum()} points, by at most {laplace.max():.2f}",
+            f"SMC {smc.seconds.sum():,.0f} s summed over the 294 points (median"
+            f" {smc.seconds.median():.1f} s, at most {smc.seconds.max():.0f} s",
+        ]
+    return out
+
+
+@pytest.mark.parametrize("likelihood", ["probit", "logistic"])
+def test_grid_findings(likelihood):
+    claims = _grid_claims(likelihood)
+    for page in ("FINDING.md", "README.md"):  # the README carries the finding
+        assert_on_page(f"approximations_grid/{likelihood}/{page}", *claims)
+
+
+# --- results/README.md --------------------------------------------------------------------
+
+
+def test_top_level_findings():
+    order = list(NAMES)
+    ep_mcmc = listed("approximations", "ep", "mcmc", order)
+    assert all(p.verdict == "no difference" for p in ep_mcmc.values())
+    largest = max(ep_mcmc, key=lambda d: abs(ep_mcmc[d].mean))
+    lap_ep = listed("approximations", "laplace", "ep", order)
+    lap_wins, ep_wins, neither = wins(lap_ep)
+    assert not lap_wins
+    kl = means("approximations", "marginal_kl_mean")
+    ece = means("approximations", "ece")
+    passed = pd.read_csv(RESULTS / "approximations/mcmc_reference.csv").groupby("attempt").passed
+    kl_ep = {
+        study: listed(study, "kl", "ep", order)
+        for study in ("approximations", "approximations_logistic")
+    }
+    for diffs in kl_ep.values():
+        assert wins(diffs)[2] == [NAMES[d] for d in order if d != "sonar"]
+    kl_lap = listed("approximations", "kl", "laplace", order)
+    vb_kl = listed("approximations_logistic", "vb", "kl", order)
+    w, _ = grid("probit")
+    laplace, ep = w.laplace - w.smc, w.ep - w.smc
+    worst = laplace.groupby(level="log_sf").min()
+    at_max = pd.read_csv(RESULTS / "approximations_grid/probit/summary.csv")
+    at_max = at_max.laplace_gap_at_gold_argmax
+    low = {d: ep.xs(d).min() for d in ("crabs", "ionosphere", "digits_3v5")}
+    probit = kl_ep["approximations"]
+    assert_on_page(
+        "README.md",
+        f"includes zero on all six benchmarks (largest mean {ep_mcmc[largest].mean:+.4f} nats"
+        f" per case, {NAMES[largest]}",
+        f"EP's is <= {kl.ep.max():.3f} nats per case",
+        f"on {passed.sum()[3]} of 30 folds ({passed.sum()[4]} of 30 in a rerun",
+        f"loses to EP on {len(ep_wins)} of the six sets ("
+        + ", ".join(f"{NAMES[d]} {ci(lap_ep[d], '.3f')}" for d in ("digits_3v5", "sonar"))
+        + " nats per case)",
+        f"on {join(neither)} there is no win (ionosphere {ci(lap_ep['ionosphere'], '+.3f')})",
+        f"ECE {ece.laplace.digits_3v5:.3f} vs {ece.ep.digits_3v5:.3f}",
+        f"mean KL {kl.laplace_at_ep.min():.3f}-{kl.laplace_at_ep.max():.1f} nats per case"
+        f" against EP's 0.000-{kl.ep.max():.3f}",
+        f"at every reliable point but {WORDS[(laplace > 0).sum()]} (breast cancer and crabs,"
+        f" at most {laplace.max():+.2f} nats)",
+        "the worst point per row of log sigma_f is "
+        + join([f"{v:.2g}" if abs(v) < 10 else f"{v:.0f}" for v in worst]),
+        f"at SMC's maximum {at_max.max():.2f} to {at_max.min():.0f} nats",
+        f"EP - SMC lies in [{ep.min():.2f}, {ep.max():+.2f}] nats",
+        f"more than 0.4 nats low at {(ep < -0.4).sum()} points (crabs at short length-scales"
+        f" down to {low['crabs']:.2f}, ionosphere down to {low['ionosphere']:.2f}, digits"
+        f" {low['digits_3v5']:.2f})",
+        "(probit: "
+        + ", ".join(f"{NAMES[d]} {probit[d].mean:+.3f}" for d in order if d != "sonar").replace(
+            "+0.000", "0.000", 1 if probit["pima"].mean == 0 else 0
+        )
+        + f" nats per case; sonar {ci(probit['sonar'], '+.3f')})",
+        f"beats Laplace on {join(wins(kl_lap)[0])} by"
+        f" {min(p.mean for p in kl_lap.values() if p.verdict == 'a better'):.2f}-"
+        f"{max(p.mean for p in kl_lap.values()):.2f} nats per case",
+        f"VB loses to KL on {WORDS[len(wins(vb_kl)[1])]}"
+        f" sets (up to {-vb_kl['sonar'].mean:.3f} nats per case on sonar)",
+    )
+
+
+# --- ep_loo -------------------------------------------------------------------------------
+
+
+def _largest_log_difference(study: str, a: str, b: str) -> pd.Series:
+    """Per fold, the largest absolute difference of the two selections' log hyperparameters."""
+    s = scores(study, "mean_log_predictive")
+    theta = pd.DataFrame(list(s.hyperparameters.map(json.loads)), index=s.index)
+    theta.index = pd.MultiIndex.from_frame(s[["dataset", "split", "engine"]])
+    return (theta.xs(a, level="engine") - theta.xs(b, level="engine")).abs().max(axis=1)
+
+
+def test_ep_loo_findings():
+    study, page = "ep_loo", "ep_loo/README.md"
+    total, fixed, evidence = "ep_loo_total", "ep_loo_fixed_sites", "ep_evidence"
+    moved = _largest_log_difference(study, fixed, total)
+    per_set = (moved > 0.1).groupby(level="dataset").sum()
+    median = moved.groupby(level="dataset").median()
+    loo = scores(study, "loo_log_predictive")
+    loo = loo.pivot_table(index=["dataset", "split"], columns="engine", values="value")
+    short = loo[total] - loo[fixed]
+    assert (short >= 0).all(), "the fixed-site LOO is above the total gradient's on a fold"
+    gain = loo[total] - loo[evidence]
+    assert (gain > 0).all()
+    evals = means(study, "optimizer_evaluations")
+    assert (scores(study, "optimizer_converged").value == 1).all()
+    tf = listed(study, total, fixed, list(NAMES))
+    et = listed(study, evidence, total, list(NAMES))
+    for a, b in ((total, fixed), (evidence, total)):
+        assert all(
+            p.verdict == "no difference"
+            for p in listed(study, a, b, list(NAMES), metric="ece").values()
+        )
+    ece = means(study, "ece")
+    apart = _largest_log_difference(study, evidence, total).groupby(level="dataset").median()
+    jobs = pd.read_csv(RESULTS / study / "jobs.csv").groupby(["engine", "dataset"]).seconds.median()
+    assert_on_page(
+        page,
+        f"on {(moved > 0.1).sum()} of the 30 folds ("
+        + ", ".join(f"{NAMES[d]} {per_set[d]}/5" for d in PROBIT_ORDER)
+        + f"; median of the largest difference {median.min():.2f}-{median.max():.2f}, up to"
+        f" {moved.max():.1f})",
+        f"by more than 0.01 nats on {(short > 0.01).sum()} of them (mean shortfall: "
+        + ", ".join(f"{NAMES[d]} {short.xs(d).mean():.2f}" for d in PROBIT_ORDER)
+        + f" nats; worst single fold {short.max():.2f} nats on {NAMES[short.idxmax()[0]]})",
+        "(mean per fold: "
+        + ", ".join(
+            f"{NAMES[d]} {evals[fixed][d]:.0f} against {evals[total][d]:.0f}"
+            for d in ("ionosphere", "crabs", "breast_cancer")
+        ),
+        f"total - fixed-site: {diff_list(tf)}: {verdicts('total', 'fixed-site', tf)}",
+        f"by at most {max(p.mean for p in tf.values()):.4f} nats per case",
+        f"differs by at most {(ece[total] - ece[fixed]).abs().max():.3f} in mean ECE",
+        f"(by up to {gain.max():.2f} nats; on sonar by {gain.xs('sonar').mean():.3f} on average)",
+        f"evidence - LOO (total): {diff_list(et)}: {verdicts('evidence', 'LOO', et)}",
+        f"differ by a median largest log difference of {apart.min():.2f}"
+        f" ({NAMES[apart.idxmin()]}) to {apart.max():.2f} ({NAMES[apart.idxmax()]})",
+        f"(median job time per fold {jobs[evidence].min():.1f}-{jobs[evidence].max():.1f} s"
+        f" against {jobs[total].min():.1f}-{jobs[total].max():.1f} s)",
+    )
+    assert all(p.mean > 0 for p in tf.values())
