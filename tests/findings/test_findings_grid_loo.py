@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -15,6 +16,7 @@ from .tables import (
     WORDS,
     assert_on_page,
     ci,
+    diff,
     diff_list,
     ep_low,
     grid,
@@ -22,6 +24,7 @@ from .tables import (
     listed,
     means,
     scores,
+    table,
     verdicts,
     wins,
 )
@@ -205,3 +208,86 @@ def test_ep_loo_findings():
         f" against {jobs[total].min():.1f}-{jobs[total].max():.1f} s)",
     )
     assert all(p.mean > 0 for p in tf.values())
+
+
+def _sci(x: float, fmt: str) -> str:
+    """1.8e-4 as the pages write it (no zero-padded exponent)."""
+    return f"{x:{fmt}}".replace("e-0", "e-")
+
+
+def _summary(path: str) -> pd.Series:
+    """A study script's summary.csv as one series indexed by its key columns."""
+    s = pd.read_csv(RESULTS / path)
+    return s.set_index([c for c in s.columns if c not in ("value", "exact", "abs_error", "mc_se")])
+
+
+def test_top_level_ep_loo_and_textbook_findings():
+    """results/README.md's findings 5 and 6, from ep_loo's, laplace_1d's, bayesian_logistic's,
+    synthetic_2d's and iris's tables."""
+    order = list(NAMES)
+    for a, b in (("ep_loo_total", "ep_loo_fixed_sites"), ("ep_evidence", "ep_loo_total")):
+        assert all(p.verdict == "no difference" for p in listed("ep_loo", a, b, order).values())
+    cost = max(
+        p.mean for p in listed("ep_loo", "ep_loo_total", "ep_loo_fixed_sites", order).values()
+    )
+    one = _summary("laplace_1d/summary.csv")
+    exact_sd = np.sqrt(one.loc[("exact", "var"), "value"])
+    ep_error = one.loc["ep"].abs_error.max()
+    z_ratio = (
+        one.loc[("laplace", "normaliser_Z"), "value"] / one.loc[("exact", "normaliser_Z"), "value"]
+    )
+    bl = _summary("bayesian_logistic/summary.csv")
+    ex1, ex2 = bl.loc["ex1"], bl.loc["ex2"]
+    var_ratio = ex1.loc[("laplace", "var"), "value"] / ex1.loc[("exact", "var"), "value"]
+    sd1, sd2 = (np.sqrt(e.loc[("exact", "var"), "value"]) for e in (ex1, ex2))
+    third = (
+        1
+        - ex2.loc[("laplace_3rd_order", "mean"), "abs_error"]
+        / ex2.loc[("laplace", "mean"), "abs_error"]
+    )
+    probit = ex2.xs("predictive_max_abs_error", level="quantity").value
+    s2d = pd.read_csv(RESULTS / "synthetic_2d/metrics.csv")
+    s2d = s2d[s2d.quantity == "expected_error_rate"].pivot(
+        index="problem", columns="engine", values="value"
+    )
+    engines = s2d[["laplace", "ep", "mcmc"]]
+    iris = table("iris")
+    folds = iris[iris.metric == "mean_log_predictive"].pivot(
+        index="split", columns="engine", values="value"
+    )
+    ahead = folds.mcmc - folds.laplace
+    assert (ahead > 0).all()
+    m = iris.groupby(["metric", "engine"]).value.mean()
+    iris_summary = pd.read_csv(RESULTS / "iris/summary.csv").set_index(["method", "quantity"])
+    assert_on_page(
+        "README.md",
+        f"(at most {cost:.4f} nats per case in the mean, no interval excluding zero on any of"
+        " the six sets)",
+        f"Laplace's mode sits {one.loc[('laplace', 'mean'), 'abs_error'] / exact_sd:.2f} exact sd",
+        f"its evidence is {z_ratio - 1:.1%} too high",
+        f"EP is exact for one site (to {_sci(ep_error, '.0e')})",
+        f"Laplace's mean is {ex1.loc[('laplace', 'mean'), 'abs_error'] / sd1:.2f} sd off and its"
+        f" variance {var_ratio:.1f}x",
+        f"Laplace's mean is still {ex2.loc[('laplace', 'mean'), 'abs_error'] / sd2:.2f} sd low"
+        f" ({ex2.loc[('laplace', 'mean'), 'abs_error']:.3f})",
+        f"recovers {third:.1%} of it; EP's mean is within"
+        f" {_sci(ex2.loc[('ep', 'mean'), 'abs_error'], '.1e')} (its variance"
+        f" {ex2.loc[('ep', 'var'), 'abs_error'] / ex2.loc[('exact', 'var'), 'value']:.1%} low)",
+        f"predictive error is {_sci(probit['laplace_probit_approximation'], '.0e')} with"
+        f" Laplace, {_sci(probit['ep_probit_approximation'], '.1e')} with EP",
+        f"(expected errors within {100 * (engines.max(axis=1) - engines.min(axis=1)).max():.2f}"
+        " points)",
+        f"stay {100 * (engines.min(axis=1) - s2d.bayes).min():.2f}-"
+        f"{100 * (engines.max(axis=1) - s2d.bayes).max():.2f} points above the Bayes rule",
+        f"both misclassify {m['error_rate', 'laplace'] * 150:.0f} of 150 flowers"
+        f" ({m['error_rate', 'mcmc']:.1%})",
+        f"({m['mean_log_predictive', 'mcmc']:.3f} against {m['mean_log_predictive', 'laplace']:.3f}"
+        f" nats, by {ahead.min():.3f}-{ahead.max():.3f}; MCMC - Laplace"
+        f" {ci(diff('iris', 'iris', 'mcmc', 'laplace'), '+.3f')})",
+        f"top-label ECE {m['ece_top_label', 'mcmc']:.3f} against"
+        f" {m['ece_top_label', 'laplace']:.3f}",
+        f"at most {iris[iris.metric == 'proba_diff_max'].value.max():.3f} at the held-out inputs"
+        f" ({iris_summary.loc[('mcmc', 'max_abs_proba_diff_data'), 'value']:.3f} at the data",
+    )
+    assert m["error_rate", "laplace"] == m["error_rate", "mcmc"]
+    assert iris[iris.metric == "top_label_disagreement"].value.max() == 0
