@@ -291,3 +291,55 @@ def test_top_level_ep_loo_and_textbook_findings():
     )
     assert m["error_rate", "laplace"] == m["error_rate", "mcmc"]
     assert iris[iris.metric == "top_label_disagreement"].value.max() == 0
+
+
+def _ais(likelihood: str) -> tuple[pd.Series, pd.Series, pd.Series]:
+    """AIS's standard error, AIS - SMC and its z (combined se) at every grid point."""
+    g = pd.read_csv(RESULTS / "approximations_grid" / likelihood / "grid.csv")
+    key = ["dataset", "log_lengthscale", "log_sf"]
+    ais, smc = (g[g.method == m].set_index(key) for m in ("ais", "smc"))
+    gap = ais.log_evidence - smc.log_evidence
+    return ais.se, gap, gap / np.sqrt(ais.se**2 + smc.se**2)
+
+
+def _at_max(likelihood: str, method: str, sign: str = "", scale: float = 1.0) -> str:
+    """method - SMC at SMC's maximum (times ``scale``), per data set in the pages' order: two
+    significant digits, whole nats from 10 up."""
+    s = pd.read_csv(RESULTS / "approximations_grid" / likelihood / "summary.csv")
+    s = scale * s.set_index("dataset")[f"{method}_gap_at_gold_argmax"][PROBIT_ORDER]
+    text = [f"{v:{sign}.2g}" if abs(v) < 10 else f"{v:{sign}.0f}" for v in s]
+    return join(text)
+
+
+@pytest.mark.parametrize("likelihood", ["probit", "logistic"])
+def test_grid_ais_and_at_maximum(likelihood):
+    se, gap, z = _ais(likelihood)
+    healthy, middle = se <= 0.1, (se > 0.1) & (se <= 0.5)
+    outlier = z[healthy & (z.abs() > 3)]
+    assert len(outlier) == 1
+    where = outlier.index[0]
+    claims = [
+        f"(se <= 0.1, {healthy.sum()} points) the two agree within 3 combined standard errors at"
+        f" {(z[healthy].abs() <= 3).sum()}",
+        f"z = {abs(outlier.iloc[0]):.1f}",
+        f"more than 0.3 nats below SMC, by up to {-gap[middle].min():.1f}",
+    ]
+    if likelihood == "probit":
+        claims += [
+            f"left {(se > 0.5).sum()} points degenerate",
+            f"low by up to {-gap[se > 0.5].min():.1f} nats there",
+            f"(the other: sonar ({where[1]:.2f}, {where[2]:.0f}), z = {abs(outlier.iloc[0]):.1f},"
+            f" {abs(gap[where]):.2f} nats)",
+            f"at {(gap[middle] < -0.3).sum()} of those points",
+            f"at SMC's maximum it is {_at_max(likelihood, 'laplace', scale=-1.0)} nats low",
+        ]
+    else:
+        claims += [
+            f"AIS left {(se > 0.5).sum()} points degenerate",
+            f"at {(gap[middle] < -0.3).sum()} points where AIS's se was between 0.1 and 0.5",
+            f"Laplace at SMC's maximum: {_at_max(likelihood, 'laplace', sign='+')} nats",
+            f"at SMC's maximum {_at_max(likelihood, 'kl')} nats",
+            f"at SMC's maximum {_at_max(likelihood, 'vb')} nats",
+        ]
+    for page in ("FINDING.md", "README.md"):
+        assert_on_page(f"approximations_grid/{likelihood}/{page}", *claims)
