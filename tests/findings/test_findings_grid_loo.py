@@ -343,3 +343,38 @@ def test_grid_ais_and_at_maximum(likelihood):
         ]
     for page in ("FINDING.md", "README.md"):
         assert_on_page(f"approximations_grid/{likelihood}/{page}", *claims)
+
+
+def test_top_level_grid_and_reference_findings():
+    """results/README.md's findings 3 and 4: the bounds over both grids, AIS against SMC, and
+    the MCMC reference's attempts."""
+    summaries = {
+        lik: pd.read_csv(RESULTS / "approximations_grid" / lik / "summary.csv")
+        for lik in ("probit", "logistic")
+    }
+    kl_at = {lik: -s.kl_gap_at_gold_argmax for lik, s in summaries.items()}
+    vb = summaries["logistic"]
+    se, gap, z = _ais("probit")
+    healthy, middle = se <= 0.1, (se > 0.1) & (se <= 0.5)
+    ep_gap = scores("approximations", "evidence_gap")
+    ep_gap = ep_gap[ep_gap.engine == "ep"].groupby("dataset").value.mean()
+    w, _ = grid("probit")
+    passed = pd.read_csv(RESULTS / "approximations/mcmc_reference.csv").groupby("attempt").passed
+    assert_on_page(
+        "README.md",
+        f"(at its maximum by {kl_at['probit'].min():.1g}-{kl_at['probit'].max():.0f} nats with"
+        f" the probit, {kl_at['logistic'].min():.2f}-{kl_at['logistic'].max():.0f} with the"
+        " logistic)",
+        f"{vb.vb_gap_min.max():.0f} to {vb.vb_gap_min.min():.0f} nats at its worst,"
+        f" {vb.vb_gap_at_gold_argmax.max():.2g} to {vb.vb_gap_at_gold_argmax.min():.0f} at SMC's"
+        " maximum",
+        f"({(se > 0.5).sum()} of 294 grid points masked)",
+        f"up to {-gap[middle & (gap < -0.3)].min():.0f} nats low",
+        f"({(z[healthy].abs() <= 3).sum()} of {healthy.sum()} points within 3 combined se)",
+        f"({(w.laplace - w.smc).min():.0f} nats at log sigma_f = 5",
+        f"by up to {-(w.ep - w.smc).min():.2f} nats on the grid and {-ep_gap.max():.1g}-"
+        f"{-ep_gap.min():.2f} at EP's own optima",
+        f"failed its diagnostics on {30 - passed.sum()[1]} of 30 folds",
+        f"it passes on {passed.sum()[3]} of 30",
+        f"passes on {passed.sum()[4]} of 30",
+    )
