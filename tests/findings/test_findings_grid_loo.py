@@ -341,6 +341,18 @@ def test_grid_ais_and_at_maximum(likelihood):
             f"at SMC's maximum {_at_max(likelihood, 'kl')} nats",
             f"at SMC's maximum {_at_max(likelihood, 'vb')} nats",
         ]
+    s = pd.read_csv(RESULTS / "approximations_grid" / likelihood / "summary.csv")
+    moved = s[s.ep_argmax != s.gold_argmax]
+    assert len(moved) == 1  # "EP's maximum is SMC's on five sets" / "on every set but one"
+    claims.append(f"EP {-moved.ep_gap_at_gold_argmax.iloc[0]:.2f} nats low at SMC's")
+    if likelihood == "probit":
+        g = pd.read_csv(RESULTS / "approximations_grid" / likelihood / "grid.csv")
+        claims.append(f"AIS {g[g.method == 'ais'].seconds.sum():,.0f} s (T = 500")
+    else:
+        claims += [
+            f"off SMC there by {gap[se > 0.5].min():.2f} to {gap[se > 0.5].max():+.2f} nats",
+            f"crabs at most {s.set_index('dataset').laplace_gap_min['crabs']:.1f}",
+        ]
     for page in ("FINDING.md", "README.md"):
         assert_on_page(f"approximations_grid/{likelihood}/{page}", *claims)
 
