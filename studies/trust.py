@@ -41,6 +41,8 @@ SOURCE = ROOT / "results" / "approximations"
 #: at the reference's hyperparameters.
 ENGINES = {"laplace": "laplace_at_ep", "ep": "ep", "kl": "kl_at_ep"}
 DRAWS = 4000
+#: A mean marginal KL from MCMC below this counts as close (nats per case).
+CLOSE_KL = 0.01
 
 
 def _split_data(job):
@@ -103,10 +105,19 @@ def findings(df: pd.DataFrame) -> list[str]:
     """The README's findings, every number from ``df`` (trust.csv)."""
     ok = df.dropna(subset=["marginal_kl"])
     rho, p = stats.spearmanr(ok.pareto_k, ok.marginal_kl)
+    close = ok[ok.marginal_kl < CLOSE_KL]
+    flagged = close[close.pareto_k >= close.khat_threshold]
     lines = [
-        f"- **k-hat ranks the approximations as MCMC does.** Over the {len(ok)} engine x "
-        f"split cases with a measured marginal KL from MCMC, Spearman's rank correlation of "
-        f"k-hat and the mean marginal KL is {rho:.2f} (p = {p:.1g}).",
+        f"- **k-hat and the measured distance from MCMC agree in rank**: over the {len(ok)} "
+        f"engine x split cases, Spearman's rank correlation of k-hat and the mean marginal "
+        f"KL from MCMC is {rho:.2f} (p = {p:.1g}).",
+        f"- **The check is stricter than the marginals**: of the {len(close)} cases whose "
+        f"mean marginal KL from MCMC was below {CLOSE_KL}, {len(flagged)} had k-hat above the "
+        f"threshold ({', '.join(sorted(set(flagged.dataset)))}). k-hat judges q over all n "
+        "latent values at once, and small errors in each direction add up over n; the "
+        "held-out predictions use one marginal at a time. A high k-hat says the joint "
+        "approximation (its evidence, its importance-corrected numbers) is not to be "
+        "trusted, not that its predictions are poor.",
     ]
     for engine in ENGINES:
         e = df[df.engine == engine]
@@ -150,14 +161,20 @@ def plot(df: pd.DataFrame, path: Path) -> None:
 
     fig, ax = plt.subplots(figsize=(6.0, 4.2))
     for engine, colour in zip(ENGINES, ("tab:orange", "tab:blue", "tab:green"), strict=True):
-        e = df[df.engine == engine]
+        e = df[(df.engine == engine) & np.isfinite(df.pareto_k)]
         ax.scatter(e.marginal_kl, e.pareto_k, s=18, color=colour, label=engine, alpha=0.8)
     ax.axhline(0.7, color="grey", lw=0.8, ls="--")
     ax.text(ax.get_xlim()[0], 0.72, " k-hat = 0.7", color="grey", fontsize=8)
     ax.set_xscale("log")
+    ax.set_yscale("symlog", linthresh=1.0)  # (k-hat runs from about 0 to the hundreds)
+    ax.set_ylim(bottom=0.0)
     ax.set_xlabel("mean marginal KL(MCMC || approximation) on the split")
     ax.set_ylabel("Pareto k-hat of the approximation")
-    ax.set_title("The Pareto-k check against the measured distance from MCMC", fontsize=10)
+    infinite = int((~np.isfinite(df.pareto_k)).sum())
+    title = "The Pareto-k check against the measured distance from MCMC"
+    if infinite:
+        title += f"\n({infinite} infinite k-hat not shown)"
+    ax.set_title(title, fontsize=10)
     ax.legend(frameon=False)
     fig.tight_layout()
     fig.savefig(path, dpi=130)
