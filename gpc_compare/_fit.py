@@ -56,13 +56,16 @@ def fit(
         and "svgp" (the sparse variational bound) are sparse, on M inducing inputs
         (``inducing=M`` or an (M, d) array, ``optimize_inducing``, ``jitter``): O(n M^2)
         time, O(n M) memory. With ``likelihood="softmax"``:
-        "laplace" (R&W Alg. 3.3) or "mcmc" (C latent GPs sampled with PyMC).
+        "laplace" (R&W Alg. 3.3), "mcmc" (C latent GPs sampled with PyMC) or "svgp" (C
+        latent SVGPs sharing Z); with ``likelihood="robustmax"``: "svgp".
     kernel : Kernel, optional
         Covariance function; ``SquaredExponential(lengthscale=1, variance=1)`` by default.
         With softmax, the C latent functions share it (and its hyperparameters).
-    likelihood : {"probit", "logistic", "softmax", "gaussian"} or Likelihood
+    likelihood : {"probit", "logistic", "softmax", "robustmax", "gaussian"} or Likelihood
         "softmax" gives a :class:`~gpc_compare.posterior.MulticlassPosterior` with one
-        latent GP per class (Williams and Barber 1998; R&W section 3.5).
+        latent GP per class (Williams and Barber 1998; R&W section 3.5); so does
+        "robustmax" (the class of the largest latent value, with label noise eps = 1e-3:
+        :class:`~gpc_compare.likelihoods.RobustMax`).
         ``Gaussian(variance=s2)`` (or "gaussian", s2 = 1) is GP regression: exact with
         Laplace and EP; ``predict_proba`` is then refused (use ``predict_latent`` or
         ``log_predictive``).
@@ -180,8 +183,8 @@ def _check_mean(mean: object, lik: Likelihood) -> float | None:
         return None
     if lik.latent_dim != 1:
         raise ValueError(
-            "the softmax likelihood takes no prior mean (mean=None): a constant shared by "
-            "the C latent functions cancels in the softmax"
+            f"the {lik.name} likelihood takes no prior mean (mean=None): a constant shared by "
+            f"the C latent functions cancels in the {lik.name}"
         )
     if np.ndim(mean) != 0:
         raise ValueError(f"mean must be a single number (a constant prior mean), got {mean!r}")

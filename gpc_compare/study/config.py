@@ -38,7 +38,7 @@ __all__ = ["SPLIT_KINDS", "DatasetSpec", "StudyConfig", "StudyError", "load_stud
 
 POLICIES = ("fixed", "optimize", "shared", "full_bayes", "grid")
 BINARY_LIKELIHOODS = ("probit", "logistic")
-LIKELIHOODS = (*BINARY_LIKELIHOODS, "softmax")
+LIKELIHOODS = (*BINARY_LIKELIHOODS, "softmax", "robustmax")
 OBJECTIVES = ("evidence", "loo", "loo_fixed_sites")
 #: The default hyperparameter source, in order of preference: EP (closest to the reference
 #: in every comparison so far), else Laplace.
@@ -114,7 +114,7 @@ def load_study(path: str | os.PathLike[str]) -> StudyConfig:
             name = "quick"               # default: the file name without .toml
             description = "..."
             seed = 0                     # seeds splits, restarts and samplers
-            likelihood = "probit"        # or "logistic", or "softmax" (C classes)
+            likelihood = "probit"        # or "logistic", or "softmax", "robustmax" (C classes)
             mean = 0.0                   # constant prior mean, a hyperparameter; omit: zero
             reference = "mcmc"           # engine the others are compared with
             datasets = ["ionosphere", "sonar"]   # or [[datasets]] tables:

@@ -163,13 +163,14 @@ def test_every_engine_exports_inference_data(any_post):
         assert "sample_stats" in groups and post.idata is not None
 
 
-@pytest.fixture(scope="module", params=["laplace", "mcmc"])
+@pytest.fixture(scope="module", params=["laplace", "mcmc", "svgp"])
 def any_multiclass_post(request):
     assert "multiclass" in gc.engines.capabilities(request.param)
     rng = np.random.default_rng(5)
     X = rng.normal(size=(21, 2))
     y = np.digitize(X[:, 0], [-0.4, 0.4])
     options = _FAST_MCMC if request.param == "mcmc" else {}
+    options |= gc.engines.get_engine(request.param).quick_options
     return gc.fit(X, y, method=request.param, likelihood="softmax", **options)
 
 
