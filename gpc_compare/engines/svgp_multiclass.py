@@ -38,6 +38,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import scipy.linalg
+from scipy.linalg import blas
 
 from ..numerics import cho_solve, cholesky, solve_lower, solve_lower_transpose
 from ..posterior import Convergence, FITCPrior, MulticlassPosterior
@@ -76,11 +77,16 @@ def _state(prior: FITCPrior, expect, W: np.ndarray, b: np.ndarray) -> _State:
     """Two passes over V's blocks: A_c and V b_c, then the marginals of q(f_i) and E_q."""
     n, C = W.shape
     M = prior.Z.shape[0]
-    A = np.repeat(np.eye(M)[None], C, axis=0)
+    A = np.repeat(np.eye(M)[None], C, axis=0)  # (lower triangles: all Cholesky reads)
     Vb = np.zeros((M, C))
     for i, V in prior.blocks():
         for c in range(C):
-            A[c] += (V * W[i, c]) @ V.T
+            w = W[i, c]
+            # V diag(w) V^T as rank-k updates (BLAS dsyrk, half a product's work), the
+            # negative sites' apart (robust-max, Monte Carlo)
+            A[c] += blas.dsyrk(1.0, (V * np.sqrt(np.maximum(w, 0.0))).T, trans=1, lower=1)
+            if np.any(w < 0.0):
+                A[c] -= blas.dsyrk(1.0, (V * np.sqrt(np.maximum(-w, 0.0))).T, trans=1, lower=1)
         Vb += V @ b[i]
     try:
         L_A = np.stack([cholesky(A[c], what="I + V W_c V^T") for c in range(C)])

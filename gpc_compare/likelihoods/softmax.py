@@ -419,9 +419,12 @@ def _diagonal_mc(
         lp_pair, g_sum, gz_sum = np.zeros((k, pairs)), np.zeros((k, C)), np.zeros((k, C))
         for sign in (1.0, -1.0):
             F = mean[i, None, :] + sign * sd[i, None, :] * z  # (k, pairs, C)
-            LP = F - logsumexp(F, axis=2, keepdims=True)
-            lp_pair += 0.5 * np.take_along_axis(LP, y[i, None, None], axis=2)[..., 0]
-            g = Y[i, None, :] - np.exp(LP)  # d log p_y / d f
+            top = F.max(axis=2, keepdims=True)
+            e = np.exp(F - top)
+            total = e.sum(axis=2, keepdims=True)  # log sum exp F = top + log total
+            F_y = np.take_along_axis(F - top, y[i, None, None], axis=2)[..., 0]
+            lp_pair += 0.5 * (F_y - np.log(total[..., 0]))
+            g = Y[i, None, :] - e / total  # d log p_y / d f = [c = y] - softmax_c(f)
             g_sum += g.sum(axis=1)
             gz_sum += sign * np.einsum("kpc,kpc->kc", g, z)
         value[i] = lp_pair.mean(axis=1)
