@@ -21,6 +21,9 @@ the bound is stationary in q there, so its gradient is the partial derivative at
 
 With Z = X (every training input an inducing input) the bound is the KL engine's up to
 the jitter.
+
+With several classes (the softmax or the robust-max likelihood) the engine fits C latent
+SVGPs sharing Z, one q(u_c) each (:mod:`gpc_compare.engines.svgp_multiclass`).
 """
 
 from __future__ import annotations

@@ -77,11 +77,22 @@ class RobustMax(Likelihood):
 
     # ------------------------------------------------------------------ integrals
     def expected_log_prob_diag(
-        self, y: np.ndarray, mean: np.ndarray, var: np.ndarray, **_: object
+        self,
+        y: np.ndarray,
+        mean: np.ndarray,
+        var: np.ndarray,
+        *,
+        integration: str | None = None,
+        **_: object,
     ) -> DiagonalExpectation:
         """E_q[log p(y_i | f_i)] under q(f_i) = N(mean_i, diag(var_i)) with its derivatives
-        in mean and var (n, C), by the one-dimensional quadrature (no Monte Carlo:
-        ``variance`` is None; Monte Carlo options are ignored)."""
+        in mean and var (n, C), by the one-dimensional quadrature (``integration`` None or
+        "quadrature"; no Monte Carlo, so ``variance`` is None and its options are unused)."""
+        if integration not in (None, "quadrature"):
+            raise ValueError(
+                f"the robust-max expectation is a one-dimensional quadrature: integration "
+                f"must be 'quadrature' or None, got {integration!r}"
+            )
         C = mean.shape[1]
         off, on = self._levels(C)
         P, dP_dm, dP_dv = prob_largest(np.asarray(y, dtype=int), mean, var)

@@ -197,6 +197,8 @@ def test_fit_estimator_and_options():
     assert np.mean(clf.predict(X) == labels) > 0.8
     with pytest.raises(ValueError, match="n_samples must be even"):
         gc.fit(X, y, "svgp", likelihood="softmax", integration="mc", n_samples=9)
+    with pytest.raises(ValueError, match="one-dimensional quadrature"):
+        gc.fit(X, y, "svgp", likelihood="robustmax", integration="mc")
     with pytest.raises(ValueError, match="no prior mean"):
         gc.fit(X, y, "svgp", likelihood="robustmax", mean=0.0)
     with pytest.raises(ValueError, match="warm_start"):
