@@ -56,16 +56,18 @@ def fit(
         and "svgp" (the sparse variational bound) are sparse, on M inducing inputs
         (``inducing=M`` or an (M, d) array, ``optimize_inducing``, ``jitter``): O(n M^2)
         time, O(n M) memory. With ``likelihood="softmax"``:
-        "laplace" (R&W Alg. 3.3) or "mcmc" (C latent GPs sampled with PyMC); with
+        "laplace" (R&W Alg. 3.3), "mcmc" (C latent GPs sampled with PyMC) or "svgp" (C
+        latent SVGPs sharing Z); with ``likelihood="robustmax"``: "svgp"; with
         ``likelihood="multinomial_probit"``: "ep" (nested EP, Riihimaki et al. 2013).
     kernel : Kernel, optional
         Covariance function; ``SquaredExponential(lengthscale=1, variance=1)`` by default.
         With softmax, the C latent functions share it (and its hyperparameters).
     likelihood : str or Likelihood
-        "probit", "logistic", "softmax", "multinomial_probit" or "gaussian". "softmax"
-        (and "multinomial_probit", for EP's nested EP) gives a
-        :class:`~gpc_compare.posterior.MulticlassPosterior` with one latent GP per class
-        (Williams and Barber 1998; R&W section 3.5).
+        "probit", "logistic", "softmax", "multinomial_probit", "robustmax" or "gaussian".
+        The multi-class ones give a :class:`~gpc_compare.posterior.MulticlassPosterior`
+        with one latent GP per class (Williams and Barber 1998; R&W section 3.5):
+        "robustmax" is the class of the largest latent value, with label noise
+        eps = 1e-3 (:class:`~gpc_compare.likelihoods.RobustMax`).
         ``Gaussian(variance=s2)`` (or "gaussian", s2 = 1) is GP regression: exact with
         Laplace and EP; ``predict_proba`` is then refused (use ``predict_latent`` or
         ``log_predictive``).

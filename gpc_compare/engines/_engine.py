@@ -53,7 +53,7 @@ CAPABILITY_NAMES: dict[str, str] = {
     ),
     "bound": "its evidence is a lower bound on log p(y | X, theta) (variational methods)",
     "loo": "gives the cavity leave-one-out predictive log-likelihood and its gradients",
-    "multiclass": "takes a likelihood of C >= 2 classes (softmax, multinomial_probit)",
+    "multiclass": "takes a likelihood of C >= 2 classes (softmax, multinomial_probit, robustmax)",
     "draws": "holds posterior draws: convergence diagnostics and the sampler's InferenceData",
     "hyperparameter_sampling": "can sample the hyperparameters too (full_bayes=True)",
     "reference": "a gold standard the approximations are measured against",

@@ -228,6 +228,7 @@ def maximize_bound(
     tol: float,
     site_tol: float,
     max_iter: int,
+    nonnegative: bool = True,
 ) -> BoundRun:
     """Raise a variational bound over Gaussian sites (W, b) to its optimum (the KL
     engine's and SVGP's optimiser: Khan and Lin 2017's natural-gradient steps on the sites).
@@ -242,6 +243,13 @@ def maximize_bound(
     move no site by more than ``site_tol`` relative to 1 + its size; where no step raises
     the bound above its rounding, converged "at the limit of rounding" if the sites are
     within ten times ``site_tol``.
+
+    ``nonnegative``: the fixed point's precisions W = -2 dE/dvar are >= 0 for a
+    log-concave likelihood, and are then held there (against rounding). With False
+    (the robust-max likelihood, whose E is not concave in the mean, or a Monte Carlo
+    estimate of E) they may be negative: ``make_state`` must then give a bound of -inf
+    where q's covariance is not positive definite, and such a step is halved like one
+    that lowers the bound.
     """
     n = state.W.size
     rho, converged, change, site_change = 1.0, False, np.inf, np.inf
@@ -250,7 +258,9 @@ def maximize_bound(
     acceleration = Anderson(_ANDERSON_MEMORY)
     for iterations in range(1, max_iter + 1):  # noqa: B007 (reported after the loop)
         _, dE_dmu, dE_dv = state.expected
-        W_fix = np.maximum(-2.0 * dE_dv, 0.0)  # (>= 0 for a log-concave likelihood)
+        W_fix = -2.0 * dE_dv
+        if nonnegative:
+            W_fix = np.maximum(W_fix, 0.0)  # (>= 0 for a log-concave likelihood)
         b_fix = dE_dmu + W_fix * state.mu
         site_change = max(  # relative to the sites' size (they reach 1e3 and more)
             np.max(np.abs(W_fix - state.W) / (1.0 + np.abs(W_fix))),
@@ -262,7 +272,8 @@ def maximize_bound(
         new = None
         trial = acceleration.extrapolate() if rho == 1.0 else None
         if trial is not None:  # try the Anderson-extrapolated sites first
-            trial[:n] = np.maximum(trial[:n], 0.0)
+            if nonnegative:
+                trial[:n] = np.maximum(trial[:n], 0.0)
             if np.all(np.isfinite(trial)):
                 candidate = make_state(trial[:n], trial[n:])
                 if candidate.elbo >= state.elbo - noise:

@@ -38,7 +38,7 @@ __all__ = ["SPLIT_KINDS", "DatasetSpec", "StudyConfig", "StudyError", "load_stud
 
 POLICIES = ("fixed", "optimize", "shared", "full_bayes", "grid")
 BINARY_LIKELIHOODS = ("probit", "logistic")
-LIKELIHOODS = (*BINARY_LIKELIHOODS, "softmax", "multinomial_probit")
+LIKELIHOODS = (*BINARY_LIKELIHOODS, "softmax", "multinomial_probit", "robustmax")
 OBJECTIVES = ("evidence", "loo", "loo_fixed_sites")
 #: The default hyperparameter source, in order of preference: EP (closest to the reference
 #: in every comparison so far), else Laplace.
@@ -119,7 +119,8 @@ def load_study(path: str | os.PathLike[str]) -> StudyConfig:
             name = "quick"               # default: the file name without .toml
             description = "..."
             seed = 0                     # seeds splits, restarts and samplers
-            likelihood = "probit"        # or "logistic"; C classes: "softmax", "multinomial_probit"
+            likelihood = "probit"        # or "logistic"; C classes: "softmax",
+                                         # "multinomial_probit", "robustmax"
             mean = 0.0                   # constant prior mean, a hyperparameter; omit: zero
             reference = "mcmc"           # engine the others are compared with
             psis = true                  # the Pareto-k check of every Gaussian

@@ -163,7 +163,12 @@ def test_every_engine_exports_inference_data(any_post):
         assert "sample_stats" in groups and post.idata is not None
 
 
-_MULTICLASS = [("laplace", "softmax"), ("mcmc", "softmax"), ("ep", "multinomial_probit")]
+_MULTICLASS = [
+    ("laplace", "softmax"),
+    ("mcmc", "softmax"),
+    ("ep", "multinomial_probit"),
+    ("svgp", "softmax"),
+]
 
 
 @pytest.fixture(scope="module", params=_MULTICLASS, ids=[f"{m}-{k}" for m, k in _MULTICLASS])
@@ -174,6 +179,7 @@ def any_multiclass_post(request):
     X = rng.normal(size=(21, 2))
     y = np.digitize(X[:, 0], [-0.4, 0.4])
     options = _FAST_MCMC if method == "mcmc" else {}
+    options |= gc.engines.get_engine(method).quick_options
     return gc.fit(X, y, method=method, likelihood=likelihood, **options)
 
 
