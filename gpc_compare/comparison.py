@@ -34,6 +34,7 @@ from .study.datafiles import check_label, check_same_data
 from .study.fields import plain
 from .study.lock import Held, output_lock
 from .study.output import atomic_write, copy_results
+from .study.studyfile import toml_text
 
 __all__ = [
     "Comparison",
@@ -465,29 +466,6 @@ def study_text(file: str, target: str, **settings: Any) -> str:
     return toml_text(study_fields(file, target, **settings))
 
 
-def toml_text(fields: Mapping[str, Any]) -> str:
-    """The study file of ``fields`` (:func:`study_fields`' layout: top-level values, one
-    ``[[datasets]]`` table, then ``[splits]``, ``[hyperparameters]``, ``[kernel]``, and a
-    table per engine)."""
-    top = ["name", "description", "seed", "likelihood"]
-    lines = [
-        "# Written by gpc_compare (gc.compare or `gpc-compare compare`): this study ran the",
-        "# results in this folder. Edit it and rerun: gpc-compare run THIS_FILE",
-        *(f"{k} = {_toml(fields[k])}" for k in top),
-    ]
-    if "psis" in fields:  # the Pareto-k check of every Gaussian approximation
-        lines.append(f"psis = {_toml(fields['psis'])}")
-    for dataset in fields["datasets"]:
-        lines += ["", "[[datasets]]", *(f"{k} = {_toml(v)}" for k, v in dataset.items())]
-    for table in ("splits", "hyperparameters", "kernel"):
-        if table in fields:
-            lines += ["", f"[{table}]", *(f"{k} = {_toml(v)}" for k, v in fields[table].items())]
-    for engine, options in fields["engines"].items():
-        lines += ["", f"[engines.{_key(engine)}]"]
-        lines += [f"{k} = {_toml(v)}" for k, v in options.items()]
-    return "\n".join(lines) + "\n"
-
-
 def _frame(X: Any, y: Any) -> tuple[pd.DataFrame, str]:
     """``X`` and ``y`` as one table, and the name of ``y``'s column in it."""
     if isinstance(X, pd.DataFrame):
@@ -584,28 +562,3 @@ def _run_info(config: StudyConfig, study_file: Path, workers, scheduler) -> None
         },
     }
     atomic_write(study_file.parent / "run.json", json.dumps(info, indent=1).encode())
-
-
-def _key(key: str) -> str:
-    """A TOML key: bare when it can be, quoted otherwise."""
-    bare = key and all(c.isascii() and (c.isalnum() or c in "_-") for c in key)
-    return key if bare else json.dumps(key)
-
-
-def _toml(value: Any) -> str:
-    """A TOML value: a string, number, boolean, list or inline table."""
-    if isinstance(value, bool | np.bool_):
-        return "true" if value else "false"
-    if isinstance(value, int | np.integer):
-        return str(int(value))
-    if isinstance(value, float | np.floating):
-        if not np.isfinite(value):
-            raise ValueError(f"a study value must be finite, got {value!r}")
-        return repr(float(value))
-    if isinstance(value, str):
-        return json.dumps(value)  # (JSON's escapes are TOML's)
-    if isinstance(value, list | tuple):
-        return "[" + ", ".join(_toml(v) for v in value) + "]"
-    if isinstance(value, Mapping):
-        return "{" + ", ".join(f"{_key(str(k))} = {_toml(v)}" for k, v in value.items()) + "}"
-    raise ValueError(f"cannot write {value!r} ({type(value).__name__}) in a study file")

@@ -12,6 +12,7 @@ recursion are refused as it fails.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import tomllib
@@ -19,9 +20,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from .fields import StudyError
 
-__all__ = ["MAX_DEPTH", "check_depth", "depth", "read_toml"]
+__all__ = ["MAX_DEPTH", "check_depth", "depth", "read_toml", "toml_text"]
 
 #: How deep a study's tables and lists may nest: a study needs five levels
 #: (``[evidence.ais.recheck]``, ``priors = {log_variance = [mu, sd]}``).
@@ -106,3 +109,52 @@ def check_depth(fields: Any, p: str) -> None:
             f"{p}: tables or lists nested more than {MAX_DEPTH} deep (deeper than a study's "
             "fields nest): not a study"
         )
+
+
+def toml_text(fields: Mapping[str, Any]) -> str:
+    """The study file of ``fields`` (the layout of :func:`gpc_compare.comparison.study_fields`:
+    top-level values, one
+    ``[[datasets]]`` table, then ``[splits]``, ``[hyperparameters]``, ``[kernel]``, and a
+    table per engine)."""
+    top = ["name", "description", "seed", "likelihood"]
+    lines = [
+        "# Written by gpc_compare (gc.compare or `gpc-compare compare`): this study ran the",
+        "# results in this folder. Edit it and rerun: gpc-compare run THIS_FILE",
+        *(f"{k} = {_toml(fields[k])}" for k in top),
+    ]
+    if "psis" in fields:  # the Pareto-k check of every Gaussian approximation
+        lines.append(f"psis = {_toml(fields['psis'])}")
+    for dataset in fields["datasets"]:
+        lines += ["", "[[datasets]]", *(f"{k} = {_toml(v)}" for k, v in dataset.items())]
+    for table in ("splits", "hyperparameters", "kernel"):
+        if table in fields:
+            lines += ["", f"[{table}]", *(f"{k} = {_toml(v)}" for k, v in fields[table].items())]
+    for engine, options in fields["engines"].items():
+        lines += ["", f"[engines.{_key(engine)}]"]
+        lines += [f"{k} = {_toml(v)}" for k, v in options.items()]
+    return "\n".join(lines) + "\n"
+
+
+def _key(key: str) -> str:
+    """A TOML key: bare when it can be, quoted otherwise."""
+    bare = key and all(c.isascii() and (c.isalnum() or c in "_-") for c in key)
+    return key if bare else json.dumps(key)
+
+
+def _toml(value: Any) -> str:
+    """A TOML value: a string, number, boolean, list or inline table."""
+    if isinstance(value, bool | np.bool_):
+        return "true" if value else "false"
+    if isinstance(value, int | np.integer):
+        return str(int(value))
+    if isinstance(value, float | np.floating):
+        if not np.isfinite(value):
+            raise ValueError(f"a study value must be finite, got {value!r}")
+        return repr(float(value))
+    if isinstance(value, str):
+        return json.dumps(value)  # (JSON's escapes are TOML's)
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    if isinstance(value, Mapping):
+        return "{" + ", ".join(f"{_key(str(k))} = {_toml(v)}" for k, v in value.items()) + "}"
+    raise ValueError(f"cannot write {value!r} ({type(value).__name__}) in a study file")
