@@ -126,7 +126,13 @@ def fit(
         raise ValueError(f"mean_bounds must be a pair (low, high), got {mean_bounds!r}")
     objectives = _objective(objective, engine, lik, optimize)
     # refused before anything large is formed, once per fit (the engine's own estimate)
-    too_large = engine.memory_problem(X.shape[0], engine.options(options), optimize)
+    too_large = engine.memory_problem(
+        X.shape[0],
+        engine.options(options),
+        optimize,
+        kernel=kernel,
+        classes=None if classes is None else len(classes),
+    )
     if too_large is not None:
         raise ValueError(too_large)
     if "sparse" in can:

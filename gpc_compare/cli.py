@@ -15,7 +15,8 @@ value, such as a malformed study file (``gpc-compare: error: <message>`` on stde
 naming the field, or another run writing to the same output); 1 when jobs of a study
 failed (they are recorded, the rest ran) or the output cannot be written; 130 when
 interrupted by Ctrl-C and 143 by SIGTERM (``timeout``, batch schedulers): finished jobs
-are kept, rerun the same command to resume.
+are kept, rerun the same command to resume; 2 too when the Dask scheduler stops answering
+mid-run (finished jobs kept, the command that resumes printed).
 """
 
 from __future__ import annotations
@@ -109,6 +110,17 @@ def _add_run(sub) -> None:
         action="store_true",
         help="if another run is writing to the same output, wait for it (default: exit 2)",
     )
+    run.add_argument(
+        "--no-limits",
+        dest="limits",
+        action="store_false",
+        help=(
+            "accept a study beyond its limits (more than 20,000 jobs, 10,000 grid points, "
+            "100 restarts or 1,000 repeats unless its [limits] table raises them; an "
+            "engine's options beyond this machine's memory): by default such a study is "
+            "refused when it loads, with the estimate and the limit"
+        ),
+    )
     run.set_defaults(func=_run_command)
 
 
@@ -200,7 +212,9 @@ def _run_command(args: argparse.Namespace) -> int:
     for path in args.studies:
         if str(path).endswith(".py"):
             check_study_script(path)
-    configs = {p: load_study(p) for p in args.studies if not str(p).endswith(".py")}
+    configs = {
+        p: load_study(p, limits=args.limits) for p in args.studies if not str(p).endswith(".py")
+    }
     _check_outputs(configs, args.output)
     codes = []
     for path in args.studies:
@@ -245,7 +259,7 @@ def _run_script(path: str, module, args: argparse.Namespace) -> int:
 
 def _run_toml(path: str, config, args: argparse.Namespace, lock=None) -> int:
     """Run one TOML study (``lock``: its output's, when the caller holds it)."""
-    from .study import run_study
+    from .study import SchedulerLost, run_study
 
     out = sys.stdout
     print(f"{PROG} run: study {config.name!r} from {path}", file=out)
@@ -277,6 +291,9 @@ def _run_toml(path: str, config, args: argparse.Namespace, lock=None) -> int:
             file=sys.stderr,
         )
         return _interrupted_code(exc)
+    except SchedulerLost as exc:  # (the records of the finished jobs are kept)
+        print(f"\n{PROG}: error: {exc}; to resume, rerun: {_rerun(path, args)}", file=sys.stderr)
+        return 2
     print(
         f"  jobs: {summary.total} ({summary.skipped} done earlier, {summary.done} run now, "
         f"{summary.failed} failed) in {summary.seconds:.1f} s",
@@ -303,6 +320,16 @@ def _run_toml(path: str, config, args: argparse.Namespace, lock=None) -> int:
         )
         return 1
     return 0
+
+
+def _rerun(path: str, args: argparse.Namespace) -> str:
+    """The command that resumes the run of study ``path`` (finished jobs are skipped)."""
+    import shlex
+
+    words = [PROG, "run", path, "--output", str(args.output)]
+    if args.scheduler:
+        words += ["--scheduler", args.scheduler]
+    return " ".join(shlex.quote(w) for w in words)
 
 
 def _interrupted_code(exc: KeyboardInterrupt) -> int:
@@ -351,7 +378,7 @@ def _add_compare(sub) -> None:
         "recommendation)",
     )
     cmp.add_argument("--no-report", dest="report", action="store_false", help="skip the report")
-    cmp.set_defaults(func=_compare_command, retry_failed=True, wait=False)
+    cmp.set_defaults(func=_compare_command, retry_failed=True, wait=False, limits=True)
 
 
 def _compare_command(args: argparse.Namespace) -> int:

@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from .._validation import real_array
 from ..numerics import cho_solve, chol_B, solve_I_plus_WK
 from ..posterior import GaussianPosterior
 from ..posterior.gaussian import marginal_variances
@@ -192,7 +193,7 @@ def check_site_warm_start(
     finite arrays of shape (n,), the precisions >= 0 (copies), or a ValueError saying so
     (EP's (ttau, tnu), the variational engines' (W, b), as ``posterior.warm_start`` gives)."""
     try:
-        a, b = (np.array(v, dtype=float) for v in warm_start)
+        a, b = (real_array(v, "warm_start") for v in warm_start)
     except (TypeError, ValueError):
         a = b = np.zeros(0)
     finite = np.all(np.isfinite(a)) and np.all(np.isfinite(b))

@@ -51,7 +51,7 @@ study list).
 """
 
 from .config import DatasetSpec, StudyConfig, StudyError, load_study
-from .executors import Terminated, raise_terminated
+from .executors import SchedulerLost, Terminated, WorkerDied, raise_terminated
 from .jobs import Job, expand
 from .lock import OutputBusy
 from .record import JobRecord, RecordError
@@ -70,9 +70,11 @@ __all__ = [
     "OutputBusy",
     "RecordError",
     "RunSummary",
+    "SchedulerLost",
     "StudyConfig",
     "StudyError",
     "Terminated",
+    "WorkerDied",
     "assemble",
     "check_study_script",
     "expand",

@@ -30,8 +30,9 @@ from .fields import label as _label
 from .fields import parse_grid as _parse_grid
 from .fields import parse_splits as _parse_splits
 from .kernels_config import parse_kernels
+from .limits import Limits, check_grid, check_jobs, check_memory, check_repeats, check_restarts
 from .multiclass import multiclass_problem
-from .problem import DatasetSpec, load_dataset
+from .problem import DatasetSpec, load_dataset, n_splits
 from .studyfile import check_depth, read_toml
 
 __all__ = ["SPLIT_KINDS", "DatasetSpec", "StudyConfig", "StudyError", "load_study"]
@@ -77,7 +78,11 @@ class StudyConfig:
 
     @classmethod
     def from_dict(
-        cls, study: Mapping[str, Any], path: str | os.PathLike[str] | None = None
+        cls,
+        study: Mapping[str, Any],
+        path: str | os.PathLike[str] | None = None,
+        *,
+        limits: bool = True,
     ) -> StudyConfig:
         """A study from the fields a study file holds, validated as :func:`load_study`
         validates a file (which reads the TOML and calls this).
@@ -92,6 +97,11 @@ class StudyConfig:
             The study file, written or to be written: the default ``name`` (its stem),
             the folder a data set's relative ``file`` starts from (without one, the working
             directory), and the name the errors give (without one, ``<study>``).
+        limits : bool
+            Refuse a study beyond its limits (``[limits]``: jobs, grid points, restarts,
+            repeats; and an engine's options beyond this machine's memory), with the
+            estimate and the limit: :mod:`gpc_compare.study.limits`. False lifts them all
+            (``gpc-compare run --no-limits``).
 
         Returns
         -------
@@ -105,10 +115,10 @@ class StudyConfig:
         """
         p = "<study>" if path is None else str(path)
         check_depth(study, p)  # (before anything walks it by recursion)
-        return _validate(plain(study), p, path is not None)
+        return _validate(plain(study), p, path is not None, limits)
 
 
-def load_study(path: str | os.PathLike[str]) -> StudyConfig:
+def load_study(path: str | os.PathLike[str], *, limits: bool = True) -> StudyConfig:
     """Read and validate a study file (:meth:`StudyConfig.from_dict` of its TOML).
 
     Parameters
@@ -154,6 +164,13 @@ def load_study(path: str | os.PathLike[str]) -> StudyConfig:
             # or SMC with an adaptive schedule (gc.evidence.estimate): start, particles,
             # runs, moves, sweeps, cess, se_max, recheck_runs (where se > se_max)
             [evidence.smc]          particles = 128  runs = 16
+            # what the study may ask for (study.limits), refused at load with the
+            # estimate: raise one deliberately, or lift all with limits=False (--no-limits)
+            [limits]  max_jobs = 20000  max_grid_points = 10000  max_restarts = 100
+                      max_repeats = 1000
+
+    limits : bool
+        False lifts the limits (see :meth:`StudyConfig.from_dict`).
 
     Returns
     -------
@@ -163,9 +180,10 @@ def load_study(path: str | os.PathLike[str]) -> StudyConfig:
     ------
     StudyError
         (a ValueError) naming the file and the field, for anything malformed: a TOML
-        syntax error, an unknown field, data set, engine, option or kernel, a bad value.
+        syntax error, an unknown field, data set, engine, option or kernel, a bad value,
+        a study beyond its limits.
     """
-    return StudyConfig.from_dict(read_toml(path), path)
+    return StudyConfig.from_dict(read_toml(path), path, limits=limits)
 
 
 #: The top-level fields of a study.
@@ -185,14 +203,15 @@ TOP_FIELDS = (
     "evidence",
     "data_dir",
     "psis",
+    "limits",
 )
 #: ``psis = true``: :func:`gpc_compare.psis`'s defaults.
 PSIS_DEFAULTS = {"draws": 4000, "proposal": "gaussian"}
 
 
-def _validate(raw: dict[str, Any], p: str, named: bool) -> StudyConfig:
+def _validate(raw: dict[str, Any], p: str, named: bool, limits: bool = True) -> StudyConfig:
     """:meth:`StudyConfig.from_dict` of the plain mapping ``raw``, ``p`` naming the study
-    (a file when ``named``)."""
+    (a file when ``named``), refused beyond its limits unless ``limits`` is False."""
     if not isinstance(raw, dict):
         raise StudyError(f"{p}: a study is a table of fields, got {type(raw).__name__}")
     _check_keys(raw, TOP_FIELDS, p, "top level")
@@ -201,7 +220,9 @@ def _validate(raw: dict[str, Any], p: str, named: bool) -> StudyConfig:
     name = _label(raw.get("name", Path(p).stem), p, "name")  # (labels become file names)
     seed = _int(raw.get("seed", 0), p, "seed", 0)
     likelihood, mean = _model(raw, p)
+    bounds = Limits.parse(raw.get("limits", {}), p) if limits else Limits.lifted()
     splits = _parse_splits(raw.get("splits", {}), p)
+    check_repeats(splits, bounds, p)
     datasets, dims = _parse_datasets(raw.get("datasets"), splits, seed, p, likelihood, raw)
     engines, methods = _parse_engines(raw.get("engines"), p)
     _check_likelihoods(methods, likelihood, p)
@@ -217,12 +238,23 @@ def _validate(raw: dict[str, Any], p: str, named: bool) -> StudyConfig:
     policy, source, n_restarts = _parse_hyperparameters(
         hyperparameters, methods, p, at_source, list(evidence)
     )
+    check_restarts(n_restarts, bounds, p)
     for each in kernels.values() or [kernel]:  # the grid's axes must suit every kernel
-        grid = _parse_grid(hyperparameters, policy, each, mean, dims, p)
+        grid = _parse_grid(
+            hyperparameters, policy, each, mean, dims, p, lambda s: check_grid(s, bounds, p)
+        )
+    factors = {
+        "data set(s)": ("datasets", len(datasets)),
+        "kernel(s)": ("kernels", max(len(kernels), 1)),
+        "grid point(s)": ("hyperparameters.grid", max(len(grid), 1)),
+        "split(s)": ("splits", n_splits(splits)),
+        "engine(s) and estimator(s)": ("engines", len(engines) + len(evidence)),
+    }
+    check_jobs(factors, bounds, p)
     if problem := multiclass_problem(likelihood, mean, policy, evidence, engines):
         raise _fail(p, *problem)
     _check_full_bayes(policy, engines, methods, p)
-    return StudyConfig(
+    config = StudyConfig(
         name=name,
         description=str(raw.get("description", "")),
         datasets=datasets,
@@ -243,6 +275,8 @@ def _validate(raw: dict[str, Any], p: str, named: bool) -> StudyConfig:
         kernels=kernels,
         psis=_parse_psis(raw.get("psis", False), p),
     )
+    check_memory(config, bounds, p)  # (an engine's options beyond this machine's memory)
+    return config
 
 
 def _parse_psis(value: Any, p: str) -> dict[str, Any] | None:

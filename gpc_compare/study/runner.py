@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -13,7 +14,13 @@ import pandas as pd
 
 from .config import StudyConfig, load_study
 from .datafiles import copy_study
-from .executors import DaskExecutor, LocalExecutor, SerialExecutor
+from .executors import (
+    DaskExecutor,
+    LocalExecutor,
+    SchedulerLost,
+    SerialExecutor,
+    WorkerDied,
+)
 from .jobs import Job, expand
 from .lock import Held, output_lock
 from .output import atomic_write, output_folder
@@ -183,6 +190,12 @@ def _run_locked(config, output, result_dir, workers, scheduler, retry_failed, pr
     except KeyboardInterrupt:
         interrupted = True
         raise
+    except SchedulerLost as exc:
+        saved = len(finished) + bar.done + bar.failed
+        raise SchedulerLost(
+            f"{exc}: {saved} of {len(jobs)} jobs are finished, their records saved in "
+            f"{result_dir / 'jobs'}"
+        ) from None
     finally:
         bar.close()
         executor.close(cancel=interrupted)
@@ -248,7 +261,15 @@ def _executor(scheduler: str | None, workers: int | None, n_todo: int) -> Any:
 
 class _Jobs:
     """The jobs of one run in flight: which wait, which run, and their records as they
-    come in (each saved at once)."""
+    come in (each saved at once).
+
+    When a local worker process dies (killed, or by the out-of-memory killer), every job
+    in flight in its pool fails with it (``concurrent.futures``' BrokenProcessPool), and
+    nothing says whose worker it was. Each of them is retried once, alone (no other job
+    running), in a new pool: a job whose worker dies again while it runs alone is recorded
+    failed, and the others run as if nothing had happened. (A job killed for memory
+    another job held gets its second chance alone too.)
+    """
 
     def __init__(self, jobs, records, todo, executor, bar: _Progress, jobs_dir: Path) -> None:
         self.records: dict[str, JobRecord] = records
@@ -260,6 +281,8 @@ class _Jobs:
         self.executor, self.bar, self.jobs_dir = executor, bar, jobs_dir
         self.failures: list[str] = []
         self.cost: CostModel | None = None
+        #: jobs in flight when a worker died: each retried once, alone
+        self.suspects: set[str] = set()
 
     def ready(self, job: Job) -> tuple[bool, JobRecord | None]:
         """Whether ``job`` can start, and the record of the job it depends on."""
@@ -293,24 +316,51 @@ class _Jobs:
                 self.pending.remove(job)
                 self.finish(job, failed_dependency(job, self.by_id[job.depends_on], dep))
                 progressed = True
-        capacity = self.executor.capacity
-        for job in next_jobs(
-            self.pending, self.running.values(), capacity, lambda j: self.ready(j)[0]
-        ):
+        for job in self._next():
             self.pending.remove(job)
             self.running[self.executor.submit(run_job, job, self.ready(job)[1])] = job
             self.started[job.id] = time.perf_counter()
             progressed = True
         return progressed
 
+    def _next(self) -> list[Job]:
+        """The jobs to start now (:func:`~.schedule.next_jobs`); after a worker died, its
+        jobs one at a time with nothing else running."""
+        if self.suspects:
+            if self.running:
+                return []
+            return [next(j for j in self.pending if j.id in self.suspects)]
+        capacity = self.executor.capacity
+        return next_jobs(self.pending, self.running.values(), capacity, lambda j: self.ready(j)[0])
+
+    def worker_died(self, job: Job, exc: BaseException) -> JobRecord | None:
+        """A job whose worker process died: back in the queue, to be retried alone; or,
+        if it was running alone already, its failure record."""
+        if job.id not in self.suspects:
+            self.suspects.add(job.id)
+            self.pending.insert(0, job)
+            self.bar.last.append(f"{job.describe()}: its worker died; retried alone")
+            return None
+        self.suspects.discard(job.id)
+        died = WorkerDied(
+            "the worker process running this job died (killed by a signal, or out of "
+            f"memory: {exc}), and again when it was retried alone"
+        )
+        return failure_record(job, died)
+
     def collect(self) -> None:
         """Wait for jobs to finish, and record them."""
         for future in self.executor.wait(list(self.running)):
             job = self.running.pop(future)
             try:
-                record = future.result()
-            except Exception as exc:  # the worker itself died
+                record = self.executor.result(future)
+            except BrokenProcessPool as exc:  # a worker died: whose, nothing says
+                record = self.worker_died(job, exc)
+                if record is None:
+                    continue
+            except Exception as exc:  # the job could not be sent or its result read back
                 record = failure_record(job, exc)
+            self.suspects.discard(job.id)
             if record.status != "skipped":  # (a skip costs nothing: no estimate)
                 self.cost.observe(job, time.perf_counter() - self.started[job.id])
             self.finish(job, record)

@@ -142,7 +142,10 @@ def _run(job: Job, shared: JobRecord | None) -> dict[str, Any]:
     X_train, y_train, X_test, y_test, kernel, mean, origin = _problem(job, shared)
     engine = get_engine(job.method)
     own = {k: v for k, v in job.options.items() if k != "objective"}
-    problem = engine.memory_problem(y_train.size, engine.options(own), job.optimize)
+    classes = int(np.unique(y_train).size) if job.likelihood == "softmax" else None
+    problem = engine.memory_problem(
+        y_train.size, engine.options(own), job.optimize, kernel=kernel, classes=classes
+    )
     if problem is not None:
         raise _Skipped(f"skipped: {problem}")
     held_out = y_test.size > 0  # (none with splits kind = "none": evidence only)
