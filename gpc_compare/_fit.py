@@ -55,19 +55,15 @@ def fit(
         bound; "vb" takes the logistic likelihood only. "fitc_laplace", "fitc_ep" (FITC)
         and "svgp" (the sparse variational bound) are sparse, on M inducing inputs
         (``inducing=M`` or an (M, d) array, ``optimize_inducing``, ``jitter``): O(n M^2)
-        time, O(n M) memory. With ``likelihood="softmax"``:
-        "laplace" (R&W Alg. 3.3), "mcmc" (C latent GPs sampled with PyMC) or "svgp" (C
-        latent SVGPs sharing Z); with ``likelihood="robustmax"``: "svgp"; with
-        ``likelihood="multinomial_probit"``: "ep" (nested EP, Riihimaki et al. 2013).
+        time, O(n M) memory. C classes: ``gpc-compare list engines`` (capability
+        ``multiclass``) says which engine takes which multi-class likelihood.
     kernel : Kernel, optional
         Covariance function; ``SquaredExponential(lengthscale=1, variance=1)`` by default.
         With softmax, the C latent functions share it (and its hyperparameters).
     likelihood : str or Likelihood
         "probit", "logistic", "softmax", "multinomial_probit", "robustmax" or "gaussian".
         The multi-class ones give a :class:`~gpc_compare.posterior.MulticlassPosterior`
-        with one latent GP per class (Williams and Barber 1998; R&W section 3.5):
-        "robustmax" is the class of the largest latent value, with label noise
-        eps = 1e-3 (:class:`~gpc_compare.likelihoods.RobustMax`).
+        with one latent GP per class (R&W section 3.5; :mod:`gpc_compare.likelihoods`).
         ``Gaussian(variance=s2)`` (or "gaussian", s2 = 1) is GP regression: exact with
         Laplace and EP; ``predict_proba`` is then refused (use ``predict_latent`` or
         ``log_predictive``).
@@ -104,13 +100,7 @@ def fit(
     lik = get_likelihood(likelihood)
     engine = get_engine(method)
     X, y, classes = _check_data(X, y, lik)
-    if lik.latent_dim != 1 and not engine.takes(lik):
-        takers = " or ".join(repr(m) for m in engines_with("multiclass", lik.name))
-        raise ValueError(
-            f"{engine.label} does not take the {lik.name!r} likelihood (C classes): use "
-            f"method={takers} with it"
-        )
-    engine.check_likelihood(lik)
+    _check_engine_takes(engine, lik)
     can = engine.capabilities(lik)
     # each engine's own check (unknown names, bad values), then the options as given under
     # their current names (an old name warns here, once: canonical keeps the order)
@@ -184,6 +174,18 @@ def _check_data(X: object, y: object, lik: Likelihood) -> tuple[np.ndarray, np.n
     if X.shape[0] != y.shape[0]:
         raise ValueError(f"X has {X.shape[0]} samples but y has {y.shape[0]} labels")
     return X, y, classes
+
+
+def _check_engine_takes(engine, lik: Likelihood) -> None:
+    """A ValueError where the engine does not take the likelihood, naming those that do
+    for a multi-class one."""
+    if lik.latent_dim != 1 and not engine.takes(lik):
+        takers = " or ".join(repr(m) for m in engines_with("multiclass", lik.name))
+        raise ValueError(
+            f"{engine.label} does not take the {lik.name!r} likelihood (C classes): use "
+            f"method={takers} with it"
+        )
+    engine.check_likelihood(lik)
 
 
 def _check_mean(mean: object, lik: Likelihood) -> float | None:
