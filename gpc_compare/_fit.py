@@ -115,16 +115,7 @@ def fit(
     if np.shape(mean_bounds) != (2,):
         raise ValueError(f"mean_bounds must be a pair (low, high), got {mean_bounds!r}")
     objectives = _objective(objective, engine, lik, optimize)
-    # refused before anything large is formed, once per fit (the engine's own estimate)
-    too_large = engine.memory_problem(
-        X.shape[0],
-        engine.options(options),
-        optimize,
-        kernel=kernel,
-        classes=None if classes is None else len(classes),
-    )
-    if too_large is not None:
-        raise ValueError(too_large)
+    _check_memory(engine, X.shape[0], options, optimize, kernel, classes)
     if "sparse" in can:
         # the inducing inputs chosen once (k-means++ seeded here), so every evaluation of
         # an optimisation and the final posterior share them
@@ -161,6 +152,21 @@ def fit(
     if classes is not None:
         post.classes_ = classes
     return post
+
+
+def _check_memory(engine, n: int, options, optimize: bool, kernel: Kernel, classes) -> None:
+    """Refuse a fit whose estimated peak memory (the engine's n x n matrices with this
+    kernel, and what its options store: MCMC's draws) exceeds the memory available, before
+    anything large is formed, once per fit (:meth:`Engine.memory_problem`)."""
+    too_large = engine.memory_problem(
+        n,
+        engine.options(options),
+        optimize,
+        kernel=kernel,
+        classes=None if classes is None else len(classes),
+    )
+    if too_large is not None:
+        raise ValueError(too_large)
 
 
 def _check_data(X: object, y: object, lik: Likelihood) -> tuple[np.ndarray, np.ndarray, Any]:

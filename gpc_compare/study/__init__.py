@@ -42,12 +42,12 @@ hyperparameters as the reference on that split.
 
 The modules, in the order they import one another: ``output`` (every file written in an
 output folder, never through a link), ``problem`` (a job's data, split and kernel),
-``kernels_config`` (a study's kernel or kernel axis), ``studyfile`` (reading a study
-file's TOML), ``config`` (study files), ``jobs`` (expansion), ``record`` (the typed job
-record and its schema), ``records`` (job records on disk), ``worker`` (one job),
-``executors`` (where jobs run), ``lock`` (one run per output directory), ``table`` (the
-tidy table), ``runner`` (:func:`run_study`), ``scripts`` (figure-study scripts and the
-study list).
+``kernels_config`` (a study's kernel or kernel axis), ``limits`` (what a study may ask for,
+refused at load beyond it), ``studyfile`` (reading and writing a study file's TOML),
+``config`` (study files), ``jobs`` (expansion), ``record`` (the typed job record and its
+schema), ``records`` (job records on disk), ``worker`` (one job), ``executors`` (where jobs
+run), ``lock`` (one run per output directory), ``table`` (the tidy table), ``runner``
+(:func:`run_study`), ``scripts`` (figure-study scripts and the study list).
 """
 
 from .config import DatasetSpec, StudyConfig, StudyError, load_study

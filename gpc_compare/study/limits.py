@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._validation import available_memory
-from ..engines import get_engine
+from ..engines import Engine, get_engine
 from .fields import check_keys, fail
 from .problem import load_dataset, make_kernel
 
@@ -118,7 +118,7 @@ def check_grid(sizes: Mapping[str, int], limits: Limits, p: str) -> None:
     """Refuse a grid of more points than ``max_grid_points`` (``sizes``: points per axis),
     counted before any point is formed."""
     count = math.prod(sizes.values())
-    axes = " x ".join(f"{n:,} ({name})" for name, n in sizes.items())
+    axes = " x ".join(f"{name}: {n:,}" for name, n in sizes.items())
     what = f"{count:,} grid points ({axes})"
     limits.exceeded("max_grid_points", count, p, "hyperparameters.grid", what)
 
@@ -144,19 +144,24 @@ def _train_size(n: int, splits: Mapping[str, Any]) -> int:
 def check_memory(config: Any, limits: Limits, p: str, available: int | None = None) -> None:
     """Refuse an engine whose options ask it to store more than the memory available on
     the largest training fold, where its n x n matrices alone would fit (see the module
-    note); ``config`` is the study's fields (a StudyConfig)."""
+    note); ``config`` is the study's fields (a StudyConfig). Only engines whose estimate
+    depends on their options (that override :meth:`Engine.memory_bytes`) are checked."""
     if not limits.memory:
         return
     available = available_memory() if available is None else available
-    if available is None:
+    storing = {
+        label: get_engine(method)
+        for label, method in config.methods.items()
+        if type(get_engine(method)).memory_bytes is not Engine.memory_bytes
+    }
+    if available is None or not storing:
         return
     kernels = list(config.kernels.values()) or [config.kernel]
     for spec in config.datasets:
         data = load_dataset(spec, config.seed)
         n = _train_size(data.n_samples, config.splits)
         classes = data.n_classes if config.likelihood == "softmax" else None
-        for label, method in config.methods.items():
-            engine = get_engine(method)
+        for label, engine in storing.items():
             own = {k: v for k, v in config.engines[label].items() if engine.takes_option(k)}
             options = engine.options(own)
             for kernel_spec in kernels:

@@ -13,6 +13,7 @@ and 600 over whole optimisations: Laplace 9.1-9.3, EP 11.2-11.4, KL 8.2-8.3).
 from __future__ import annotations
 
 import tracemalloc
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -106,3 +107,27 @@ def test_kernels_extra_matrices_cover_what_they_add(kernel, short_optimisations)
         declared = engine.dense_count(optimize, kernel=kernel)
         measured = _peak_matrices("laplace", 200, optimize, kernel=kernel)
         assert LOW * declared < measured <= declared, (optimize, measured, declared)
+
+
+@pytest.mark.skipif(not Path("/proc/self/clear_refs").exists(), reason="VmHWM (Linux)")
+def test_mcmc_draws_are_within_their_estimate():
+    """MCMC's estimate (:meth:`MCMCEngine.memory_bytes`: the n x n matrices and
+    ``draw_copies`` of draws x chains x n values) covers the resident peak of a fit, its
+    predictions at n test inputs and its NetCDF record (as a study job makes them), and
+    is not far above it; measured as the study worker measures a job (VmHWM)."""
+    from gpc_compare.study.worker import _netcdf_bytes, _peak_memory, _predict
+
+    engine = get_engine("mcmc")
+    X, y = _data(100)
+    Xs, ys = _data(100)
+    quiet = {"rhat_max": float("inf"), "ess_min": 0.0, "random_seed": 0, "chains": 2}
+    first = gc.fit(X, y, method="mcmc", draws=50, tune=50, **quiet)  # (compiled, imported)
+    _netcdf_bytes(first.idata)
+    options = {"draws": 2500, "tune": 100, **quiet}
+    estimate = engine.memory_bytes(100, engine.options(options))
+    with _peak_memory() as peak:
+        post = gc.fit(X, y, method="mcmc", **options)
+        _predict(post, Xs, ys)
+        _netcdf_bytes(post.idata)
+    measured = peak[0] * 2**20
+    assert LOW * estimate < measured <= estimate, (measured / 2**20, estimate / 2**20)
