@@ -366,3 +366,62 @@ def test_the_bound_lies_below_the_evidence():
         assert log_z - 0.3 < post.log_marginal_likelihood < log_z
     laplace = gc.fit(X, y, "laplace", kernel, "softmax")
     assert abs(laplace.log_marginal_likelihood - log_z) < 0.5
+
+
+# ------------------------------------------------------------------ options and callers
+def test_options_are_checked_and_the_binary_refuses_the_softmax_ones():
+    X, y = three_classes(n=12, seed=5)
+    with pytest.raises(ValueError, match=r"integration must be one of \['quadrature', 'mc'\]"):
+        gc.fit(X, y, "kl", likelihood="softmax", integration="exact")
+    with pytest.raises(ValueError, match="n_samples must be"):
+        gc.fit(X, y, "kl", likelihood="softmax", n_samples=1)
+    with pytest.raises(ValueError, match="integration and n_samples options are the softmax's"):
+        gc.fit(X, (y == 0).astype(int), "kl", likelihood="probit", integration="mc")
+    with pytest.raises(ValueError, match="takes no prior mean"):
+        gc.fit(X, y, "kl", likelihood="softmax", mean=0.0)
+    with pytest.raises(ValueError, match=r"warm_start must be a pair \(Lam, b\)"):
+        gc.fit(X, y, "kl", likelihood="softmax", warm_start=(np.zeros((12, 2)), np.zeros(12)))
+    binary = gc.fit(X, (y == 0).astype(int), "kl", likelihood="probit")
+    with pytest.raises(ValueError, match=r"warm_start must be a pair \(Lam, b\)"):
+        gc.fit(X, y, "kl", likelihood="softmax", warm_start=binary)
+
+
+def test_seeded_draws_warm_starts_and_optimisation():
+    """The Monte Carlo draws follow random_seed (None is 0: a fit is repeatable); a warm
+    start from the fit converges at once to the same bound; optimize=True raises the bound
+    (the exact gradient followed by L-BFGS-B)."""
+    X, y = three_classes(n=15, seed=6)
+    kernel = SquaredExponential(1.0, 2.0)
+    a = gc.fit(X, y, "kl", kernel, "softmax")
+    b = gc.fit(X, y, "kl", kernel, "softmax", random_seed=0)
+    c = gc.fit(X, y, "kl", kernel, "softmax", random_seed=1)
+    assert a.log_marginal_likelihood == b.log_marginal_likelihood != c.log_marginal_likelihood
+    assert (
+        abs(a.log_marginal_likelihood - c.log_marginal_likelihood)
+        < 5 * a.log_marginal_likelihood_se
+    )
+    again = gc.fit(X, y, "kl", kernel, "softmax", warm_start=a)
+    assert again.convergence.iterations <= 2
+    assert again.log_marginal_likelihood == pytest.approx(a.log_marginal_likelihood, abs=1e-9)
+    best = gc.fit(X, y, "kl", kernel, "softmax", optimize=True, n_restarts=0)
+    assert best.optimization.converged
+    assert best.log_marginal_likelihood > a.log_marginal_likelihood
+    assert np.all(np.abs(best.log_marginal_likelihood_gradient) < 1e-3)
+    assert best.record()["log_evidence_se"] == best.log_marginal_likelihood_se > 0
+
+
+def test_classifier_on_three_classes():
+    """GPClassifier(method="kl", likelihood="softmax"): any labels, probabilities (m, C)
+    summing to one, the same posterior as gc.fit."""
+    X, y = three_classes(n=24, seed=7)
+    labels = np.array(["a", "b", "c"])[y]
+    kernel = SquaredExponential(1.0, 2.0)
+    clf = gc.GPClassifier(method="kl", likelihood="softmax", kernel=kernel, optimizer=None)
+    clf.fit(X, labels)
+    assert list(clf.classes_) == ["a", "b", "c"]
+    P = clf.predict_proba(X[:5])
+    assert P.shape == (5, 3)
+    np.testing.assert_allclose(P.sum(axis=1), 1.0, atol=1e-12)
+    post = gc.fit(X, y, "kl", kernel, "softmax")
+    np.testing.assert_allclose(P, post.predict_proba(X[:5]), rtol=1e-12)
+    assert set(clf.predict(X)) <= {"a", "b", "c"}

@@ -163,7 +163,7 @@ def test_every_engine_exports_inference_data(any_post):
         assert "sample_stats" in groups and post.idata is not None
 
 
-@pytest.fixture(scope="module", params=["laplace", "mcmc"])
+@pytest.fixture(scope="module", params=["laplace", "kl", "mcmc"])
 def any_multiclass_post(request):
     assert "multiclass" in gc.engines.capabilities(request.param)
     rng = np.random.default_rng(5)
