@@ -222,6 +222,30 @@ class BoundRun(NamedTuple):
     rho: float
 
 
+def _diagonal_fixed_point(state: Any) -> tuple[np.ndarray, np.ndarray]:
+    """The fixed point of diagonal sites: W = -2 dE/dvar (>= 0 for a log-concave
+    likelihood), b = dE/dmu + W mu (Opper and Archambeau 2009, eqs. 11-12)."""
+    _, dE_dmu, dE_dv = state.expected
+    W_fix = np.maximum(-2.0 * dE_dv, 0.0)
+    return W_fix, dE_dmu + W_fix * state.mu
+
+
+def _signed_fixed_point(state: Any) -> tuple[np.ndarray, np.ndarray]:
+    """As :func:`_diagonal_fixed_point`, W left as it comes (it may be negative where E
+    is not concave in the mean)."""
+    _, dE_dmu, dE_dv = state.expected
+    W_fix = -2.0 * dE_dv
+    return W_fix, dE_dmu + W_fix * state.mu
+
+
+def _nonnegative(W: np.ndarray) -> np.ndarray:
+    return np.maximum(W, 0.0)
+
+
+def _unchanged(W: np.ndarray) -> np.ndarray:
+    return W
+
+
 def maximize_bound(
     make_state: Callable[[np.ndarray, np.ndarray], Any],
     state: Any,
@@ -230,6 +254,8 @@ def maximize_bound(
     site_tol: float,
     max_iter: int,
     nonnegative: bool = True,
+    fixed_point: Callable[[Any], tuple[np.ndarray, np.ndarray]] | None = None,
+    project: Callable[[np.ndarray], np.ndarray] | None = None,
 ) -> BoundRun:
     """Raise a variational bound over Gaussian sites (W, b) to its optimum (the KL
     engine's and SVGP's optimiser: Khan and Lin 2017's natural-gradient steps on the sites).
@@ -251,32 +277,37 @@ def maximize_bound(
     estimate of E) they may be negative: ``make_state`` must then give a bound of -inf
     where q's covariance is not positive definite, and such a step is halved like one
     that lowers the bound.
+
+    ``fixed_point(state)`` gives the sites' fixed point (W_fix, b_fix) (by default the
+    diagonal sites' above) and ``project`` maps extrapolated precisions back to the
+    admissible ones (by default W >= 0 when ``nonnegative``): blocks of sites (the
+    multi-class KL engine's d x d precisions per case) pass their own.
     """
+    if fixed_point is None:
+        fixed_point = _diagonal_fixed_point if nonnegative else _signed_fixed_point
+    if project is None:
+        project = _nonnegative if nonnegative else _unchanged
     n = state.W.size
+    shapes = state.W.shape, state.b.shape
     rho, converged, change, site_change = 1.0, False, np.inf, np.inf
     iterations = halvings = accelerated = 0
     rounding_limited = False
     acceleration = Anderson(_ANDERSON_MEMORY)
     for iterations in range(1, max_iter + 1):  # noqa: B007 (reported after the loop)
-        _, dE_dmu, dE_dv = state.expected
-        W_fix = -2.0 * dE_dv
-        if nonnegative:
-            W_fix = np.maximum(W_fix, 0.0)  # (>= 0 for a log-concave likelihood)
-        b_fix = dE_dmu + W_fix * state.mu
+        W_fix, b_fix = fixed_point(state)
         site_change = max(  # relative to the sites' size (they reach 1e3 and more)
             np.max(np.abs(W_fix - state.W) / (1.0 + np.abs(W_fix))),
             np.max(np.abs(b_fix - state.b) / (1.0 + np.abs(b_fix))),
         )
         noise = state.noise
-        x = np.concatenate([state.W, state.b])
-        acceleration.push(x, np.concatenate([W_fix, b_fix]) - x)
+        x = np.concatenate([state.W.ravel(), state.b.ravel()])
+        acceleration.push(x, np.concatenate([W_fix.ravel(), b_fix.ravel()]) - x)
         new = None
         trial = acceleration.extrapolate() if rho == 1.0 else None
         if trial is not None:  # try the Anderson-extrapolated sites first
-            if nonnegative:
-                trial[:n] = np.maximum(trial[:n], 0.0)
             if np.all(np.isfinite(trial)):
-                candidate = make_state(trial[:n], trial[n:])
+                W_trial = project(trial[:n].reshape(shapes[0]))
+                candidate = make_state(W_trial, trial[n:].reshape(shapes[1]))
                 if candidate.elbo >= state.elbo - noise:
                     new, accelerated = candidate, accelerated + 1
         if new is None:

@@ -1,4 +1,5 @@
-"""The KL (variational Gaussian) approximation for GP classification.
+"""The KL (variational Gaussian) approximation for GP classification (several classes:
+:mod:`.kl_softmax`).
 
 The Gaussian q(f) = N(mu, V) that maximises the evidence lower bound
 
@@ -40,9 +41,17 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .._validation import any_value, check_kernel_matrix, check_positive, count
-from ..likelihoods import Likelihood
-from ..posterior import Convergence
+from .._validation import (
+    any_value,
+    check_kernel_matrix,
+    check_positive,
+    check_random_seed,
+    choice,
+    count,
+    optional,
+)
+from ..likelihoods import Likelihood, Softmax
+from ..posterior import Convergence, Posterior
 from ._engine import Engine, EngineOptions, Problem, engine_options, option
 from ._sites import (
     GaussianSites,
@@ -52,8 +61,13 @@ from ._sites import (
     gaussian_sites,
     maximize_bound,
 )
+from .kl_softmax import infer_softmax
 
 __all__ = ["ENGINE", "KLEngine", "KLOptions", "KLPosterior", "infer"]
+
+
+#: Monte Carlo draws per case for the softmax's E_q[log softmax] (integration "mc").
+_N_SAMPLES = 1000
 
 
 @engine_options
@@ -79,8 +93,30 @@ class KLOptions(EngineOptions):
     warm_start: Any = option(
         None,
         any_value,
-        "A previous KL posterior, or its sites (W, b) to start from (previous.warm_start); "
-        "used only if their bound is at least the prior's.",
+        "A previous KL posterior, or its sites (W, b) to start from (previous.warm_start; "
+        "softmax: (Lam, b), a (C - 1) x (C - 1) block per case); used only if their bound is "
+        "at least the prior's.",
+    )
+    integration: str | None = option(
+        None,
+        optional(choice("quadrature", "mc")),
+        "Softmax only: how E_q[log softmax] is integrated. 'quadrature', a trapezoid rule over "
+        "the C - 1 contrasts (error about 1e-10; its cost grows as the posterior's spread to "
+        "the power C - 1), or 'mc', Monte Carlo on n_samples antithetic draws per case fixed "
+        "by random_seed (the bound and its exact gradient are then those of the estimate, "
+        "with a standard error); None: quadrature for two classes, mc for more.",
+    )
+    n_samples: int = option(
+        _N_SAMPLES,
+        count(2),
+        "Softmax with integration 'mc': draws per case (rounded up to an even number: "
+        "antithetic pairs).",
+    )
+    random_seed: Any = option(
+        None,
+        check_random_seed,
+        "Softmax with integration 'mc': seeds the draws (None means 0, so that the bound is "
+        "one function of the hyperparameters); gc.fit's random_seed fills it.",
     )
 
 
@@ -98,12 +134,30 @@ class KLEngine(Engine):
     #: with an ARD kernel in 8 dimensions), an optimisation 8.1-8.5 (9.0 with ARD)
     dense_matrices = (6.0, 9.5)
     Options = KLOptions
-    # any likelihood with expected_log_prob
-    likelihoods = {"probit": _BOUND, "logistic": _BOUND, "gaussian": _BOUND}
+    # any likelihood with expected_log_prob, and the softmax (kl_softmax.py)
+    likelihoods = {
+        "probit": _BOUND,
+        "logistic": _BOUND,
+        "gaussian": _BOUND,
+        "softmax": _BOUND | {"multiclass"},
+    }
 
-    def infer(self, problem: Problem, options: KLOptions) -> KLPosterior:
+    def infer(self, problem: Problem, options: KLOptions) -> Posterior:
         """Maximise the evidence lower bound over Gaussian q at fixed hyperparameters (see
-        :class:`Engine`)."""
+        :class:`Engine`).
+
+        With the softmax likelihood this is the multi-class bound
+        (:mod:`gpc_compare.engines.kl_softmax`): ``y`` holds class indices 0..C-1 and
+        ``mean`` must be None.
+        """
+        if isinstance(problem.likelihood, Softmax):
+            return infer_softmax(problem, options)
+        if options.integration is not None or options.n_samples != _N_SAMPLES:
+            raise ValueError(
+                "the KL engine's integration and n_samples options are the softmax's: with "
+                f"the {problem.likelihood.name!r} likelihood E_q[log p] is a one-dimensional "
+                "quadrature accurate to about 1e-13"
+            )
         return _infer(problem, options)
 
 

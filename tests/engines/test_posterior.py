@@ -168,6 +168,7 @@ _MULTICLASS = [
     ("mcmc", "softmax"),
     ("ep", "multinomial_probit"),
     ("svgp", "softmax"),
+    ("kl", "softmax"),
 ]
 
 

@@ -263,6 +263,61 @@ def test_softmax_study_report(softmax_study: Path) -> None:
     assert study.JobRecord.from_json(rec.to_json()) == rec  # records stay JSON
 
 
+KL_STUDY = """
+name = "petals_kl"
+seed = 2
+likelihood = "softmax"
+reference = "laplace"
+[[datasets]]
+name = "iris"
+features = ["Petal.Length", "Petal.Width"]
+subsample = 45
+[kernel]
+lengthscale = 1.0
+variance_bounds = "fixed"
+[hyperparameters]
+policy = "shared"
+source = "laplace"
+n_restarts = 0
+[splits]
+n_splits = 3
+[engines.laplace]
+[engines.kl]
+"""
+
+
+def test_softmax_study_runs_the_kl_engine(tmp_path: Path) -> None:
+    """The multi-class KL engine in a softmax study at Laplace's hyperparameters: its
+    bound (with the Monte Carlo standard error) in the table, its predictions those of
+    gc.fit with the job's seed, compared with the reference's."""
+    path = tmp_path / "kl.toml"
+    path.write_text(KL_STUDY)
+    summary = study.run_study(path, tmp_path / "out", workers=1)
+    assert summary.failed == 0 and summary.done == 6
+    out = tmp_path / "out" / "petals_kl"
+    table = pd.read_csv(out / "results.csv")
+    config = study.load_study(out / "study.toml")
+    data = load_dataset(config.datasets[0], config.seed)
+    for rec in (r for r in study.load_records(out).values() if r.engine == "kl"):
+        ref = next(r for r in study.load_records(out).values()
+                   if (r.engine, r.split) == ("laplace", rec.split))  # fmt: skip
+        assert rec.hyperparameters.values == ref.hyperparameters.values
+        assert 0 < rec.log_evidence_se < 0.05 and rec.log_evidence < 0
+        train, test = split_indices(
+            data, config.splits, rec.split, stable_seed("split", config.seed, "iris")
+        )
+        Xtr, Xte = gc.datasets.standardize(data.X[train], data.X[test])
+        kernel = gc.kernels.SquaredExponential(np.exp(rec.hyperparameters.values[0]), 1.0)
+        post = gc.fit(Xtr, data.y[train], "kl", kernel, "softmax", random_seed=rec.seed % 2**32)
+        assert rec.log_evidence == pytest.approx(post.log_marginal_likelihood, rel=1e-9)
+        np.testing.assert_allclose(rec.arrays.proba_test, post.predict_proba(Xte), rtol=1e-8)
+        rows = table[(table.engine == "kl") & (table.split == rec.split)]
+        value = rows.set_index("metric")["value"]
+        P, R = np.array(rec.arrays.proba_test), np.array(ref.arrays.proba_test)
+        assert value["proba_diff_max"] == pytest.approx(np.abs(P - R).max(), rel=1e-12)
+        assert value["error_rate"] <= 0.2
+
+
 # --------------------------------------------------------------------------- study files
 @pytest.mark.parametrize(
     ("edit", "message"),
