@@ -141,9 +141,9 @@ class EPEngine(Engine):
     name = "ep"
     label = "EP"
     summary = "Gaussian sites matching the tilted moments (R&W 3.6)"
-    #: measured peaks (tests/engines/test_memory.py; n = 300 and 600): a fit 6.1-6.3 (K,
-    #: Sigma, L and the sweep's temporaries), an optimisation 11.2-11.4
-    dense_matrices = (6.5, 12.0)
+    #: measured peaks (tests/engines/test_memory.py; n = 200 to 600): a fit 6.1-6.4 (K,
+    #: Sigma, L and the sweep's temporaries), an optimisation 11.2-11.6
+    dense_matrices = (7.0, 12.0)
     Options = EPOptions
     # the leave-one-out predictive's gradient is implemented for probit (Vehtari et al. 2016)
     likelihoods = {

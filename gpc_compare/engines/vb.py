@@ -85,8 +85,8 @@ class VBEngine(Engine):
     name = "vb"
     label = "VB"
     summary = "Jaakkola-Jordan local variational bound, logistic only (Jaakkola and Jordan 2000)"
-    #: measured peaks (tests/engines/test_memory.py; n = 300 and 600): a fit 5.1-5.2, an
-    #: optimisation 8.2
+    #: measured peaks (tests/engines/test_memory.py; n = 200 to 600): a fit 5.1-5.2, an
+    #: optimisation 8.1-8.4
     dense_matrices = (5.5, 9.0)
     Options = VBOptions
     likelihoods = {"logistic": frozenset({"evidence", "evidence_gradient", "bound"})}

@@ -329,7 +329,10 @@ class _Jobs:
         if self.suspects:
             if self.running:
                 return []
-            return [next(j for j in self.pending if j.id in self.suspects)]
+            suspect = next((j for j in self.pending if j.id in self.suspects), None)
+            if suspect is not None:
+                return [suspect]
+            self.suspects.clear()  # (none left to retry)
         capacity = self.executor.capacity
         return next_jobs(self.pending, self.running.values(), capacity, lambda j: self.ready(j)[0])
 

@@ -13,7 +13,6 @@ and 600 over whole optimisations: Laplace 9.1-9.3, EP 11.2-11.4, KL 8.2-8.3).
 from __future__ import annotations
 
 import tracemalloc
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -26,7 +25,7 @@ from gpc_compare.engines import get_engine
 #: Declared <= measured / LOW would mean the declaration overstates the need.
 LOW = 0.6
 #: Two sizes: the n^2 term, not a constant, is what is declared.
-SIZES = (200, 400)
+SIZES = (250, 500)
 
 
 @pytest.fixture
@@ -109,13 +108,14 @@ def test_kernels_extra_matrices_cover_what_they_add(kernel, short_optimisations)
         assert LOW * declared < measured <= declared, (optimize, measured, declared)
 
 
-@pytest.mark.skipif(not Path("/proc/self/clear_refs").exists(), reason="VmHWM (Linux)")
 def test_mcmc_draws_are_within_their_estimate():
     """MCMC's estimate (:meth:`MCMCEngine.memory_bytes`: the n x n matrices and
-    ``draw_copies`` of draws x chains x n values) covers the resident peak of a fit, its
-    predictions at n test inputs and its NetCDF record (as a study job makes them), and
-    is not far above it; measured as the study worker measures a job (VmHWM)."""
-    from gpc_compare.study.worker import _netcdf_bytes, _peak_memory, _predict
+    ``draw_copies`` of draws x chains x n values) covers the peak of a fit, its predictions
+    at n test inputs and its NetCDF record (as a study job makes them), and is not far
+    above it. (tracemalloc's peak, which follows the resident peak here: 49 MiB resident,
+    51 MiB traced at 4,000 draws, estimate 62 MiB; unlike the resident size, it does not
+    depend on what the process did before.)"""
+    from gpc_compare.study.worker import _netcdf_bytes, _predict
 
     engine = get_engine("mcmc")
     X, y = _data(100)
@@ -123,11 +123,15 @@ def test_mcmc_draws_are_within_their_estimate():
     quiet = {"rhat_max": float("inf"), "ess_min": 0.0, "random_seed": 0, "chains": 2}
     first = gc.fit(X, y, method="mcmc", draws=50, tune=50, **quiet)  # (compiled, imported)
     _netcdf_bytes(first.idata)
-    options = {"draws": 2500, "tune": 100, **quiet}
+    options = {"draws": 1000, "tune": 100, **quiet}
     estimate = engine.memory_bytes(100, engine.options(options))
-    with _peak_memory() as peak:
+    tracemalloc.start()
+    try:
+        start = tracemalloc.get_traced_memory()[0]
         post = gc.fit(X, y, method="mcmc", **options)
         _predict(post, Xs, ys)
         _netcdf_bytes(post.idata)
-    measured = peak[0] * 2**20
+        measured = tracemalloc.get_traced_memory()[1] - start
+    finally:
+        tracemalloc.stop()
     assert LOW * estimate < measured <= estimate, (measured / 2**20, estimate / 2**20)
