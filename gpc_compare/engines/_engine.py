@@ -233,9 +233,10 @@ class Engine(ABC):
     #: another kernel adds its ``extra_matrices``); None for an engine with no n x n matrix
     #: (the sparse engines: O(n M)).
     dense_matrices: ClassVar[tuple[float, float] | None] = (6.0, 6.0)
-    #: With the softmax likelihood (C latent functions): ((a, b) of a fit, (a, b) of an
-    #: optimisation), the engine holding a + b C matrices; None where it takes no softmax.
-    dense_matrices_softmax: ClassVar[tuple[tuple[float, float], tuple[float, float]] | None] = None
+    #: With the softmax likelihood (C latent functions): the coefficients (a, b, c) of a
+    #: fit's and of an optimisation's a + b C + c C^2 matrices (C^2: a (C n) x (C n)
+    #: matrix); None where the engine takes no softmax.
+    dense_matrices_softmax: ClassVar[tuple[tuple[float, ...], tuple[float, ...]] | None] = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -327,8 +328,8 @@ class Engine(ABC):
         if self.dense_matrices is None:
             return 0.0
         if classes is not None and self.dense_matrices_softmax is not None:
-            a, b = self.dense_matrices_softmax[bool(optimize)]
-            count = a + b * classes
+            a, b, c = self.dense_matrices_softmax[bool(optimize)]
+            count = a + b * classes + c * classes**2
         else:
             count = self.dense_matrices[bool(optimize)]
         return count + (0.0 if kernel is None else kernel.extra_matrices(optimize))

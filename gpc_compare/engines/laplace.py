@@ -75,7 +75,7 @@ class LaplaceEngine(Engine):
     #: products after it), an optimisation 9.1-9.5; the softmax 5.4 + 1.0 C and
     #: 7.3 + 7.5 C (C = 2, 3, 5)
     dense_matrices = (4.0, 10.0)
-    dense_matrices_softmax = ((5.5, 1.1), (8.0, 8.0))
+    dense_matrices_softmax = ((5.5, 1.1, 0.0), (8.0, 8.0, 0.0))
     Options = LaplaceOptions
     likelihoods = {
         "probit": _BINARY,

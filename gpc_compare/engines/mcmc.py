@@ -266,6 +266,10 @@ class MCMCEngine(Engine):
     #: EP's whitened coordinates: K, L, EP's fit and K's eigendecomposition); the draws
     #: come on top (:meth:`memory_bytes`).
     dense_matrices = (9.5, 9.5)
+    #: The softmax's: its whitening B is (C r) x (C r), r <= n (measured, beyond the PyMC
+    #: model's compilation: about 2.5 C^2 at C = 3, n = 400 and C = 4, n = 600; the
+    #: compilation itself took 20-30 MB, and 150-190 MB in a process's first softmax fit).
+    dense_matrices_softmax = ((10.0, 0.0, 3.0), (10.0, 0.0, 3.0))
     #: Bytes per latent value per draw (8 per float64), measured (VmHWM, n = 100 and 200,
     #: 2 chains, 1,000 to 8,000 draws, 100 to 4,000 tuning iterations): NUTS's draws and
     #: warmup as nutpie returns them and their conversion peak at 3.9 copies of
