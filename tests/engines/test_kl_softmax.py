@@ -282,6 +282,9 @@ def test_far_apart_points_are_one_point_problems_solved_by_brute_force():
         np.testing.assert_allclose(post.latent_point_cov[i], S, atol=1e-7)
         total += elbo
     assert post.log_marginal_likelihood == pytest.approx(total, abs=1e-8)
+    full = post.latent_cov.reshape(3, 3, 3, 3)  # (class, case, class, case)
+    for i in range(3):
+        np.testing.assert_allclose(full[:, i, :, i], post.latent_point_cov[i], atol=1e-13)
     mc = gc.fit(X, y, method="kl", likelihood="softmax", kernel=kernel, random_seed=3)
     assert mc.integration == "mc" and 0 < mc.log_marginal_likelihood_se < 0.02
     assert abs(mc.log_marginal_likelihood - total) < 4 * mc.log_marginal_likelihood_se
@@ -425,3 +428,10 @@ def test_classifier_on_three_classes():
     post = gc.fit(X, y, "kl", kernel, "softmax")
     np.testing.assert_allclose(P, post.predict_proba(X[:5]), rtol=1e-12)
     assert set(clf.predict(X)) <= {"a", "b", "c"}
+
+
+def test_a_problem_too_large_is_refused_before_allocating(monkeypatch):
+    monkeypatch.setattr(kl_softmax, "available_memory", lambda: 10**6)
+    X, y = three_classes(n=200, seed=8)
+    with pytest.raises(ValueError, match=r"need about [\d.]+ GiB for the softmax KL engine's"):
+        gc.fit(X, y, "kl", likelihood="softmax")
