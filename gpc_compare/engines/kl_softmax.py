@@ -42,7 +42,7 @@ about 1e-10; its cost grows as the posterior's spread to the power C - 1, so it 
 default for two classes only), or ``"mc"`` (the default for three classes and more):
 Titsias' (2016) one-vs-each bound sum_{c != y} log sigma(f_y - f_c), whose expectation
 is C - 1 one-dimensional quadratures, plus the Monte Carlo average of the gap between it
-and log softmax on ``n_samples`` antithetic draws per case fixed by ``random_seed`` (a
+and log softmax on ``n_samples`` antithetic draws per case fixed by ``mc_seed`` (a
 control variate: the gap vanishes where one class competes with y, so the standard
 error falls about twenty-fold on Iris). The bound is then the estimate's, one smooth
 function of q and of the hyperparameters, maximised and differentiated exactly (the
@@ -232,8 +232,7 @@ def infer_softmax(problem: Problem, options: Any) -> SoftmaxKLPosterior:
     _check_memory(n, C)
     K = check_kernel_matrix(problem.kernel, X)
     rule = options.integration or ("quadrature" if C == 2 else "mc")
-    seed = 0 if options.random_seed is None else options.random_seed
-    z = antithetic_normal(n, options.n_samples, d, seed) if rule == "mc" else None
+    z = antithetic_normal(n, options.n_samples, d, options.mc_seed) if rule == "mc" else None
     expectation = _Expectation(y, contrasts(C), rule, z)
     state = _state(K, expectation, np.zeros((n, d, d)), np.zeros((n, d)))  # q = the prior
     if options.warm_start is not None:
