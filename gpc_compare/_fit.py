@@ -55,14 +55,15 @@ def fit(
         bound; "vb" takes the logistic likelihood only. "fitc_laplace", "fitc_ep" (FITC)
         and "svgp" (the sparse variational bound) are sparse, on M inducing inputs
         (``inducing=M`` or an (M, d) array, ``optimize_inducing``, ``jitter``): O(n M^2)
-        time, O(n M) memory. With ``likelihood="softmax"``:
-        "laplace" (R&W Alg. 3.3) or "mcmc" (C latent GPs sampled with PyMC).
+        time, O(n M) memory. C classes: ``gpc-compare list engines`` (capability
+        ``multiclass``) says which engine takes which multi-class likelihood.
     kernel : Kernel, optional
         Covariance function; ``SquaredExponential(lengthscale=1, variance=1)`` by default.
         With softmax, the C latent functions share it (and its hyperparameters).
-    likelihood : {"probit", "logistic", "softmax", "gaussian"} or Likelihood
-        "softmax" gives a :class:`~gpc_compare.posterior.MulticlassPosterior` with one
-        latent GP per class (Williams and Barber 1998; R&W section 3.5).
+    likelihood : str or Likelihood
+        "probit", "logistic", "softmax", "multinomial_probit", "robustmax" or "gaussian".
+        The multi-class ones give a :class:`~gpc_compare.posterior.MulticlassPosterior`
+        with one latent GP per class (R&W section 3.5; :mod:`gpc_compare.likelihoods`).
         ``Gaussian(variance=s2)`` (or "gaussian", s2 = 1) is GP regression: exact with
         Laplace and EP; ``predict_proba`` is then refused (use ``predict_latent`` or
         ``log_predictive``).
@@ -99,12 +100,7 @@ def fit(
     lik = get_likelihood(likelihood)
     engine = get_engine(method)
     X, y, classes = _check_data(X, y, lik)
-    if lik.latent_dim != 1 and not engine.takes(lik):
-        raise ValueError(
-            f"{engine.label} is binary only here: for C classes use "
-            f"{_methods_with('multiclass')} with likelihood='softmax'"
-        )
-    engine.check_likelihood(lik)
+    _check_engine_takes(engine, lik)
     can = engine.capabilities(lik)
     # each engine's own check (unknown names, bad values), then the options as given under
     # their current names (an old name warns here, once: canonical keeps the order)
@@ -119,10 +115,7 @@ def fit(
     if np.shape(mean_bounds) != (2,):
         raise ValueError(f"mean_bounds must be a pair (low, high), got {mean_bounds!r}")
     objectives = _objective(objective, engine, lik, optimize)
-    # refused before anything large is formed, once per fit (the engine's own estimate)
-    too_large = engine.memory_problem(X.shape[0], engine.options(options), optimize)
-    if too_large is not None:
-        raise ValueError(too_large)
+    _check_memory(engine, X.shape[0], options, optimize, kernel, classes)
     if "sparse" in can:
         # the inducing inputs chosen once (k-means++ seeded here), so every evaluation of
         # an optimisation and the final posterior share them
@@ -161,6 +154,21 @@ def fit(
     return post
 
 
+def _check_memory(engine, n: int, options, optimize: bool, kernel: Kernel, classes) -> None:
+    """Refuse a fit whose estimated peak memory (the engine's n x n matrices with this
+    kernel, and what its options store: MCMC's draws) exceeds the memory available, before
+    anything large is formed, once per fit (:meth:`Engine.memory_problem`)."""
+    too_large = engine.memory_problem(
+        n,
+        engine.options(options),
+        optimize,
+        kernel=kernel,
+        classes=None if classes is None else len(classes),
+    )
+    if too_large is not None:
+        raise ValueError(too_large)
+
+
 def _check_data(X: object, y: object, lik: Likelihood) -> tuple[np.ndarray, np.ndarray, Any]:
     """The training set checked for ``lik``: X, y (labels in {-1, +1}, class indices, or
     real targets) and the classes (softmax), else None."""
@@ -174,14 +182,26 @@ def _check_data(X: object, y: object, lik: Likelihood) -> tuple[np.ndarray, np.n
     return X, y, classes
 
 
+def _check_engine_takes(engine, lik: Likelihood) -> None:
+    """A ValueError where the engine does not take the likelihood, naming those that do
+    for a multi-class one."""
+    if lik.latent_dim != 1 and not engine.takes(lik):
+        takers = " or ".join(repr(m) for m in engines_with("multiclass", lik.name))
+        raise ValueError(
+            f"{engine.label} does not take the {lik.name!r} likelihood (C classes): use "
+            f"method={takers} with it"
+        )
+    engine.check_likelihood(lik)
+
+
 def _check_mean(mean: object, lik: Likelihood) -> float | None:
     """The constant prior mean as a finite float, or None."""
     if mean is None:
         return None
     if lik.latent_dim != 1:
         raise ValueError(
-            "the softmax likelihood takes no prior mean (mean=None): a constant shared by "
-            "the C latent functions cancels in the softmax"
+            f"the {lik.name} likelihood takes no prior mean (mean=None): a constant shared "
+            "by the C latent functions cancels in it"
         )
     if np.ndim(mean) != 0:
         raise ValueError(f"mean must be a single number (a constant prior mean), got {mean!r}")

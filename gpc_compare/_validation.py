@@ -28,6 +28,7 @@ __all__ = [
     "count",
     "option_checker",
     "optional",
+    "real_array",
 ]
 
 
@@ -229,6 +230,18 @@ def _real(value: object, name: str, what: str) -> float:
         return float(value)  # type: ignore[arg-type]
     except (TypeError, ValueError):
         raise ValueError(f"{name} must be {what}, got {value!r}") from None
+
+
+def real_array(value: object, name: str) -> np.ndarray:
+    """``value`` as a float array if it holds numbers (the rule of :func:`_real` for
+    arrays: strings and booleans refused, not converted), or a ValueError naming it."""
+    try:
+        arr = np.asarray(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be an array of numbers") from None
+    if arr.dtype.kind not in "iuf":
+        raise ValueError(f"{name} must be an array of numbers, got one of {arr.dtype}")
+    return arr.astype(float)
 
 
 def check_positive(value: object, name: str) -> float:

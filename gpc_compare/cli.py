@@ -15,7 +15,8 @@ value, such as a malformed study file (``gpc-compare: error: <message>`` on stde
 naming the field, or another run writing to the same output); 1 when jobs of a study
 failed (they are recorded, the rest ran) or the output cannot be written; 130 when
 interrupted by Ctrl-C and 143 by SIGTERM (``timeout``, batch schedulers): finished jobs
-are kept, rerun the same command to resume.
+are kept, rerun the same command to resume; 2 too when the Dask scheduler stops answering
+mid-run (finished jobs kept, the command that resumes printed).
 """
 
 from __future__ import annotations
@@ -109,6 +110,17 @@ def _add_run(sub) -> None:
         action="store_true",
         help="if another run is writing to the same output, wait for it (default: exit 2)",
     )
+    run.add_argument(
+        "--no-limits",
+        dest="limits",
+        action="store_false",
+        help=(
+            "accept a study beyond its limits (more than 20,000 jobs, 10,000 grid points, "
+            "100 restarts or 1,000 repeats unless its [limits] table raises them; an "
+            "engine's options beyond this machine's memory): by default such a study is "
+            "refused when it loads, with the estimate and the limit"
+        ),
+    )
     run.set_defaults(func=_run_command)
 
 
@@ -200,7 +212,10 @@ def _run_command(args: argparse.Namespace) -> int:
     for path in args.studies:
         if str(path).endswith(".py"):
             check_study_script(path)
-    configs = {p: load_study(p) for p in args.studies if not str(p).endswith(".py")}
+    configs = {
+        p: load_study(p, limits=args.limits) for p in args.studies if not str(p).endswith(".py")
+    }
+    _check_outputs(configs, args.output)
     codes = []
     for path in args.studies:
         if path in configs:
@@ -210,6 +225,22 @@ def _run_command(args: argparse.Namespace) -> int:
         if codes[-1] in (130, 143):
             return codes[-1]
     return max(codes)
+
+
+def _check_outputs(configs: dict, output: str) -> None:
+    """Refuse two study files (not one file given twice) of one name: they would write to
+    one folder, ``OUTPUT/NAME``, the second replacing the first's study, table and report
+    (e.g. the studies ``gpc-compare compare`` wrote for ``a/data.csv`` and ``b/data.csv``)."""
+    first: dict[str, str] = {}
+    for path, config in configs.items():
+        other = first.setdefault(config.name, path)
+        if Path(other).resolve() != Path(path).resolve():
+            raise ValueError(
+                f"{other} and {path} are both study {config.name!r}: both would write to "
+                f"{Path(output) / config.name}, the second replacing the first's study, "
+                "table and report; give one another name (name = ...) or run them one at a "
+                "time with different --output folders"
+            )
 
 
 def _run_script(path: str, module, args: argparse.Namespace) -> int:
@@ -226,8 +257,9 @@ def _run_script(path: str, module, args: argparse.Namespace) -> int:
     return 0
 
 
-def _run_toml(path: str, config, args: argparse.Namespace) -> int:
-    from .study import run_study
+def _run_toml(path: str, config, args: argparse.Namespace, lock=None) -> int:
+    """Run one TOML study (``lock``: its output's, when the caller holds it)."""
+    from .study import SchedulerLost, run_study
 
     out = sys.stdout
     print(f"{PROG} run: study {config.name!r} from {path}", file=out)
@@ -250,6 +282,7 @@ def _run_toml(path: str, config, args: argparse.Namespace) -> int:
             retry_failed=args.retry_failed,
             progress=sys.stderr,
             wait=args.wait,
+            lock=lock,
         )
     except KeyboardInterrupt as exc:
         print(
@@ -258,6 +291,9 @@ def _run_toml(path: str, config, args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return _interrupted_code(exc)
+    except SchedulerLost as exc:  # (the records of the finished jobs are kept)
+        print(f"\n{PROG}: error: {exc}; to resume, rerun: {_rerun(path, args)}", file=sys.stderr)
+        return 2
     print(
         f"  jobs: {summary.total} ({summary.skipped} done earlier, {summary.done} run now, "
         f"{summary.failed} failed) in {summary.seconds:.1f} s",
@@ -284,6 +320,16 @@ def _run_toml(path: str, config, args: argparse.Namespace) -> int:
         )
         return 1
     return 0
+
+
+def _rerun(path: str, args: argparse.Namespace) -> str:
+    """The command that resumes the run of study ``path`` (finished jobs are skipped)."""
+    import shlex
+
+    words = [PROG, "run", path, "--output", str(args.output)]
+    if args.scheduler:
+        words += ["--scheduler", args.scheduler]
+    return " ".join(shlex.quote(w) for w in words)
 
 
 def _interrupted_code(exc: KeyboardInterrupt) -> int:
@@ -324,8 +370,15 @@ def _add_compare(sub) -> None:
     cmp.add_argument("--missing", choices=("error", "drop"), default=None)
     cmp.add_argument("--workers", type=_positive_int, default=None)
     cmp.add_argument("--scheduler", default=None, metavar="ADDRESS")
+    cmp.add_argument(
+        "--no-psis",
+        dest="psis",
+        action="store_false",
+        help="skip the Pareto-k check of each Gaussian approximation (and so the report's "
+        "recommendation)",
+    )
     cmp.add_argument("--no-report", dest="report", action="store_false", help="skip the report")
-    cmp.set_defaults(func=_compare_command, retry_failed=True, wait=False)
+    cmp.set_defaults(func=_compare_command, retry_failed=True, wait=False, limits=True)
 
 
 def _compare_command(args: argparse.Namespace) -> int:
@@ -333,15 +386,17 @@ def _compare_command(args: argparse.Namespace) -> int:
     from .study import StudyError
 
     features = None if args.features is None else [f.strip() for f in args.features.split(",")]
-    try:
-        path, config = _prepare(prepare_file_study, args, features)
+    try:  # checked, nothing written yet
+        prepared = _prepare(prepare_file_study, args, features)
     except StudyError as exc:  # the fields of the study are options here
         raise ValueError(
             f"{exc} (on the command line: --categorical onehot|drop, --missing drop, "
             "--features A,B, --positive LABEL, --folds K, --likelihood NAME)"
         ) from None
-    print(f"{PROG} compare: wrote {path} (rerun or edit it: gpc-compare run {path})")
-    return _run_toml(str(path), config, args)
+    path = prepared.study_file
+    with prepared.claim(wait=args.wait, stream=sys.stderr) as lock:  # the lock, then writes
+        print(f"{PROG} compare: wrote {path} (rerun or edit it: gpc-compare run {path})")
+        return _run_toml(str(path), prepared.config, args, lock=lock)
 
 
 def _prepare(prepare_file_study, args: argparse.Namespace, features):
@@ -355,6 +410,7 @@ def _prepare(prepare_file_study, args: argparse.Namespace, features):
         folds=args.folds,
         policy=args.policy,
         seed=args.seed,
+        psis=args.psis,
         positive=args.positive,
         features=features,
         categorical=args.categorical,

@@ -17,10 +17,11 @@ import io
 import json
 import numbers
 import os
-import shutil
 import tempfile
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -28,11 +29,21 @@ import numpy as np
 import pandas as pd
 
 from .datasets.files import _label_text
-from .study import RunSummary, StudyConfig, StudyError, run_study
-from .study.datafiles import check_label
+from .study import RunSummary, StudyConfig, run_study
+from .study.datafiles import check_label, check_same_data
 from .study.fields import plain
+from .study.lock import Held, output_lock
+from .study.output import atomic_write, copy_results
+from .study.studyfile import toml_text
 
-__all__ = ["Comparison", "compare", "prepare_file_study", "study_fields", "study_text"]
+__all__ = [
+    "Comparison",
+    "PreparedStudy",
+    "compare",
+    "prepare_file_study",
+    "study_fields",
+    "study_text",
+]
 
 #: Fields of a file data set that :func:`compare` and :func:`prepare_file_study` pass on.
 DATA_OPTIONS = ("features", "positive", "categorical", "missing", "subsample")
@@ -83,6 +94,21 @@ class Comparison:
 
         return study_summary(self.result_dir)
 
+    def differences(self) -> pd.DataFrame:
+        """Every pair of engines compared on every held-out score, as the report's findings
+        compare them: a win only where the 95% interval of the difference excludes zero.
+
+        Returns
+        -------
+        pandas.DataFrame
+            :func:`gpc_compare.report.study_differences`: per data set, engine pair and
+            score, the mean difference over the splits with the corrected resampled
+            t-interval (Nadeau and Bengio 2003), the number of splits and the verdict.
+        """
+        from .report import study_differences
+
+        return study_differences(self.result_dir)
+
     def report(self, path: str | os.PathLike[str] | None = None) -> Path:
         """Write ``report.md`` and ``figures/`` (as ``gpc-compare report``).
 
@@ -100,8 +126,8 @@ class Comparison:
         from .report import write_report
 
         target = self.result_dir if path is None else Path(path)
-        if target.resolve() != self.result_dir.resolve():
-            shutil.copytree(self.result_dir, target, dirs_exist_ok=True)
+        if target.resolve() != self.result_dir.resolve():  # (never written through a link)
+            copy_results(self.result_dir, target)
         return write_report(target)
 
     def __repr__(self) -> str:
@@ -128,6 +154,7 @@ def compare(
     kernel: Mapping[str, Any] | None = None,
     engine_options: Mapping[str, Mapping[str, Any]] | None = None,
     n_restarts: int | None = None,
+    psis: bool = True,
     seed: int | None = None,
     **data_options: Any,
 ) -> Comparison:
@@ -174,6 +201,11 @@ def compare(
         Options per engine, e.g. ``{"mcmc": {"draws": 500, "chains": 2}}``.
     n_restarts : int, optional
         Optimiser restarts (the study default when omitted).
+    psis : bool
+        Check every Gaussian approximation by Pareto-smoothed importance sampling
+        (:func:`gpc_compare.psis`; cheap beside the fits): the report then starts each
+        data set's findings with a recommendation, the cheapest engine whose k-hat is
+        below the threshold on every split.
     seed : int, optional
         The old name of ``random_seed`` (accepted with a DeprecationWarning).
     **data_options
@@ -189,7 +221,10 @@ def compare(
     ------
     ValueError
         For data or settings the study runner refuses (the message says which and what
-        to do), e.g. a target with one class or a column with missing values.
+        to do), e.g. a target with one class or a column with missing values; or
+        :class:`~gpc_compare.study.OutputBusy` when another run is writing to
+        ``output/NAME``. Nothing is written to ``output`` then: the data are checked
+        first, and the folder's lock is taken before its first file is written.
     """
     unknown = sorted(set(data_options) - set(DATA_OPTIONS))
     if unknown:
@@ -205,16 +240,6 @@ def compare(
     frame, target = _frame(X, y)
     text = frame.to_csv(index=False)
     _check_labels_survive(frame[target].to_numpy(), text, target)
-    keep = None
-    if output is None:
-        keep = tempfile.TemporaryDirectory(prefix="gpc_compare_")
-        output = keep.name
-    result_dir = Path(output) / name
-    result_dir.mkdir(parents=True, exist_ok=True)
-    data_file = result_dir / "data.csv"
-    if not data_file.exists() or data_file.read_text() != text:  # (resume: leave it alone)
-        data_file.write_text(text)
-    study_file = result_dir / "study.toml"
     fields = study_fields(
         "data.csv",
         target,
@@ -228,12 +253,27 @@ def compare(
         kernel=kernel,
         engine_options=engine_options,
         n_restarts=n_restarts,
+        psis=psis,
         **data_options,
     )
-    config = StudyConfig.from_dict(fields, study_file)  # (its data file relative to it)
-    _write(study_file, toml_text(fields))  # kept with the results: the report reads it
-    _run_info(result_dir, study_file, workers, scheduler)
-    summary = run_study(config, output, workers=workers, scheduler=scheduler, progress=progress)
+    with tempfile.TemporaryDirectory(prefix="gpc_compare_check_") as scratch:
+        Path(scratch, "data.csv").write_text(text)  # checked before the output is touched
+        StudyConfig.from_dict(fields, Path(scratch, "study.toml"))
+    keep = None
+    if output is None:
+        keep = tempfile.TemporaryDirectory(prefix="gpc_compare_")
+        output = keep.name
+    result_dir = Path(output) / name
+    result_dir.mkdir(parents=True, exist_ok=True)  # (for its lock: nothing is written yet)
+    with output_lock(result_dir) as lock:  # before anything is written there
+        study_file = result_dir / "study.toml"
+        _write(result_dir / "data.csv", text)  # (resume: an unchanged file is left alone)
+        config = StudyConfig.from_dict(fields, study_file)  # (its data file relative to it)
+        _write(study_file, toml_text(fields))  # kept with the results: the report reads it
+        _run_info(config, study_file, workers, scheduler)
+        summary = run_study(
+            config, output, workers=workers, scheduler=scheduler, progress=progress, lock=lock
+        )
     failures = summary.failures + summary.failed_earlier
     if failures:
         warnings.warn(
@@ -245,6 +285,56 @@ def compare(
     return Comparison(summary.table, result_dir, config, summary, keep)
 
 
+@dataclass(frozen=True)
+class PreparedStudy:
+    """The study of a data file, checked and not yet written (:func:`prepare_file_study`):
+    :meth:`claim` takes its folder's lock, then writes it there.
+
+    Attributes
+    ----------
+    study_file : Path
+        Where the study goes: ``OUTPUT/NAME/study.toml``.
+    config : StudyConfig
+        The study, loaded (every check has run).
+    text : str
+        The study file's text.
+    workers, scheduler : optional
+        How the run will go (recorded in ``run.json`` beside the study).
+    """
+
+    study_file: Path
+    config: StudyConfig
+    text: str
+    workers: int | None = None
+    scheduler: str | None = None
+
+    @property
+    def result_dir(self) -> Path:
+        """The study's folder, ``OUTPUT/NAME``."""
+        return self.study_file.parent
+
+    @contextmanager
+    def claim(self, *, wait: bool = False, stream: TextIO | None = None) -> Iterator[Held]:
+        """Take the folder's lock, then write ``study.toml`` and ``run.json`` there; the
+        lock (for :func:`~gpc_compare.study.run_study`'s ``lock=``) is held for the
+        ``with`` block.
+
+        Raises
+        ------
+        ValueError
+            Another run holds the folder (:class:`~gpc_compare.study.OutputBusy`), or the
+            folder holds the study of another data file
+            (:func:`~gpc_compare.study.datafiles.check_same_data`):
+            nothing is written then.
+        """
+        self.result_dir.mkdir(parents=True, exist_ok=True)  # (for its lock)
+        with output_lock(self.result_dir, wait=wait, stream=stream) as lock:
+            check_same_data(self.result_dir, self.config.datasets)
+            _write(self.study_file, self.text)
+            _run_info(self.config, self.study_file, self.workers, self.scheduler)
+            yield lock
+
+
 def prepare_file_study(
     data: str | os.PathLike[str],
     target: str,
@@ -254,8 +344,9 @@ def prepare_file_study(
     workers: int | None = None,
     scheduler: str | None = None,
     **settings: Any,
-) -> tuple[Path, StudyConfig]:
-    """Write (and check) the study of a data file: ``output/NAME/study.toml``.
+) -> PreparedStudy:
+    """Check the study of a data file (to go to ``output/NAME/study.toml``); nothing is
+    written until :meth:`PreparedStudy.claim`.
 
     Parameters
     ----------
@@ -276,14 +367,14 @@ def prepare_file_study(
 
     Returns
     -------
-    (Path, StudyConfig)
-        The study file and the study, loaded (so every check has run).
+    PreparedStudy
+        The study file, the study (loaded, so every check has run) and its text.
 
     Raises
     ------
     ValueError
         (a :class:`~gpc_compare.study.StudyError`) for data or settings the study runner
-        refuses; the study file is then not left behind.
+        refuses, the file named: nothing is written.
     """
     data = Path(data)
     if name is None:
@@ -293,24 +384,14 @@ def prepare_file_study(
     check_label(name, "--name")
     result_dir = Path(output) / name
     study_file = result_dir / "study.toml"
-    made = [d for d in (result_dir, *result_dir.parents) if not d.exists()]
-    result_dir.mkdir(parents=True, exist_ok=True)
     here = Path.cwd().resolve()  # relative when both lie below the working directory
     inside = all(p.resolve().is_relative_to(here) for p in (data, result_dir))
     relative = (
         os.path.relpath(data.resolve(), result_dir.resolve()) if inside else str(data.resolve())
     )
     fields = study_fields(relative, target, name=name, label=name, **settings)
-    try:
-        config = StudyConfig.from_dict(fields, study_file)
-    except StudyError:
-        for folder in made:  # (the folders made here, deepest first, when left empty)
-            if not any(folder.iterdir()):
-                folder.rmdir()
-        raise
-    _write(study_file, toml_text(fields))
-    _run_info(result_dir, study_file, workers, scheduler)
-    return study_file, config
+    config = StudyConfig.from_dict(fields, study_file)  # (the folder need not exist)
+    return PreparedStudy(study_file, config, toml_text(fields), workers, scheduler)
 
 
 def study_fields(
@@ -327,6 +408,7 @@ def study_fields(
     kernel: Mapping[str, Any] | None = None,
     engine_options: Mapping[str, Mapping[str, Any]] | None = None,
     n_restarts: int | None = None,
+    psis: bool = True,
     **data_options: Any,
 ) -> dict[str, Any]:
     """The fields of a study of one data file, as a study file holds them (what
@@ -340,6 +422,8 @@ def study_fields(
         As :func:`compare`; ``label`` names the data set (default: the file's stem).
     kernel, engine_options, n_restarts
         The ``[kernel]`` table, per-engine options, optimiser restarts.
+    psis : bool
+        Run the Pareto-k check of every Gaussian approximation (the study's ``psis``).
     **data_options
         ``features``, ``positive``, ``categorical``, ``missing``, ``subsample``.
 
@@ -368,6 +452,7 @@ def study_fields(
         "datasets": [dataset],
         "splits": {"kind": "kfold", "n_splits": folds},
         "hyperparameters": hyperparameters,
+        "psis": bool(psis),
     }
     if kernel:
         fields["kernel"] = dict(kernel)
@@ -379,27 +464,6 @@ def study_text(file: str, target: str, **settings: Any) -> str:
     """The TOML text of a study of one data file (what :func:`compare` keeps with its
     results): :func:`toml_text` of :func:`study_fields` (same arguments)."""
     return toml_text(study_fields(file, target, **settings))
-
-
-def toml_text(fields: Mapping[str, Any]) -> str:
-    """The study file of ``fields`` (:func:`study_fields`' layout: top-level values, one
-    ``[[datasets]]`` table, then ``[splits]``, ``[hyperparameters]``, ``[kernel]``, and a
-    table per engine)."""
-    top = ["name", "description", "seed", "likelihood"]
-    lines = [
-        "# Written by gpc_compare (gc.compare or `gpc-compare compare`): this study ran the",
-        "# results in this folder. Edit it and rerun: gpc-compare run THIS_FILE",
-        *(f"{k} = {_toml(fields[k])}" for k in top),
-    ]
-    for dataset in fields["datasets"]:
-        lines += ["", "[[datasets]]", *(f"{k} = {_toml(v)}" for k, v in dataset.items())]
-    for table in ("splits", "hyperparameters", "kernel"):
-        if table in fields:
-            lines += ["", f"[{table}]", *(f"{k} = {_toml(v)}" for k, v in fields[table].items())]
-    for engine, options in fields["engines"].items():
-        lines += ["", f"[engines.{_key(engine)}]"]
-        lines += [f"{k} = {_toml(v)}" for k, v in options.items()]
-    return "\n".join(lines) + "\n"
 
 
 def _frame(X: Any, y: Any) -> tuple[pd.DataFrame, str]:
@@ -473,46 +537,28 @@ def _plain(value: Any) -> Any:
 
 
 def _write(path: Path, text: str) -> None:
-    """Write ``path`` unless it already holds ``text`` (a rerun leaves the file as it was)."""
-    if not path.exists() or path.read_text() != text:
-        path.write_text(text)
+    """Write ``path`` unless it already holds ``text`` (a rerun leaves the file as it was);
+    a link there is replaced, never written through (:func:`.study.output.atomic_write`)."""
+    if path.is_symlink() or not path.is_file() or path.read_text() != text:
+        atomic_write(path, text.encode())
 
 
-def _run_info(result_dir: Path, study_file: Path, workers, scheduler) -> None:
-    """``run.json``: the study file the report's command line names."""
+def _run_info(config: StudyConfig, study_file: Path, workers, scheduler) -> None:
+    """``run.json``: the study file the report's command line names, and each data file
+    with its SHA-256 (:func:`~gpc_compare.study.datafiles.check_same_data` reads them)."""
     try:
         shown = str(study_file.resolve().relative_to(Path.cwd().resolve()))
     except ValueError:
         shown = str(study_file)
     info = {
         "study_file": shown,
-        "output": str(result_dir.parent),
+        "output": str(study_file.parent.parent),
         "scheduler": scheduler,
         "workers": workers,
+        "data": {
+            spec.label: {"file": spec.file, "sha256": spec.data.info.get("sha256")}
+            for spec in config.datasets
+            if spec.file is not None and spec.data is not None
+        },
     }
-    (result_dir / "run.json").write_text(json.dumps(info, indent=1))
-
-
-def _key(key: str) -> str:
-    """A TOML key: bare when it can be, quoted otherwise."""
-    bare = key and all(c.isascii() and (c.isalnum() or c in "_-") for c in key)
-    return key if bare else json.dumps(key)
-
-
-def _toml(value: Any) -> str:
-    """A TOML value: a string, number, boolean, list or inline table."""
-    if isinstance(value, bool | np.bool_):
-        return "true" if value else "false"
-    if isinstance(value, int | np.integer):
-        return str(int(value))
-    if isinstance(value, float | np.floating):
-        if not np.isfinite(value):
-            raise ValueError(f"a study value must be finite, got {value!r}")
-        return repr(float(value))
-    if isinstance(value, str):
-        return json.dumps(value)  # (JSON's escapes are TOML's)
-    if isinstance(value, list | tuple):
-        return "[" + ", ".join(_toml(v) for v in value) + "]"
-    if isinstance(value, Mapping):
-        return "{" + ", ".join(f"{_key(str(k))} = {_toml(v)}" for k, v in value.items()) + "}"
-    raise ValueError(f"cannot write {value!r} ({type(value).__name__}) in a study file")
+    atomic_write(study_file.parent / "run.json", json.dumps(info, indent=1).encode())

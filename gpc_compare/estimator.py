@@ -101,7 +101,11 @@ class GPClassifier(ClassifierMixin, BaseEstimator):
                 f"likelihoods: y has {self.classes_.size} "
                 f"class{'es' if self.classes_.size != 1 else ''} "
                 f"({self.classes_.tolist()[:10]})"
-                + ("; for more than two use likelihood='softmax'" if self.classes_.size > 2 else "")
+                + (
+                    "; for more than two use likelihood='softmax' or 'multinomial_probit'"
+                    if self.classes_.size > 2
+                    else ""
+                )
             )
         check_random_seed(self.random_state, "random_state")
         if self.optimizer not in ("fmin_l_bfgs_b", None):
@@ -120,7 +124,7 @@ class GPClassifier(ClassifierMixin, BaseEstimator):
             ep = _fit(
                 X,
                 t,
-                "laplace" if softmax else "ep",
+                "laplace" if lik.name == "softmax" else "ep",
                 kernel,
                 optimize=True,
                 n_restarts=self.n_restarts_optimizer,

@@ -102,7 +102,7 @@ def estimate(
     method : {"auto", "smc", "ais"}
         "auto" is "smc".
     start : {"ep", "prior"}
-        Start the path at EP's approximation (parallel schedule, default tolerances) or at
+        Start the path at EP's approximation (EP's default options, as gc.fit gives it) or at
         the prior (SMC's moves still propose about EP's approximation, tempered).
     random_seed : int or Generator, optional
         Seeds the estimate (and a recheck: :func:`gpc_compare.annealing.estimate.estimate`).
@@ -137,7 +137,7 @@ def prepare(
     mean: float | None = None,
 ) -> Prepared:
     """Check the problem and set it up for the estimators (:class:`Prepared`): one Cholesky
-    factor of K (with the jitter the MCMC engine adds) and one EP fit (parallel schedule).
+    factor of K (with the jitter the MCMC engine adds) and one EP fit (default options).
 
     Raises
     ------
@@ -160,6 +160,6 @@ def prepare(
         raise ValueError(f"the kernel matrix contains NaN or infinity: {extreme}")
     # K as the MCMC engine holds it: with the jitter its Cholesky factor adds
     L = cholesky(K0, jitter=JITTER, what="kernel matrix K")
-    approx = ep.infer(X, y, kernel, lik, mean, schedule="parallel")
+    approx = ep.infer(X, y, kernel, lik, mean)
     m = 0.0 if mean is None else float(mean)
     return Prepared.from_ep(L, m, y, lik, approx, time.perf_counter() - t0)

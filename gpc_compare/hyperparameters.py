@@ -12,7 +12,7 @@ posterior's ``warm_start``), never kept in hidden state.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -294,16 +294,17 @@ def _search_space(
 
 def _starts(
     theta0: np.ndarray, bounds: np.ndarray, n_restarts: int, rng: np.random.Generator
-) -> list[np.ndarray]:
+) -> Iterator[np.ndarray]:
     """The optimiser's starts: theta0 within the bounds, then ``n_restarts`` drawn
-    uniformly (in log space) within the finite bounds."""
-    starts = [np.clip(theta0, bounds[:, 0], bounds[:, 1])]
+    uniformly (in log space) within the finite bounds, one at a time (so a large
+    ``n_restarts`` costs time, which Ctrl-C stops, and never memory up front)."""
+    first = np.clip(theta0, bounds[:, 0], bounds[:, 1])
+    yield first
     finite = np.all(np.isfinite(bounds), axis=1)
     for _ in range(n_restarts):
-        start = starts[0].copy()
+        start = first.copy()
         start[finite] = rng.uniform(bounds[finite, 0], bounds[finite, 1])
-        starts.append(start)
-    return starts
+        yield start
 
 
 def at_bounds(

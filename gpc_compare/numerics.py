@@ -172,6 +172,13 @@ def sigmoid(f: np.ndarray | float) -> np.ndarray:
     return special.expit(np.asarray(f, dtype=float))
 
 
+def logsumexp_finite(x: np.ndarray, axis: int) -> np.ndarray:
+    """log sum exp along ``axis`` where the largest term of every slice is finite (a lean
+    scipy.special.logsumexp: the quadratures call it once per point and site)."""
+    mx = x.max(axis=axis, keepdims=True)
+    return np.squeeze(mx, axis=axis) + np.log(np.sum(np.exp(x - mx), axis=axis))
+
+
 def cholesky(A: np.ndarray, *, jitter: float = 0.0, what: str = "matrix") -> np.ndarray:
     """Lower Cholesky factor of a symmetric positive-definite matrix.
 

@@ -37,6 +37,14 @@ def _checks():
         name = getattr(check, "func", check).__name__
         if name not in _SLOW_FOR_SOFTMAX:
             yield pytest.param(estimator, check, id=f"softmax-{name}")
+    # the multi-class SVGP at the kernel's values (its fit is tested in
+    # tests/engines/test_svgp_multiclass.py; here the estimator's contract)
+    sparse = gc.GPClassifier(method="svgp", likelihood="softmax", optimizer=None,
+                             engine_options={"inducing": 8})  # fmt: skip
+    for estimator, check in estimator_checks_generator(sparse, mark="skip"):
+        name = getattr(check, "func", check).__name__
+        if name not in _SLOW_FOR_SOFTMAX:
+            yield pytest.param(estimator, check, id=f"svgp-softmax-{name}")
 
 
 @pytest.mark.parametrize(("estimator", "check"), list(_checks()))

@@ -6,10 +6,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from scipy import stats
+from scipy.special import ndtr
 
 import gpc_compare as gc
 from gpc_compare.evidence import AISResult, ais, ais_log_evidence, ais_log_evidence_from_sites
 from gpc_compare.likelihoods import Probit
+
+from .helpers import two_point_log_evidence
 
 
 def test_ais_one_point_closed_form_and_reproducible():
@@ -22,8 +25,6 @@ def test_ais_one_point_closed_form_and_reproducible():
 
 def test_ais_annealed_from_ep_matches_brute_force() -> None:
     """AIS from EP's approximation is unbiased in Z: two points against dblquad."""
-    from scipy import integrate
-
     from gpc_compare.engines import ep
 
     X = np.array([[0.0], [0.7]])
@@ -31,12 +32,7 @@ def test_ais_annealed_from_ep_matches_brute_force() -> None:
     k = gc.kernels.SquaredExponential(lengthscale=0.5, variance=9.0)
     K = k(X) + 1e-10 * np.eye(2)
     L = np.linalg.cholesky(K)
-    prior = stats.multivariate_normal(np.full(2, 0.3), K)
-
-    def integrand(b, a):
-        return prior.pdf([a, b]) * stats.norm.cdf(y[0] * a) * stats.norm.cdf(y[1] * b)
-
-    log_z = np.log(integrate.dblquad(integrand, -30, 30, -30, 30, epsabs=1e-12)[0])
+    log_z = two_point_log_evidence(K, 0.3, lambda a: ndtr(y[0] * a), lambda b: ndtr(y[1] * b), 30)
     approx = ep.infer(X, y, k, Probit(), 0.3)
     est, se = ais_log_evidence_from_sites(
         K, L, 0.3, y, Probit(), approx.ttau, approx.tnu, temperatures=300, runs=64, random_seed=0
@@ -145,20 +141,13 @@ def test_from_eps_exact_start_the_gaussian_evidence_is_exact() -> None:
 
 def test_smc_matches_brute_force_on_two_points_at_a_large_signal_variance() -> None:
     """Classification: two points at sigma_f^2 = 25, against dblquad, from either start."""
-    from scipy import integrate
-
     from gpc_compare.numerics import JITTER, cholesky
 
     X = np.array([[0.0], [0.4]])
     y = np.array([1, 0])
     k = gc.kernels.SquaredExponential(lengthscale=0.5, variance=25.0)
     L = cholesky(k(X), jitter=JITTER, what="K")
-    prior = stats.multivariate_normal(np.full(2, 0.3), L @ L.T)
-
-    def integrand(b, a):
-        return prior.pdf([a, b]) * stats.norm.cdf(a) * stats.norm.cdf(-b)
-
-    log_z = np.log(integrate.dblquad(integrand, -40, 40, -40, 40, epsabs=1e-12)[0])
+    log_z = two_point_log_evidence(L @ L.T, 0.3, ndtr, lambda b: ndtr(-b), 40)
     for start in ("ep", "prior"):
         r = gc.evidence.estimate(X, y, kernel=k, mean=0.3, start=start, random_seed=0)
         assert 0 < r.standard_error < 0.05

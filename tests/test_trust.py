@@ -208,6 +208,8 @@ def test_verdicts_and_thresholds() -> None:
         assert _record.verdict(bad, 4000) == "not reliable"
     assert _record.min_draws(0.6) == pytest.approx(10**2.5)
     assert _record.min_draws(-0.3) == 10.0 and _record.min_draws(1.2) == math.inf
+    assert _record.min_draws(0.9975) == math.inf  # (10^400 overflowed a float: OverflowError)
+    assert _record.min_draws(0.99) == pytest.approx(1e100)
 
 
 # ------------------------------------------------------ the Gaussian likelihood: q is exact

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import zlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -68,15 +69,13 @@ def read_table(path: str | os.PathLike[str]) -> pd.DataFrame:
     Raises
     ------
     ValueError
-        The file is missing, has an ending not listed above, cannot be parsed, or is
+        The file is missing, not a regular file (a folder, a FIFO), has an ending not
+        listed above, cannot be parsed (a truncated or damaged gzip file included), or is
         Parquet without pyarrow installed (the message names the extra to install).
     """
     path = Path(path)
     name = path.name.lower()
-    if not path.is_file():
-        raise ValueError(
-            f"{path}: no such file (a relative path is taken from the study file's folder)"
-        )
+    _check_regular_file(path)
     try:
         if name.endswith(CSV_SUFFIXES):
             # the header as written (pandas would rename a second "label" to "label.1")
@@ -108,12 +107,37 @@ def read_table(path: str | os.PathLike[str]) -> pd.DataFrame:
                 return pd.read_parquet(path)
             except pyarrow.ArrowException as exc:
                 raise ValueError(f"{path}: cannot be read as Parquet: {exc}") from None
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, OSError) as exc:
-        raise ValueError(f"{path}: cannot be read as a table: {exc}") from None
+    except (
+        pd.errors.ParserError,
+        pd.errors.EmptyDataError,
+        UnicodeDecodeError,
+        OSError,  # (gzip.BadGzipFile among them: not gzip, or its checksum fails)
+        EOFError,  # a gzip file cut short
+        zlib.error,  # a gzip file damaged inside
+    ) as exc:
+        raise ValueError(
+            f"{path}: cannot be read as a table ({type(exc).__name__}: {exc}); is the file "
+            "complete and undamaged?"
+        ) from None
     raise ValueError(
         f"{path}: unknown file type; give a CSV ({', '.join(CSV_SUFFIXES)}) or Parquet "
         f"({', '.join(PARQUET_SUFFIXES)}) file"
     )
+
+
+def _check_regular_file(path: Path) -> None:
+    """A ValueError unless ``path`` is a regular file (or a link to one): missing, a
+    folder, or a FIFO, socket or device (reading a FIFO would wait for a writer forever)."""
+    where = " (a relative path is taken from the study file's folder)"
+    if not path.exists():
+        raise ValueError(f"{path}: no such file{where}")
+    if path.is_dir():
+        raise ValueError(f"{path}: is a folder, not a data file: give the CSV or Parquet file")
+    if not path.is_file():
+        raise ValueError(
+            f"{path}: is not a regular file (a FIFO, socket or device): give a CSV or "
+            "Parquet file saved on disk"
+        )
 
 
 def _check_unique_columns(path: Path, names: Sequence[Any]) -> None:
@@ -178,12 +202,18 @@ def load_table(
     ------
     ValueError
         Naming the file, and the column and row where there is one: a missing file or
-        column, a non-numeric input column, missing or infinite values, a target with one
-        class, a ``positive`` that is not a label, no input column left.
+        column, a file with no rows, a non-numeric input column, missing or infinite
+        values, a target with one class, a ``positive`` that is not a label, no input
+        column left.
     """
     path = Path(path)
     df = read_table(path) if frame is None else frame
     df.columns = [str(c) for c in df.columns]
+    if len(df) == 0:
+        raise ValueError(
+            f"{path}: has no rows, only a header ({len(df.columns)} column(s)): a data set "
+            "needs one row per case"
+        )
     if categorical is not None and categorical not in CATEGORICAL:
         raise ValueError(f"categorical must be one of {CATEGORICAL}, got {categorical!r}")
     if missing not in MISSING:

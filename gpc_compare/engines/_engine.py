@@ -53,7 +53,7 @@ CAPABILITY_NAMES: dict[str, str] = {
     ),
     "bound": "its evidence is a lower bound on log p(y | X, theta) (variational methods)",
     "loo": "gives the cavity leave-one-out predictive log-likelihood and its gradients",
-    "multiclass": "takes likelihood='softmax' (C >= 2 classes)",
+    "multiclass": "takes a likelihood of C >= 2 classes (softmax, multinomial_probit, robustmax)",
     "draws": "holds posterior draws: convergence diagnostics and the sampler's InferenceData",
     "hyperparameter_sampling": "can sample the hyperparameters too (full_bayes=True)",
     "reference": "a gold standard the approximations are measured against",
@@ -228,9 +228,14 @@ class Engine(ABC):
     #: Options for a quick fit on a small problem (the contract tests use them).
     quick_options: ClassVar[Mapping[str, Any]] = {}
     #: How many n x n float64 matrices the engine holds at its peak: (a fit at fixed
-    #: hyperparameters, an optimisation), as measured (tests/engines/test_memory.py); None
-    #: for an engine with no n x n matrix (the sparse engines: O(n M)).
+    #: hyperparameters, an optimisation: its evidence gradients and the best posterior so
+    #: far), measured with the squared exponential kernel (tests/engines/test_memory.py;
+    #: another kernel adds its ``extra_matrices``); None for an engine with no n x n matrix
+    #: (the sparse engines: O(n M)).
     dense_matrices: ClassVar[tuple[float, float] | None] = (6.0, 6.0)
+    #: With the softmax likelihood (C latent functions): ((a, b) of a fit, (a, b) of an
+    #: optimisation), the engine holding a + b C matrices; None where it takes no softmax.
+    dense_matrices_softmax: ClassVar[tuple[tuple[float, float], tuple[float, float]] | None] = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -313,16 +318,46 @@ class Engine(ABC):
         return out
 
     # ----------------------------------------------------------------------- memory
-    def dense_bytes(self, n: int, optimize: bool = False) -> int:
-        """Bytes of the n x n matrices a fit on n cases holds at its peak."""
+    def dense_count(
+        self, optimize: bool = False, *, kernel: Kernel | None = None, classes: int | None = None
+    ) -> float:
+        """How many n x n float64 matrices a fit holds at its peak: the engine's
+        declaration (:attr:`dense_matrices`, :attr:`dense_matrices_softmax` for ``classes``
+        C, the softmax's), and what ``kernel`` adds beyond the squared exponential's."""
         if self.dense_matrices is None:
-            return 0
-        return int(self.dense_matrices[bool(optimize)] * 8 * n * n)
+            return 0.0
+        if classes is not None and self.dense_matrices_softmax is not None:
+            a, b = self.dense_matrices_softmax[bool(optimize)]
+            count = a + b * classes
+        else:
+            count = self.dense_matrices[bool(optimize)]
+        return count + (0.0 if kernel is None else kernel.extra_matrices(optimize))
 
-    def memory_bytes(self, n: int, options: EngineOptions, optimize: bool = False) -> int:
+    def dense_bytes(
+        self,
+        n: int,
+        optimize: bool = False,
+        *,
+        kernel: Kernel | None = None,
+        classes: int | None = None,
+    ) -> int:
+        """Bytes of the n x n matrices a fit on n cases holds at its peak
+        (:meth:`dense_count` of them)."""
+        return int(self.dense_count(optimize, kernel=kernel, classes=classes) * 8 * n * n)
+
+    def memory_bytes(
+        self,
+        n: int,
+        options: EngineOptions,
+        optimize: bool = False,
+        *,
+        kernel: Kernel | None = None,
+        classes: int | None = None,
+    ) -> int:
         """Peak memory of a fit on n cases with ``options``, estimated (bytes): the n x n
-        matrices, and what the options add (an engine that stores draws overrides this)."""
-        return self.dense_bytes(n, optimize)
+        matrices, and what the options add (an engine that stores draws overrides this).
+        ``classes`` is C with the softmax likelihood, None with a binary one."""
+        return self.dense_bytes(n, optimize, kernel=kernel, classes=classes)
 
     def memory_problem(
         self,
@@ -330,14 +365,17 @@ class Engine(ABC):
         options: EngineOptions,
         optimize: bool = False,
         available: int | None = None,
+        *,
+        kernel: Kernel | None = None,
+        classes: int | None = None,
     ) -> str | None:
         """Why a fit on n cases would not fit in the memory available, or None if it does
         (refused before anything is allocated, rather than let the machine run out)."""
         available = available_memory() if available is None else available
-        need = self.memory_bytes(n, options, optimize)
+        need = self.memory_bytes(n, options, optimize, kernel=kernel, classes=classes)
         if available is None or need <= available:
             return None
-        dense = self.dense_bytes(n, optimize)
+        dense = self.dense_bytes(n, optimize, kernel=kernel, classes=classes)
         if need - dense <= dense:  # mostly the n x n matrices
             count = dense / (8 * n * n)
             what = (
@@ -350,11 +388,16 @@ class Engine(ABC):
             )
         else:
             what = f"what the {self.label} engine's options ask it to store"
-            hint = " (fewer draws or chains?)" if self.takes_option("draws") else ""
+            hint = self.storage_hint(options)
         return (
             f"n = {n:,} training cases need about {need / 2**30:.1f} GiB for {what}, but "
             f"{available / 2**30:.1f} GiB are available{hint}"
         )
+
+    def storage_hint(self, options: EngineOptions) -> str:
+        """What to change when the options ask for more than memory holds (the end of
+        :meth:`memory_problem`'s message)."""
+        return ""
 
     # -------------------------------------------------------------------------- fit
     @abstractmethod

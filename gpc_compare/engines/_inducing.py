@@ -1,4 +1,5 @@
-"""What the sparse engines share: their options on the inducing inputs, and choosing them.
+"""What the sparse engines share: their options on the inducing inputs, choosing them, and
+the SVGP bound's gradient (binary and multi-class).
 
 ``inducing=M`` picks M training inputs by k-means++ seeding (Arthur and Vassilvitskii
 2007; scikit-learn's ``kmeans_plusplus``), seeded by ``random_seed``: spread over the data,
@@ -10,14 +11,17 @@ toolbox's convention (1e-6 there), held fixed when differentiating.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from .._validation import check_flag, check_positive, check_random_seed
+from ..numerics import solve_lower_transpose
+from ..posterior.sparse import InducingPosterior
 from ._engine import EngineOptions, engine_options, option
 
-__all__ = ["DEFAULT_INDUCING", "SparseOptions", "choose_inducing"]
+__all__ = ["DEFAULT_INDUCING", "SparseOptions", "bound_gradient", "choose_inducing"]
 
 #: M when ``inducing`` is not given (or n, if smaller).
 DEFAULT_INDUCING = 128
@@ -116,3 +120,45 @@ def choose_inducing(
     seed = int(rng.integers(2**31 - 1))
     _, index = kmeans_plusplus(X, M, random_state=seed)
     return X[np.sort(index)].copy()
+
+
+def bound_gradient(
+    post: InducingPosterior,
+    gamma: Callable[[slice, np.ndarray], np.ndarray],
+    g2: np.ndarray,
+    mean_gradient: float | None,
+) -> np.ndarray:
+    """The SVGP bound's gradient in the hyperparameters at fixed q (binary and multi-class).
+
+    With g1 = dE/dmu, g2 = dE/dvar and a_i the columns of V = L^-1 K_uf, the bound moves
+    by dELBO = <dV, Gamma> + sum_i g2_i d k_ii, where ``gamma(rows, V)`` gives Gamma's
+    columns for a block of V (a sum over the latent functions for C classes, ``g2`` their
+    summed g2), and dV = L^-1 dK_uf - L^-1 dL V with dL = L Phi(L^-1 dK_uu L^-T) (Phi: the
+    lower triangle, its diagonal halved), so <dV, Gamma> = <dK_uf, L^-T Gamma>
+    - <dK_uu, L^-T sym(Phi(Gamma V^T)) L^-1>; the kernel contracts each
+    (:meth:`Kernel.cross_gradient_terms`). ``mean_gradient`` (d/dm, or None) and the
+    inducing inputs' part (``post.optimize_inducing``) follow the kernel's.
+    """
+    prior, kernel, X = post.prior, post.kernel, post.X
+    L = prior.L_uu
+    theta = kernel.diag_gradient(X) @ g2
+    dZ = np.zeros_like(post.inducing, dtype=float)
+    GVt = np.zeros_like(L)
+    for i, V in prior.blocks():
+        Gamma = gamma(i, V)
+        GVt += Gamma @ V.T
+        LGamma = solve_lower_transpose(L, Gamma).T
+        t, z = kernel.cross_gradient_terms(X[i], post.inducing, LGamma)
+        theta += t
+        dZ += z
+    Phi = np.tril(GVt)
+    Phi[np.diag_indices_from(Phi)] *= 0.5
+    Psi = 0.5 * (Phi + Phi.T)
+    D = solve_lower_transpose(L, solve_lower_transpose(L, Psi).T)  # L^-T Psi L^-1
+    t, z = kernel.cross_gradient_terms(post.inducing, post.inducing, -D)
+    grads = [theta + t]
+    if mean_gradient is not None:
+        grads.append([mean_gradient])
+    if post.optimize_inducing:
+        grads.append((dZ + 2.0 * z).ravel())
+    return np.concatenate(grads).astype(float)

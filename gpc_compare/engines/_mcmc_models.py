@@ -113,7 +113,7 @@ def whiten(problem: Problem, K: np.ndarray, parameterization: str) -> Whitened:
 
 
 def _ep_for_whitening(problem: Problem):
-    """EP's approximation to whiten NUTS's coordinates (parallel schedule, as
+    """EP's approximation to whiten NUTS's coordinates (EP's default options, as
     :func:`gpc_compare.evidence.estimate` fits it), or None where EP fails (any Gaussian
     whitens: Laplace's is used instead, and a RuntimeWarning says why). An EP that stopped
     short of its tolerance still whitens: its warning is not the sampler's."""
@@ -121,7 +121,7 @@ def _ep_for_whitening(problem: Problem):
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return ep.infer(X, y, kernel, lik, mean, schedule="parallel")
+            return ep.infer(X, y, kernel, lik, mean)
     except (FloatingPointError, ValueError, np.linalg.LinAlgError) as exc:
         warnings.warn(
             f"EP failed ({exc}); NUTS's coordinates are whitened by the Laplace "

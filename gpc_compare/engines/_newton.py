@@ -49,6 +49,7 @@ from typing import Any
 
 import numpy as np
 
+from .._validation import real_array
 from ..posterior import Convergence
 
 __all__ = [
@@ -121,8 +122,8 @@ class NewtonResult:
 def check_warm_start(warm_start, shape: tuple[int, ...], name: str) -> np.ndarray:
     """``warm_start`` as a finite float array of ``shape``, or a ValueError saying why."""
     try:
-        x0 = np.asarray(warm_start, dtype=float)
-    except (TypeError, ValueError):
+        x0 = real_array(warm_start, "warm_start")
+    except ValueError:
         raise ValueError(f"warm_start must be an array of {name} values") from None
     if x0.shape != shape:
         raise ValueError(f"warm_start must have shape {shape}, got {x0.shape}")

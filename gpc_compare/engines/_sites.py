@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from .._validation import real_array
 from ..numerics import cho_solve, chol_B, solve_I_plus_WK
 from ..posterior import GaussianPosterior
 from ..posterior.gaussian import marginal_variances
@@ -192,7 +193,7 @@ def check_site_warm_start(
     finite arrays of shape (n,), the precisions >= 0 (copies), or a ValueError saying so
     (EP's (ttau, tnu), the variational engines' (W, b), as ``posterior.warm_start`` gives)."""
     try:
-        a, b = (np.array(v, dtype=float) for v in warm_start)
+        a, b = (real_array(v, "warm_start") for v in warm_start)
     except (TypeError, ValueError):
         a = b = np.zeros(0)
     finite = np.all(np.isfinite(a)) and np.all(np.isfinite(b))
@@ -229,8 +230,20 @@ def _diagonal_fixed_point(state: Any) -> tuple[np.ndarray, np.ndarray]:
     return W_fix, dE_dmu + W_fix * state.mu
 
 
+def _signed_fixed_point(state: Any) -> tuple[np.ndarray, np.ndarray]:
+    """As :func:`_diagonal_fixed_point`, W left as it comes (it may be negative where E
+    is not concave in the mean)."""
+    _, dE_dmu, dE_dv = state.expected
+    W_fix = -2.0 * dE_dv
+    return W_fix, dE_dmu + W_fix * state.mu
+
+
 def _nonnegative(W: np.ndarray) -> np.ndarray:
     return np.maximum(W, 0.0)
+
+
+def _unchanged(W: np.ndarray) -> np.ndarray:
+    return W
 
 
 def maximize_bound(
@@ -240,8 +253,9 @@ def maximize_bound(
     tol: float,
     site_tol: float,
     max_iter: int,
-    fixed_point: Callable[[Any], tuple[np.ndarray, np.ndarray]] = _diagonal_fixed_point,
-    project: Callable[[np.ndarray], np.ndarray] = _nonnegative,
+    nonnegative: bool = True,
+    fixed_point: Callable[[Any], tuple[np.ndarray, np.ndarray]] | None = None,
+    project: Callable[[np.ndarray], np.ndarray] | None = None,
 ) -> BoundRun:
     """Raise a variational bound over Gaussian sites (W, b) to its optimum (the KL
     engine's and SVGP's optimiser: Khan and Lin 2017's natural-gradient steps on the sites).
@@ -257,11 +271,22 @@ def maximize_bound(
     the bound above its rounding, converged "at the limit of rounding" if the sites are
     within ten times ``site_tol``.
 
+    ``nonnegative``: the fixed point's precisions W = -2 dE/dvar are >= 0 for a
+    log-concave likelihood, and are then held there (against rounding). With False
+    (the robust-max likelihood, whose E is not concave in the mean, or a Monte Carlo
+    estimate of E) they may be negative: ``make_state`` must then give a bound of -inf
+    where q's covariance is not positive definite, and such a step is halved like one
+    that lowers the bound.
+
     ``fixed_point(state)`` gives the sites' fixed point (W_fix, b_fix) (by default the
     diagonal sites' above) and ``project`` maps extrapolated precisions back to the
-    admissible ones (by default W >= 0): blocks of sites (the multi-class KL engine's
-    d x d precisions per case) pass their own.
+    admissible ones (by default W >= 0 when ``nonnegative``): blocks of sites (the
+    multi-class KL engine's d x d precisions per case) pass their own.
     """
+    if fixed_point is None:
+        fixed_point = _diagonal_fixed_point if nonnegative else _signed_fixed_point
+    if project is None:
+        project = _nonnegative if nonnegative else _unchanged
     n = state.W.size
     shapes = state.W.shape, state.b.shape
     rho, converged, change, site_change = 1.0, False, np.inf, np.inf

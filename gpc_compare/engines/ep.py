@@ -42,7 +42,7 @@ from .._validation import (
     count,
     optional,
 )
-from ..likelihoods import Probit
+from ..likelihoods import MultinomialProbit, Probit
 from ..numerics import (
     add_outer,
     cho_solve,
@@ -55,6 +55,7 @@ from ..posterior.gaussian import marginal_variances
 from ._engine import Engine, EngineOptions, Problem, engine_options, option
 from ._ep_sites import ep_log_evidence, probit_site_jacobian, sequential_sweep, site_update
 from ._sites import Anderson, check_site_warm_start
+from .ep_multiclass import infer_multiclass
 
 __all__ = ["ENGINE", "EPEngine", "EPOptions", "EPPosterior", "infer"]
 
@@ -140,16 +141,24 @@ class EPEngine(Engine):
     name = "ep"
     label = "EP"
     summary = "Gaussian sites matching the tilted moments (R&W 3.6)"
+    #: measured peaks (tests/engines/test_memory.py; n = 200 to 600): a fit 6.1-6.4 (K,
+    #: Sigma, L and the sweep's temporaries), an optimisation 11.2-11.6
+    dense_matrices = (7.0, 12.0)
     Options = EPOptions
     # the leave-one-out predictive's gradient is implemented for probit (Vehtari et al. 2016)
     likelihoods = {
         "probit": _EVIDENCE | {"loo"},
         "logistic": _EVIDENCE,
         "gaussian": _EVIDENCE,
+        # nested EP, C classes (Riihimaki et al. 2013): engines/ep_multiclass.py
+        "multinomial_probit": _EVIDENCE | {"multiclass"},
     }
 
     def infer(self, problem: Problem, options: EPOptions) -> EPPosterior:
-        """EP at fixed hyperparameters (see :class:`Engine`)."""
+        """EP at fixed hyperparameters (see :class:`Engine`); with the multinomial probit,
+        nested EP over C classes (:mod:`gpc_compare.engines.ep_multiclass`)."""
+        if isinstance(problem.likelihood, MultinomialProbit):
+            return infer_multiclass(problem, options)
         return _infer(problem, options)
 
 

@@ -70,6 +70,12 @@ class LaplaceEngine(Engine):
     name = "laplace"
     label = "Laplace"
     summary = "Gaussian at the posterior mode (R&W 3.4; softmax: 3.5)"
+    #: measured peaks (tests/engines/test_memory.py; n = 200 to 600, the smaller n higher by
+    #: their O(n) terms): a fit 3.1-3.5 (K's evaluation; the Newton loop's K, L and B^-1
+    #: products after it), an optimisation 9.1-9.5; the softmax 5.4 + 1.0 C and
+    #: 7.3 + 7.5 C (C = 2, 3, 5)
+    dense_matrices = (4.0, 10.0)
+    dense_matrices_softmax = ((5.5, 1.1), (8.0, 8.0))
     Options = LaplaceOptions
     likelihoods = {
         "probit": _BINARY,

@@ -32,7 +32,6 @@ latent values would cost C^3 Choleskys (27 for three classes).
 
 from __future__ import annotations
 
-import warnings
 from functools import cached_property
 
 import numpy as np
@@ -275,30 +274,6 @@ class SoftmaxLaplacePosterior(MulticlassPosterior):
         Lc = cholesky(self.latent_cov, jitter=JITTER, what="posterior covariance")
         z = rng.standard_normal((draws, C * n)) @ Lc.T
         return self.latent_mean[None] + z.reshape(draws, C, n).transpose(0, 2, 1)
-
-    def to_inference_data(
-        self, random_seed: int | np.random.Generator | None = None, *, draws: int = 1000
-    ):
-        """``draws`` draws from the Gaussian posterior of f (dims ``obs``, ``class``),
-        seeded by ``random_seed``, as InferenceData."""
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", FutureWarning)
-            import arviz as az
-
-        f = self.sample_latent(draws, random_seed)
-        n = self.X.shape[0]
-        return az.from_dict(
-            posterior={"f": f[None]},
-            observed_data={"y": self.y},
-            coords={"obs": np.arange(n), "class": np.arange(self.n_classes)},
-            dims={"f": ["obs", "class"], "y": ["obs"]},
-            attrs={
-                "method": self.method,
-                "kernel": repr(self.kernel),
-                "likelihood": self.likelihood.name,
-                "log_marginal_likelihood": self.log_marginal_likelihood,
-            },
-        )
 
 
 def check_codes(y: np.ndarray, likelihood: Softmax | None = None) -> tuple[np.ndarray, int]:

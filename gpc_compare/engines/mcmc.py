@@ -56,6 +56,7 @@ from .._validation import (
 from ..annealing.estimate import METHODS, STARTS, EvidenceOptions, Prepared
 from ..annealing.estimate import estimate as estimate_evidence
 from ..diagnostics import Diagnostics
+from ..kernels import Kernel
 from ..likelihoods import Softmax
 from ..numerics import JITTER, cholesky
 from ..posterior import Convergence, SamplePosterior, SoftmaxSamplePosterior
@@ -261,6 +262,42 @@ class MCMCEngine(Engine):
         "rhat_max": float("inf"),
         "ess_min": 0.0,
     }
+    #: The n x n matrices (measured, n = 300 and 600: 8.9-9.2 at fixed hyperparameters in
+    #: EP's whitened coordinates: K, L, EP's fit and K's eigendecomposition); the draws
+    #: come on top (:meth:`memory_bytes`).
+    dense_matrices = (9.5, 9.5)
+    #: Bytes per latent value per draw (8 per float64), measured (VmHWM, n = 100 and 200,
+    #: 2 chains, 1,000 to 8,000 draws, 100 to 4,000 tuning iterations): NUTS's draws and
+    #: warmup as nutpie returns them and their conversion peak at 3.9 copies of
+    #: (draws + tune) x chains values; after the fit one copy is held, and predicting
+    #: n* = n test inputs and writing the NetCDF record add 8.2 copies of draws x chains.
+    draw_copies = {"fit": 4.5, "held": 1.0, "predict": 9.0}
+
+    def memory_bytes(
+        self,
+        n: int,
+        options: EngineOptions,
+        optimize: bool = False,
+        *,
+        kernel: Kernel | None = None,
+        classes: int | None = None,
+    ) -> int:
+        """The n x n matrices and the draws: n latent values (n C with the softmax) per
+        draw of every chain, the tuning iterations' kept too (nutpie keeps its warmup),
+        through the fit and the predictions at as many test inputs (:attr:`draw_copies`)."""
+        dense = self.dense_bytes(n, optimize, kernel=kernel, classes=classes)
+        values = 8 * n * (classes or 1) * options.chains
+        kept = options.draws + options.tune
+        copies = self.draw_copies
+        fit = copies["fit"] * kept
+        predict = copies["held"] * kept + copies["predict"] * options.draws
+        return int(dense + values * max(fit, predict))
+
+    def storage_hint(self, options: EngineOptions) -> str:
+        return (
+            f": draws = {options.draws:,} and tune = {options.tune:,} per chain, "
+            f"{options.chains} chain(s): use fewer draws or chains"
+        )
 
     def infer(
         self, problem: Problem, options: MCMCOptions
@@ -417,7 +454,6 @@ def _evidence(
             problem.kernel,
             problem.likelihood,
             problem.mean,
-            schedule="parallel",
         )
     prepared = Prepared.from_ep(
         L, m, problem.y, problem.likelihood, approx, time.perf_counter() - t0

@@ -21,6 +21,9 @@ the bound is stationary in q there, so its gradient is the partial derivative at
 
 With Z = X (every training input an inducing input) the bound is the KL engine's up to
 the jitter.
+
+With several classes (the softmax or the robust-max likelihood) the engine fits C latent
+SVGPs sharing Z, one q(u_c) each (:mod:`gpc_compare.engines.svgp_multiclass`).
 """
 
 from __future__ import annotations
@@ -32,15 +35,25 @@ from typing import Any, NamedTuple
 import numpy as np
 import scipy.linalg
 
-from .._validation import any_value, check_positive, count, optional
+from .._validation import any_value, check_count, check_positive, choice, count, optional
+from ..likelihoods.softmax import SOFTMAX_ELBO_SAMPLES
 from ..numerics import cho_solve, cholesky, solve_lower, solve_lower_transpose
 from ..posterior import Convergence, FITCPrior
 from ..posterior.sparse import InducingPosterior
 from ._engine import Engine, Problem, engine_options, option
-from ._inducing import SparseOptions, choose_inducing
+from ._inducing import SparseOptions, bound_gradient, choose_inducing
 from ._sites import bound_message, check_site_warm_start, maximize_bound
+from .svgp_multiclass import MulticlassSVGPPosterior, infer_multiclass
 
 __all__ = ["ENGINE", "SVGPEngine", "SVGPOptions", "SVGPPosterior", "infer"]
+
+
+def _check_pairs(value: object, name: str) -> int:
+    """An even count >= 4 (antithetic pairs, at least two of them for a variance)."""
+    value = check_count(value, name, minimum=4)
+    if value % 2:
+        raise ValueError(f"{name} must be even (antithetic pairs), got {value}")
+    return value
 
 
 @engine_options
@@ -76,11 +89,28 @@ class SVGPOptions(SparseOptions):
         None,
         any_value,
         "A previous SVGP posterior, or its sites (W, b) on h = V^T v to start from "
-        "(previous.warm_start); used only if their bound is at least the prior's.",
+        "(previous.warm_start; (n, C) each for C classes); used only if their bound is at "
+        "least the prior's.",
+    )
+    integration: str | None = option(
+        None,
+        optional(choice("quadrature", "mc")),
+        "Softmax only: how E_q[log p(y | f)] under the C independent latents is computed: "
+        "'quadrature' over the C - 1 latent differences (error below 1e-12; grows as "
+        "nodes^(C - 1)) or 'mc' (n_samples antithetic draws per case, fixed by random_seed; "
+        "the bound's standard error is post.log_marginal_likelihood_se). None: quadrature "
+        "for C <= 3, Monte Carlo beyond. (The robust-max is a one-dimensional quadrature.)",
+    )
+    n_samples: int = option(
+        SOFTMAX_ELBO_SAMPLES,
+        _check_pairs,
+        "Softmax with integration='mc': Monte Carlo draws per case, an even number >= 4 "
+        "(antithetic pairs).",
     )
 
 
 _SPARSE_BOUND = frozenset({"evidence", "evidence_gradient", "bound", "sparse"})
+_MULTICLASS = _SPARSE_BOUND | {"multiclass"}
 
 
 class SVGPEngine(Engine):
@@ -88,15 +118,29 @@ class SVGPEngine(Engine):
 
     name = "svgp"
     label = "SVGP"
-    summary = "Gaussian q(u) on M inducing values maximising the ELBO (Hensman et al. 2015)"
+    summary = (
+        "Gaussian q(u) on M inducing values maximising the ELBO (Hensman et al. 2015; "
+        "C classes: one q(u_c) each)"
+    )
     Options = SVGPOptions
-    likelihoods = {"probit": _SPARSE_BOUND, "logistic": _SPARSE_BOUND, "gaussian": _SPARSE_BOUND}
+    likelihoods = {
+        "probit": _SPARSE_BOUND,
+        "logistic": _SPARSE_BOUND,
+        "gaussian": _SPARSE_BOUND,
+        "softmax": _MULTICLASS,
+        "robustmax": _MULTICLASS,
+    }
     dense_matrices = None  # (no n x n matrix: O(n M) memory)
     quick_options = {"inducing": 8}
 
-    def infer(self, problem: Problem, options: SVGPOptions) -> SVGPPosterior:
+    def infer(
+        self, problem: Problem, options: SVGPOptions
+    ) -> SVGPPosterior | MulticlassSVGPPosterior:
         """Maximise the SVGP bound over q(v) at fixed hyperparameters and inducing inputs
-        (see :class:`Engine`)."""
+        (see :class:`Engine`). With several classes (softmax, robust-max): C latent SVGPs
+        sharing Z (:mod:`gpc_compare.engines.svgp_multiclass`)."""
+        if problem.likelihood.latent_dim != 1:
+            return infer_multiclass(problem, options)
         return _infer(problem, options)
 
 
@@ -219,40 +263,18 @@ class SVGPPosterior(InducingPosterior):
 
     @cached_property
     def log_marginal_likelihood_gradient(self) -> np.ndarray:
-        """The bound's exact gradient: its partial derivative at fixed (m_v, S).
-
-        With g1 = dE/dmu, g2 = dE/dvar and a_i the columns of V = L^-1 K_uf,
-        dELBO = <dV, Gamma> + g2 . d diag K, Gamma = m_v g1^T + 2 (S - I) V diag(g2), and
-        dV = L^-1 dK_uf - L^-1 dL V with dL = L Phi(L^-1 dK_uu L^-T) (Phi: the lower
-        triangle, its diagonal halved), so <dV, Gamma> = <dK_uf, L^-T Gamma>
-        - <dK_uu, L^-T sym(Phi(Gamma V^T)) L^-1>; the kernel contracts each
-        (:meth:`Kernel.cross_gradient_terms`). d/dm = sum g1.
+        """The bound's exact gradient: its partial derivative at fixed (m_v, S)
+        (:func:`bound_gradient`, with Gamma = m_v g1^T + 2 (S - I) V diag(g2)); d/dm = sum g1.
         """
-        prior, st = self.prior, self._state
-        L, S = prior.L_uu, self.q_cov
+        st = self._state
         _, g1, g2 = st.expected
-        S_I = S - np.eye(S.shape[0])
-        theta = self.kernel.diag_gradient(self.X) @ g2
-        dZ = np.zeros_like(self.inducing, dtype=float)
-        GVt = np.zeros_like(S)
-        for i, V in prior.blocks():
-            Gamma = np.outer(st.m_v, g1[i]) + 2.0 * (S_I @ V) * g2[i]
-            GVt += Gamma @ V.T
-            LGamma = solve_lower_transpose(L, Gamma).T
-            t, z = self.kernel.cross_gradient_terms(self.X[i], self.inducing, LGamma)
-            theta += t
-            dZ += z
-        Phi = np.tril(GVt)
-        Phi[np.diag_indices_from(Phi)] *= 0.5
-        Psi = 0.5 * (Phi + Phi.T)
-        D = solve_lower_transpose(L, solve_lower_transpose(L, Psi).T)  # L^-T Psi L^-1
-        t, z = self.kernel.cross_gradient_terms(self.inducing, self.inducing, -D)
-        grads = [theta + t]
-        if self.mean is not None:
-            grads.append([float(g1.sum())])
-        if self.optimize_inducing:
-            grads.append((dZ + 2.0 * z).ravel())
-        return np.concatenate(grads).astype(float)
+        S_I = self.q_cov - np.eye(st.m_v.size)
+
+        def gamma(i: slice, V: np.ndarray) -> np.ndarray:
+            return np.outer(st.m_v, g1[i]) + 2.0 * (S_I @ V) * g2[i]
+
+        mean_gradient = None if self.mean is None else float(g1.sum())
+        return bound_gradient(self, gamma, g2, mean_gradient)
 
     def sample_latent(self, draws: int, random_seed: int | np.random.Generator | None = None):
         """Draws of f at the training inputs, shape (draws, n): v from q(v), then each f_i

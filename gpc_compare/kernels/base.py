@@ -212,6 +212,22 @@ class Kernel(ABC):
         """Whether :meth:`cross_gradient_terms` is implemented (the sparse engines need it)."""
         return type(self).cross_gradient_terms is not Kernel.cross_gradient_terms
 
+    #: n x n float64 matrices beyond the squared exponential's that (evaluating K(X, X),
+    #: contracting an evidence gradient with :meth:`gradient_terms`) holds at once, as
+    #: measured (tests/engines/test_memory.py): the engines' ``dense_matrices`` are
+    #: measured with the squared exponential, and a fit with this kernel needs these more.
+    #: None for the default: 2 temporaries in an evaluation, and in a gradient every dK_j
+    #: formed by :meth:`gradient` and copied once (2 p + 4 with p hyperparameters).
+    extra_dense_matrices: tuple[float | None, float | None] = (None, None)
+
+    def extra_matrices(self, optimize: bool = False) -> float:
+        """n x n matrices beyond the squared exponential's that a fit with this kernel
+        holds at its peak (``optimize``: one that takes evidence gradients too)."""
+        declared = self.extra_dense_matrices[bool(optimize)]
+        if declared is not None:
+            return float(declared)
+        return 2.0 * self.n_hyperparameters + 4.0 if optimize else 2.0
+
     def symbolic(self, X: np.ndarray, theta):
         """K(X, X) as a PyTensor expression of ``theta``, the free log hyperparameters in
         ``hyperparameter_names`` order (used to sample hyperparameters with PyMC)."""
@@ -288,6 +304,14 @@ class _Combination(Kernel):
     def check_input_dim(self, d: int) -> None:
         self.k1.check_input_dim(d)
         self.k2.check_input_dim(d)
+
+    def extra_matrices(self, optimize: bool = False) -> float:
+        """One part's result is held while the other's is formed: the larger part's
+        temporaries and one matrix more (a product's gradient is the default's: it
+        contracts through :meth:`gradient`)."""
+        if optimize and isinstance(self, Product):
+            return super().extra_matrices(optimize)
+        return max(self.k1.extra_matrices(optimize), self.k2.extra_matrices(optimize)) + 1.0
 
     def __repr__(self) -> str:
         op = " + " if isinstance(self, Sum) else " * "

@@ -20,6 +20,8 @@ __all__ = ["Constant", "Linear", "NeuralNetwork"]
 class _VarianceOnly(Kernel):
     """A kernel sigma^2 k0(x, x') with a single hyperparameter, the variance sigma^2."""
 
+    extra_dense_matrices = (0.0, 1.0)  # (its only dK is K itself)
+
     def __init__(
         self, variance: float = 1.0, *, variance_bounds: Bounds = DEFAULT_VARIANCE_BOUNDS
     ) -> None:
@@ -132,6 +134,8 @@ class NeuralNetwork(Kernel):
     lengthscale_bounds, variance_bounds : (float, float) or "fixed"
         Bounds on the natural scale; ``"fixed"`` holds the value and drops it from ``theta``.
     """
+
+    extra_dense_matrices = (0.0, None)  # (its gradient is the default's: 2 p + 4)
 
     def __init__(
         self,

@@ -274,6 +274,7 @@ class SquaredExponential(_Stationary):
     """
 
     _g_is_kappa = True
+    extra_dense_matrices = (0.0, 0.0)  # (the engines' dense_matrices are measured with it)
 
     def _kappa(self, r2, xp=np, eps: float = 0.0):
         return xp.exp(-0.5 * r2)
@@ -288,6 +289,8 @@ class Matern32(_Stationary):
     Parameters as for :class:`SquaredExponential`.
     """
 
+    extra_dense_matrices = (2.0, 2.0)  # (r, u and exp(-u) beside K: measured)
+
     def _kappa(self, r2, xp=np, eps: float = 0.0):
         u = xp.sqrt(3.0 * r2 + eps)
         return (1.0 + u) * xp.exp(-u)
@@ -301,6 +304,8 @@ class Matern52(_Stationary):
 
     Parameters as for :class:`SquaredExponential`.
     """
+
+    extra_dense_matrices = (2.0, 4.0)  # (r, u and exp(-u) beside K: measured)
 
     def _kappa(self, r2, xp=np, eps: float = 0.0):
         u = xp.sqrt(5.0 * r2 + eps)

@@ -4,7 +4,9 @@ Every likelihood is a :class:`Likelihood`, whose ``latent_dim`` says how many la
 it takes per input. Binary likelihoods (probit, logistic; ``latent_dim = 1``) take y in
 {-1, +1} and one latent value per input; the softmax likelihood (:class:`Softmax`) takes
 class indices 0..C-1 and C latent values per input (R&W section 3.5); it lives in
-:mod:`.softmax`. The Gaussian likelihood (:class:`Gaussian`, ``regression = True``) takes
+:mod:`.softmax`; the multinomial probit (:class:`MultinomialProbit`, Girolami and Rogers
+2006) and the robust-max (:class:`RobustMax`) beside it, in :mod:`.multinomial_probit` and
+:mod:`.robustmax`. The Gaussian likelihood (:class:`Gaussian`, ``regression = True``) takes
 real-valued y: with it every engine is GP regression, in closed form for Laplace and EP.
 
 - Laplace asks for ``log_prob`` and its first three derivatives in f
@@ -26,6 +28,8 @@ from __future__ import annotations
 from .base import Likelihood
 from .binary import Logistic, Probit
 from .gaussian import Gaussian
+from .multinomial_probit import MULTINOMIAL_PROBIT_MC_SAMPLES, MultinomialProbit
+from .robustmax import RobustMax
 from .softmax import SOFTMAX_MC_SAMPLES, Softmax
 
 __all__ = [
@@ -33,7 +37,10 @@ __all__ = [
     "Gaussian",
     "Likelihood",
     "Logistic",
+    "MULTINOMIAL_PROBIT_MC_SAMPLES",
+    "MultinomialProbit",
     "Probit",
+    "RobustMax",
     "Softmax",
     "get_likelihood",
 ]
@@ -42,13 +49,16 @@ _LIKELIHOODS: dict[str, type[Likelihood]] = {
     "probit": Probit,
     "logistic": Logistic,
     "softmax": Softmax,
+    "multinomial_probit": MultinomialProbit,
+    "robustmax": RobustMax,
     "gaussian": Gaussian,  # variance 1.0; pass Gaussian(variance=s2) for another
 }
 
 
 def get_likelihood(likelihood: str | Likelihood) -> Likelihood:
-    """A likelihood object from its name ("probit", "logistic", "softmax", "gaussian": the
-    last with variance 1.0) or the object."""
+    """A likelihood object from its name ("probit", "logistic", "softmax",
+    "multinomial_probit", "robustmax", "gaussian": the last with variance 1.0) or the
+    object."""
     if isinstance(likelihood, Likelihood):
         return likelihood
     if isinstance(likelihood, str) and likelihood.lower() in _LIKELIHOODS:

@@ -3,19 +3,40 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from typing import NamedTuple
 
 import numpy as np
-from scipy.special import logsumexp
 
-from ..numerics import LOG_2PI
+from ..numerics import LOG_2PI, logsumexp_finite
 from ._expectation import gaussian_expectations
 
-__all__ = ["Likelihood"]
+__all__ = ["DiagonalExpectation", "Likelihood"]
 
 # Most trapezoid nodes on either side of the mode in the quadrature fallback.
 _MAX_HALF_NODES = 4096
 
 _INTEGRATIONS = ("exact", "probit_approximation")
+
+
+class DiagonalExpectation(NamedTuple):
+    """E_q[log p(y_i | f_i)] for C classes under independent Gaussian latents
+    q(f_i) = N(mean_i, diag(var_i)) (the multi-class SVGP's), for each input: what a
+    multi-class likelihood's ``expected_log_prob_diag`` returns.
+
+    Attributes
+    ----------
+    value : ndarray, shape (n,)
+        E_i.
+    d_mean, d_var : ndarray, shape (n, C)
+        dE_i / d mean_ic and dE_i / d var_ic.
+    variance : ndarray, shape (n,), or None
+        The variance of each E_i's Monte Carlo estimate (None for a quadrature).
+    """
+
+    value: np.ndarray
+    d_mean: np.ndarray
+    d_var: np.ndarray
+    variance: np.ndarray | None
 
 
 class Likelihood(ABC):
@@ -37,11 +58,15 @@ class Likelihood(ABC):
     regression : bool
         True when y is real-valued (:class:`Gaussian`): no labels, no class probability.
         The label checks ({-1, +1}, both classes) apply only where it is False.
+    log_concave : bool
+        Whether log p(y | f) is concave in f (so E_q[log p] has d/d var <= 0, and the
+        variational sites' precisions are >= 0): all but :class:`RobustMax`.
     """
 
     name: str = "likelihood"
     latent_dim: int | None = 1
     regression: bool = False
+    log_concave: bool = True
 
     @abstractmethod
     def log_prob(self, y: np.ndarray, f: np.ndarray) -> np.ndarray:
@@ -224,7 +249,7 @@ class Likelihood(ABC):
                         self.log_prob(np.broadcast_to(y[j, None], fk.shape), fk)
                         - 0.5 * (fk - mean[j, None]) ** 2 / var[j, None]
                     )
-                    lse = logsumexp(terms, axis=1)
+                    lse = logsumexp_finite(terms, axis=1)  # (the mode is a node)
                     log_z[j] = lse + np.log(step) - 0.5 * (LOG_2PI + np.log(var[j]))
                     omega = np.exp(terms - lse[:, None])
                     d = fk - fhat[chunk, None]  # moments about the mode: no cancellation

@@ -7,12 +7,16 @@ import functools
 import numpy as np
 from scipy.special import logsumexp
 
-from .base import Likelihood
+from ..numerics import logsumexp_finite
+from .base import DiagonalExpectation, Likelihood
 
-__all__ = ["SOFTMAX_MC_SAMPLES", "Softmax"]
+__all__ = ["SOFTMAX_ELBO_SAMPLES", "SOFTMAX_MC_SAMPLES", "Softmax"]
 
 #: Default Monte Carlo sample size of the multi-class predictive integral (R&W Alg. 3.4).
 SOFTMAX_MC_SAMPLES = 2000
+#: Default Monte Carlo draws per input (antithetic pairs) of E_q[log softmax] under
+#: independent latents (:meth:`Softmax.expected_log_prob_diag`, C >= 4).
+SOFTMAX_ELBO_SAMPLES = 64
 # The softmax quadrature: nodes cover |z| <= _QUAD_SPAN in each whitened dimension with
 # _QUAD_HALF * 2^j nodes either side (2^j >= the largest sd), at most _QUAD_MAX_NODES in all.
 _QUAD_SPAN = 9.0
@@ -184,6 +188,32 @@ class Softmax(Likelihood):
         y = np.broadcast_to(np.asarray(y, dtype=int), lp.shape[:-1])
         return np.take_along_axis(lp, y[..., None], axis=-1)[..., 0]
 
+    def expected_log_prob_diag(
+        self,
+        y: np.ndarray,
+        mean: np.ndarray,
+        var: np.ndarray,
+        *,
+        integration: str | None = None,
+        n_samples: int = SOFTMAX_ELBO_SAMPLES,
+        random_seed: int = 0,
+    ):
+        """E_q[log p(y_i | f_i)] under independent latents q(f_i) = N(mean_i, diag(var_i))
+        (the multi-class SVGP's), with its derivatives in mean and var (n, C): a
+        :class:`~gpc_compare.likelihoods._diagonal.DiagonalExpectation`.
+
+        ``integration``: "quadrature" (the trapezoid grid over the C - 1 differences, error
+        below 1e-12; the default for C <= 3) or "mc" (``n_samples`` antithetic draws per
+        input seeded by the integer ``random_seed``, with the estimate's variance; the
+        default for C >= 4). See the section "E_q[log softmax] under independent latents"
+        below.
+        """
+        if integration is None:
+            integration = "quadrature" if mean.shape[1] <= 3 else "mc"
+        if integration == "quadrature":
+            return _diagonal_quadrature(y, mean, var)
+        return _diagonal_mc(y, mean, var, n_samples, random_seed)
+
     # ------------------------------------------------- the binary parts do not apply
     def derivatives(self, y, f):
         raise NotImplementedError(
@@ -218,12 +248,6 @@ def _difference_factor(mean: np.ndarray, cov: np.ndarray):
     return mu_g, U * np.sqrt(lam)[:, None, :], np.sqrt(lam.max(axis=1))
 
 
-def _lse(x: np.ndarray, axis: int) -> np.ndarray:
-    """log sum exp along ``axis`` for finite x (a lean scipy.special.logsumexp)."""
-    mx = x.max(axis=axis, keepdims=True)
-    return np.squeeze(mx, axis=axis) + np.log(np.sum(np.exp(x - mx), axis=axis))
-
-
 def _log_softmax_nodes(mu_g: np.ndarray, A: np.ndarray, Z: np.ndarray) -> list[np.ndarray]:
     """log softmax_c of (g_1, ..., g_{C-1}, 0) at g = mu_g + A z for every point and node.
 
@@ -241,27 +265,40 @@ def _log_softmax_nodes(mu_g: np.ndarray, A: np.ndarray, Z: np.ndarray) -> list[n
     return [g - lse for g in G] + [-lse]
 
 
+def quadrature_half_nodes(s: np.ndarray, d: int) -> np.ndarray:
+    """Nodes either side of 0 per dimension of the trapezoid grid, for features on the
+    scale of one at standard deviations ``s`` (N,): _QUAD_HALF * 2^j with 2^j >= s, so that
+    the step stays below 0.5 / max(1, s); capped so that the d-dimensional grid has at
+    most _QUAD_MAX_NODES nodes."""
+    cap = int(np.floor((_QUAD_MAX_NODES ** (1.0 / d) - 1) / 2))
+    half = _QUAD_HALF * 2 ** np.ceil(np.log2(np.maximum(s, 1.0))).astype(int)
+    return np.minimum(half, max(cap, _QUAD_HALF))
+
+
+def quadrature_grid(K: int, d: int, span: float = _QUAD_SPAN) -> tuple[np.ndarray, np.ndarray]:
+    """The tensor-product trapezoid grid of N(0, I_d) on |z_k| <= span with K nodes either
+    side of 0: nodes Z (d, 1, (2K + 1)^d) and log weights, normalised."""
+    h = span / K
+    z1 = h * np.arange(-K, K + 1)
+    Z = np.stack(np.meshgrid(*([z1] * d), indexing="ij")).reshape(d, 1, -1)
+    log_w = -0.5 * np.sum(Z[:, 0, :] ** 2, axis=0)
+    log_w -= logsumexp(log_w)  # the trapezoid weights of N(0, I), normalised
+    return Z, log_w
+
+
 def _softmax_quadrature(mu_g: np.ndarray, A: np.ndarray, s: np.ndarray) -> np.ndarray:
     N, d = mu_g.shape
     C = d + 1
     out = np.empty((N, C))
-    # half-width in nodes: _QUAD_HALF * 2^j with 2^j >= s, so that the step in g stays
-    # below _QUAD_STEP; capped so that the tensor grid has at most _QUAD_MAX_NODES nodes
-    cap = int(np.floor((_QUAD_MAX_NODES ** (1.0 / d) - 1) / 2))
-    half = _QUAD_HALF * 2 ** np.ceil(np.log2(np.maximum(s, 1.0))).astype(int)
-    half = np.minimum(half, max(cap, _QUAD_HALF))
+    half = quadrature_half_nodes(s, d)
     for K in np.unique(half):
-        h = _QUAD_SPAN / K
-        z1 = h * np.arange(-K, K + 1)
-        Z = np.stack(np.meshgrid(*([z1] * d), indexing="ij")).reshape(d, 1, -1)
-        log_w = -0.5 * np.sum(Z[:, 0, :] ** 2, axis=0)
-        log_w -= logsumexp(log_w)  # the trapezoid weights of N(0, I), normalised
+        Z, log_w = quadrature_grid(int(K), d)
         idx = np.flatnonzero(half == K)
         chunk = max(1, _CHUNK_ELEMENTS // (Z.shape[2] * C))
         for start in range(0, idx.size, chunk):
             j = idx[start : start + chunk]
             for c, lp in enumerate(_log_softmax_nodes(mu_g[j], A[j], Z)):
-                out[j, c] = _lse(lp + log_w, axis=1)
+                out[j, c] = logsumexp_finite(lp + log_w, axis=1)
     return out
 
 
@@ -278,7 +315,115 @@ def _softmax_mc(
     for start in range(0, N, chunk):
         j = np.arange(start, min(N, start + chunk))
         for c, lp in enumerate(_log_softmax_nodes(mu_g[j], A[j], z)):
-            out[j, c] = _lse(lp, axis=1) - np.log(n_samples)
+            out[j, c] = logsumexp_finite(lp, axis=1) - np.log(n_samples)
             sd = np.exp(lp).std(axis=1, ddof=1) if n_samples > 1 else np.inf
             se[j, c] = sd / np.sqrt(n_samples)
     return out, se
+
+
+# ------------------------------------------ E_q[log softmax] under independent latents
+# The multi-class SVGP (one q(u_c) per class; Hensman, Matthews and Ghahramani 2015) gives
+# each input C independent Gaussian latents, q(f_i) = N(mean_i, diag(var_i)), and its bound
+# needs E_i = E_q[log softmax_y(f_i)] with dE_i / d mean and dE_i / d var. Two ways:
+#
+# "quadrature": log softmax_y(f) depends on f only through the C - 1 differences, a
+#   Gaussian of covariance D diag(var) D^T: a trapezoid grid over them as the predictive
+#   integral's (in its eigenvectors) gives E[log p_y], E[p_c] and E[p_c (1 - p_c)], so by
+#   the heat equation of the
+#   Gaussian (Price 1958; Opper and Archambeau 2009, eq. 9) dE/d mean_c = [c = y] - E[p_c]
+#   and dE/d var_c = 1/2 E[d^2 log p_y / d f_c^2] = -1/2 E[p_c (1 - p_c)], each to the
+#   grid's accuracy (below 1e-12). The grid has (2K + 1)^(C - 1) nodes: for C <= 3.
+# "mc": n_samples draws per input in antithetic pairs (z, -z), f = mean + sd z, the draws
+#   of input i from a generator seeded by (seed, i // _MC_BLOCK): each input's estimate
+#   depends on its moments and the seed only, not on the batch it is computed in, and is a
+#   fixed smooth function of them, so the optimiser sees a deterministic objective. Its
+#   derivatives are those of the estimate itself (the reparameterisation f = mean + sd z;
+#   Kingma and Welling 2014), so the site iteration's fixed point is a stationary point of
+#   the estimated bound and the hyperparameter gradient is exact for it. The pairs cancel
+#   the estimate's first-order term in sd, so d/d var stays finite as var -> 0 while the
+#   other classes' variances are comparable. The variance of an input's estimate is the
+#   sample variance of its pair means over the number of pairs; the inputs' draws are
+#   independent, so a sum's standard error is the square root of the summed variances.
+
+#: Inputs per seeded block of Monte Carlo draws.
+_MC_BLOCK = 64
+# The quadrature's grid: |z| <= _ELBO_SPAN (the Gaussian mass beyond, 1e-15, times
+# |log p| <= a few tens), steps of at most _ELBO_STEP both in z and in the differences
+# g (the trapezoid rule's error, about exp(-2 pi^2 / h) for log(1 + e^g), whose nearest
+# singularity is at g = i pi, is then 1e-14), node counts rounded up to multiples of
+# _ELBO_NODES_ROUND (fewer distinct grids).
+_ELBO_SPAN = 8.0
+_ELBO_STEP = 0.6
+_ELBO_NODES_ROUND = 4
+# Variances below this are raised to it before dividing by sd (a point mass, to rounding).
+_VAR_FLOOR = 1e-300
+
+
+def _one_hot(y: np.ndarray, C: int) -> np.ndarray:
+    Y = np.zeros((y.size, C))
+    Y[np.arange(y.size), y] = 1.0
+    return Y
+
+
+def _diagonal_quadrature(y: np.ndarray, mean: np.ndarray, var: np.ndarray) -> DiagonalExpectation:
+    """E[log softmax_y(f)] and its derivatives on a trapezoid grid over the C - 1 latent
+    differences (section note); ``y`` (n,) class indices, ``mean``, ``var`` (n, C)."""
+    n, C = mean.shape
+    cov = np.zeros((n, C, C))
+    idx_c = np.arange(C)
+    cov[:, idx_c, idx_c] = var
+    mu_g, A, sd = _difference_factor(mean, cov)
+    d = C - 1
+    # K nodes either side of 0 in each whitened dimension, on |z| <= _ELBO_SPAN: steps
+    # below _ELBO_STEP in z and in the differences (the grid of the section note)
+    half = _ELBO_NODES_ROUND * np.ceil(
+        _ELBO_SPAN * np.maximum(sd, 1.0) / (_ELBO_STEP * _ELBO_NODES_ROUND)
+    ).astype(int)
+    value, Ep, Epq = np.zeros(n), np.empty((n, C)), np.empty((n, C))
+    for K in np.unique(half):
+        Z, log_w = quadrature_grid(int(K), d, _ELBO_SPAN)
+        w = np.exp(log_w)
+        idx = np.flatnonzero(half == K)
+        chunk = max(1, _CHUNK_ELEMENTS // (Z.shape[2] * C))
+        for start in range(0, idx.size, chunk):
+            j = idx[start : start + chunk]
+            for c, lp in enumerate(_log_softmax_nodes(mu_g[j], A[j], Z)):
+                mine = y[j] == c
+                value[j[mine]] = lp[mine] @ w
+                p = np.exp(lp)
+                Ep[j, c] = p @ w
+                Epq[j, c] = (p - p * p) @ w  # p (1 - p), to 1e-16 absolute
+    return DiagonalExpectation(value, _one_hot(y, C) - Ep, -0.5 * Epq, None)
+
+
+def _diagonal_mc(
+    y: np.ndarray, mean: np.ndarray, var: np.ndarray, n_samples: int, seed: int
+) -> DiagonalExpectation:
+    """The antithetic Monte Carlo estimate of E[log softmax_y(f)], its exact derivatives
+    and its variance (section note); ``n_samples`` even, ``seed`` an integer."""
+    n, C = mean.shape
+    pairs = n_samples // 2
+    sd = np.sqrt(np.maximum(var, _VAR_FLOOR))
+    value, variance = np.empty(n), np.empty(n)
+    d_mean, d_sd = np.empty((n, C)), np.empty((n, C))
+    Y = _one_hot(y, C)
+    for block, start in enumerate(range(0, n, _MC_BLOCK)):
+        i = slice(start, min(start + _MC_BLOCK, n))
+        k = i.stop - start
+        z = np.random.default_rng([seed, block]).standard_normal((k, pairs, C))
+        lp_pair, g_sum, gz_sum = np.zeros((k, pairs)), np.zeros((k, C)), np.zeros((k, C))
+        for sign in (1.0, -1.0):
+            F = mean[i, None, :] + sign * sd[i, None, :] * z  # (k, pairs, C)
+            top = F.max(axis=2, keepdims=True)
+            e = np.exp(F - top)
+            total = e.sum(axis=2, keepdims=True)  # log sum exp F = top + log total
+            F_y = np.take_along_axis(F - top, y[i, None, None], axis=2)[..., 0]
+            lp_pair += 0.5 * (F_y - np.log(total[..., 0]))
+            g = Y[i, None, :] - e / total  # d log p_y / d f = [c = y] - softmax_c(f)
+            g_sum += g.sum(axis=1)
+            gz_sum += sign * np.einsum("kpc,kpc->kc", g, z)
+        value[i] = lp_pair.mean(axis=1)
+        variance[i] = lp_pair.var(axis=1, ddof=1) / pairs
+        d_mean[i] = g_sum / (2 * pairs)
+        d_sd[i] = gz_sum / (2 * pairs)
+    return DiagonalExpectation(value, d_mean, d_sd / (2.0 * sd), variance)

@@ -78,6 +78,7 @@ from .multiclass import (
 from .paired import (
     A_BETTER,
     B_BETTER,
+    LOWER_IS_BETTER,
     NO_DIFFERENCE,
     PairedDifference,
     paired_difference,
@@ -99,6 +100,7 @@ __all__ = [
     "BOOTSTRAP_METRICS",
     "BOOTSTRAP_METRICS_MULTICLASS",
     "B_BETTER",
+    "LOWER_IS_BETTER",
     "METRIC_RANGES",
     "NO_DIFFERENCE",
     "SCORE_ECE_BINS",

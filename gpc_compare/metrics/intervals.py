@@ -156,54 +156,67 @@ def _replicate(y: np.ndarray, p1: np.ndarray, log_p: np.ndarray, base_rate: floa
         "information_bits": base_rate_entropy_bits(base_rate) + mlp / np.log(2.0),
         "error_rate": np.mean((pb > 0.5) != (yb == 1), axis=1),
         "brier": np.mean((pb - yb) ** 2, axis=1),
-        "auc": _mann_whitney(pb, yb == 1),
-        "ece": _binned_ece(yb, pb),
+        "auc": _mann_whitney(p1, y == 1, idx),
+        "ece": _binned_ece(y.astype(float), p1, idx),
     }
 
 
-def _mann_whitney(scores: np.ndarray, positive: np.ndarray) -> np.ndarray:
-    """Each row's AUC: the probability that a positive case outranks a negative one (ties
-    1/2), NaN without both; rows hold as many positives as each other (stratified)."""
-    n = scores.shape[1]
-    n1 = int(np.sum(positive[0]))
+def _row_counts(values: np.ndarray, n_values: int, idx: np.ndarray, weights=None) -> np.ndarray:
+    """counts[b, k] = the sum of ``weights`` (or 1) over replicate b's cases whose
+    ``values`` (integers in 0..n_values-1, one per original case) is k."""
+    keys = (np.arange(idx.shape[0])[:, None] * n_values + values[idx]).ravel()
+    w = None if weights is None else np.asarray(weights, dtype=float)[idx].ravel()
+    return np.bincount(keys, w, minlength=idx.shape[0] * n_values).reshape(-1, n_values)
+
+
+def _mann_whitney(score: np.ndarray, positive: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """Each replicate's AUC: the probability that a positive case outranks a negative one
+    (ties 1/2), NaN without both. ``score``, ``positive``: the original cases; ``idx``
+    (n_boot, n): each replicate's cases, as many positives in each (stratified).
+
+    Counted over the original distinct scores (no sort per replicate): with P[b, k] and
+    N[b, k] replicate b's positives and negatives at the k-th smallest score,
+    U_b = sum_k P[b, k] (sum_{l<k} N[b, l] + N[b, k] / 2)."""
+    n = idx.shape[1]
+    n1 = int(np.sum(positive[idx[0]]))
     if n1 == 0 or n1 == n:
-        return np.full(scores.shape[0], np.nan)
-    ranks = stats.rankdata(scores, axis=1)
-    return (np.sum(ranks * positive, axis=1) - n1 * (n1 + 1) / 2) / (n1 * (n - n1))
+        return np.full(idx.shape[0], np.nan)
+    distinct, rank = np.unique(score, return_inverse=True)
+    pos = _row_counts(rank, distinct.size, idx, positive)
+    neg = _row_counts(rank, distinct.size, idx) - pos
+    below = np.cumsum(neg, axis=1) - neg
+    return np.sum(pos * (below + 0.5 * neg), axis=1) / (n1 * (n - n1))
 
 
-def _binned_ece(outcome: np.ndarray, prob: np.ndarray) -> np.ndarray:
-    """Each row's expected calibration error, (1/n) sum_b |sum_{i in b} (outcome_i - prob_i)|
-    over the equal-width bins of :func:`~gpc_compare.metrics.score` (right-closed)."""
+def _binned_ece(outcome: np.ndarray, prob: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """Each replicate's expected calibration error,
+    (1/n) sum_b |sum_{i in b} (outcome_i - prob_i)| over the equal-width bins of
+    :func:`~gpc_compare.metrics.score` (right-closed). ``outcome``, ``prob``: the original
+    cases; ``idx`` (n_boot, n): each replicate's cases."""
     bins = np.searchsorted(np.linspace(0.0, 1.0, SCORE_ECE_BINS + 1)[1:-1], prob)
-    ece = np.zeros(prob.shape[0])
-    for b in range(SCORE_ECE_BINS):
-        inside = bins == b
-        ece += np.abs(np.sum(outcome * inside, axis=1) - np.sum(prob * inside, axis=1))
-    return ece / prob.shape[1]
+    gap = _row_counts(bins, SCORE_ECE_BINS, idx, outcome - prob)
+    return np.sum(np.abs(gap), axis=1) / idx.shape[1]
 
 
 def _replicate_multiclass(
     y: np.ndarray, P: np.ndarray, log_p: np.ndarray, entropy_bits: float, idx: np.ndarray
 ) -> dict[str, np.ndarray]:
     """The multi-class held-out scores of each row of case indices ``idx`` (n_boot, n)."""
-    yb, Pb = y[idx], P[idx]  # (n_boot, n), (n_boot, n, C)
     C = P.shape[1]
     with np.errstate(invalid="ignore"):
         mlp = np.mean(log_p[idx], axis=1)
-    onehot = yb[..., None] == np.arange(C)
-    brier = np.mean(np.sum((Pb - onehot) ** 2, axis=2), axis=1)
-    correct = np.argmax(Pb, axis=2) == yb  # ties to the lowest index, as np.argmax
-    confidence = Pb.max(axis=2)
+    onehot = y[:, None] == np.arange(C)
+    brier = np.mean(np.sum((P - onehot) ** 2, axis=1)[idx], axis=1)
+    correct = np.argmax(P, axis=1) == y  # ties to the lowest index, as np.argmax
     # one-vs-rest AUC of each class (NaN, as the macro mean, when a class is absent)
-    auc = np.mean([_mann_whitney(Pb[..., c], onehot[..., c]) for c in range(C)], axis=0)
+    auc = np.mean([_mann_whitney(P[:, c], onehot[:, c], idx) for c in range(C)], axis=0)
     return {
         "mean_log_predictive": mlp,
         "information_bits": entropy_bits + mlp / np.log(2.0),
-        "error_rate": 1.0 - np.mean(correct, axis=1),
+        "error_rate": 1.0 - np.mean(correct[idx], axis=1),
         "brier_multiclass": brier,
         "auc_ovr_macro": auc,
-        "ece_top_label": _binned_ece(correct, confidence),
+        "ece_top_label": _binned_ece(correct.astype(float), P.max(axis=1), idx),
     }
 
 
@@ -258,10 +271,14 @@ def percentile_interval(
     z0 = Phi^-1(fraction of replicates below the estimate), the quantiles
     Phi(2 z0 -/+ z_{(1+level)/2}) of the replicates. It matters for a statistic the
     bootstrap biases (the ECE of resampled cases is larger than the ECE), whose plain
-    percentile interval can sit beside the estimate. Either way the interval's ends are
-    replicates, so it never leaves the statistic's range. The ends are the order
-    statistics just outside the quantiles (an infinite replicate is never interpolated
-    into a NaN).
+    percentile interval can sit beside the estimate. Where the bias is so large that fewer
+    than (1 - level) / 2 of the replicates fall on one side of the estimate (|z0| >
+    z_{(1+level)/2}: the ECE of a few dozen cases), the correction would move the interval
+    past the estimate, where the normal model behind it has broken down; the interval is
+    then widened to reach the estimate, so it always contains it. The ends are replicates
+    or the estimate, so the interval never leaves the statistic's range; they are the
+    order statistics just outside the quantiles (an infinite replicate is never
+    interpolated into a NaN).
 
     Parameters
     ----------
@@ -287,7 +304,8 @@ def percentile_interval(
         z0 = stats.norm.ppf(np.clip(below, 1.0 / (r.size + 1), r.size / (r.size + 1)))
         z = stats.norm.ppf(q_high)
         q_low, q_high = stats.norm.cdf(2 * z0 - z), stats.norm.cdf(2 * z0 + z)
-    return (
-        float(np.quantile(r, q_low, method="lower")),
-        float(np.quantile(r, q_high, method="higher")),
-    )
+    low = float(np.quantile(r, q_low, method="lower"))
+    high = float(np.quantile(r, q_high, method="higher"))
+    if estimate is not None and np.isfinite(estimate):  # (see above: always contains it)
+        low, high = min(low, float(estimate)), max(high, float(estimate))
+    return low, high

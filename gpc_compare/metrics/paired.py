@@ -68,8 +68,19 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-__all__ = ["A_BETTER", "B_BETTER", "NO_DIFFERENCE", "PairedDifference", "paired_difference"]
+__all__ = [
+    "A_BETTER",
+    "B_BETTER",
+    "LOWER_IS_BETTER",
+    "NO_DIFFERENCE",
+    "PairedDifference",
+    "paired_difference",
+]
 
+#: The held-out scores for which a lower value is better (the rest: higher is better).
+LOWER_IS_BETTER = frozenset(
+    {"error_rate", "brier", "ece", "brier_multiclass", "ece_top_label", "marginal_kl_mean"}
+)
 #: The verdicts of :func:`paired_difference`.
 A_BETTER, B_BETTER, NO_DIFFERENCE = "a better", "b better", "no difference"
 

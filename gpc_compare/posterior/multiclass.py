@@ -1,7 +1,9 @@
-"""The multi-class contract: C latent functions with the softmax likelihood (R&W 3.5)."""
+"""The multi-class contract: C latent functions with the softmax (R&W 3.5) or robust-max
+likelihood."""
 
 from __future__ import annotations
 
+import warnings
 from abc import abstractmethod
 
 import numpy as np
@@ -9,15 +11,15 @@ from scipy.special import logsumexp
 
 from .._validation import check_class_labels
 from ..kernels import Kernel
-from ..likelihoods import SOFTMAX_MC_SAMPLES, Softmax
+from ..likelihoods import SOFTMAX_MC_SAMPLES, RobustMax, Softmax
 from .base import Posterior
 
 __all__ = ["MulticlassPosterior"]
 
 
 class MulticlassPosterior(Posterior):
-    """A posterior over C latent functions with the softmax likelihood: the contract for
-    several classes (see the module notes).
+    """A posterior over C latent functions with a multi-class likelihood (softmax or
+    robust-max): the contract for several classes (see the module notes).
 
     Subclasses provide :meth:`_integration_moments`, the Gaussian(s) of f* that the
     softmax is integrated against: one (Laplace) or one per posterior draw (MCMC), whose
@@ -35,7 +37,7 @@ class MulticlassPosterior(Posterior):
         X: np.ndarray,
         y: np.ndarray,
         kernel: Kernel,
-        likelihood: Softmax,
+        likelihood: Softmax | RobustMax,
         mean: None = None,
         *,
         n_classes: int,
@@ -103,6 +105,36 @@ class MulticlassPosterior(Posterior):
     def predict(self, Xs: np.ndarray, **kwargs) -> np.ndarray:
         """The most probable class of each input (a label from ``classes_``)."""
         return self.classes_[np.argmax(self.predict_log_proba(Xs, **kwargs), axis=1)]
+
+    def sample_latent(
+        self, draws: int, random_seed: int | np.random.Generator | None = None
+    ) -> np.ndarray:  # pragma: no cover
+        """Draws of f at the training inputs, shape (draws, n, C) (a Gaussian form gives
+        them; one that holds draws exports its own)."""
+        raise NotImplementedError
+
+    def to_inference_data(
+        self, random_seed: int | np.random.Generator | None = None, *, draws: int = 1000
+    ):
+        """``draws`` draws of f at the training inputs (:meth:`sample_latent`; dims ``obs``,
+        ``class``), seeded by ``random_seed``, as InferenceData."""
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)  # arviz's refactor notice
+            import arviz as az
+
+        f = self.sample_latent(draws, random_seed)
+        return az.from_dict(
+            posterior={"f": f[None]},
+            observed_data={"y": self.y},
+            coords={"obs": np.arange(self.X.shape[0]), "class": np.arange(self.n_classes)},
+            dims={"f": ["obs", "class"], "y": ["obs"]},
+            attrs={
+                "method": self.method,
+                "kernel": repr(self.kernel),
+                "likelihood": self.likelihood.name,
+                "log_marginal_likelihood": self.log_marginal_likelihood,
+            },
+        )
 
     def __repr__(self) -> str:
         return super().__repr__()[:-1] + f" n_classes={self.n_classes}>"

@@ -220,9 +220,18 @@ class InducingPosterior(Posterior):
     export of joint draws (``sample_latent``) to InferenceData."""
 
     def __init__(
-        self, X, y, kernel, likelihood, mean, *, prior: FITCPrior, optimize_inducing: bool
+        self,
+        X,
+        y,
+        kernel,
+        likelihood,
+        mean,
+        *,
+        prior: FITCPrior,
+        optimize_inducing: bool,
+        **kwargs,
     ) -> None:
-        super().__init__(X, y, kernel, likelihood, mean)
+        super().__init__(X, y, kernel, likelihood, mean, **kwargs)  # (n_classes=: C classes)
         self.prior = prior
         self.optimize_inducing = bool(optimize_inducing)
 

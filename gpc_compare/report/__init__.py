@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +20,7 @@ import pandas as pd
 
 from ..metrics import summarize
 from ..study import JobRecord, StudyConfig, assemble, load_study, read_records
+from ..study.output import atomic_write, output_folder
 from .cases import case_intervals
 from .figures import (
     plot_evidence,
@@ -37,7 +39,9 @@ __all__ = [
     "ENGINE_STYLE",
     "METRICS",
     "REFERENCE_METRICS",
+    "rewrite_report_text",
     "run_command",
+    "study_differences",
     "study_summary",
     "summarize",
     "write_report",
@@ -62,9 +66,12 @@ class _Loaded:
 
 def _load(result_dir: Path, config: StudyConfig) -> _Loaded:
     """The table, current finished records and the summary with its intervals."""
-    table = assemble(result_dir, config)
+    table = assemble(result_dir, config, write_empty=False)  # (never replaced by no rows)
     if table.empty:
-        raise ValueError(f"{result_dir}: no job has finished yet; nothing to report")
+        raise ValueError(
+            f"{result_dir}: no job of its study.toml has finished; nothing to report (and "
+            "results.csv is left as it was)"
+        )
     jobs = pd.read_csv(result_dir / "jobs.csv")
     current = set(jobs["job_id"])
     usable, damaged = read_records(result_dir)
@@ -111,6 +118,33 @@ def study_summary(result_dir: str | os.PathLike[str]) -> pd.DataFrame:
     return _load(result_dir, load_study(result_dir / "study.toml")).summary
 
 
+def study_differences(result_dir: str | os.PathLike[str]) -> pd.DataFrame:
+    """Every pair of engines compared on every held-out score, as the report's findings
+    compare them: the corrected resampled t-interval over the splits both finished
+    (:func:`gpc_compare.metrics.paired_difference`; Nadeau and Bengio 2003).
+
+    Parameters
+    ----------
+    result_dir : path
+        ``OUTPUT/NAME`` as written by :func:`gpc_compare.study.run_study`.
+
+    Returns
+    -------
+    DataFrame
+        Columns ``dataset, engine_a, engine_b, metric, difference`` (the mean of a - b over
+        the splits), ``low, high`` (its 95% interval), ``n_splits``, ``verdict`` (``"a
+        better"``, ``"b better"`` where the interval excludes zero, else ``"no
+        difference"``) and ``note``. Each pair appears in both orders.
+    """
+    result_dir = Path(result_dir)
+    paired = _load(result_dir, load_study(result_dir / "study.toml")).paired
+    columns = ["dataset", "engine_a", "engine_b", "metric", "difference", "low", "high"]
+    rows = [
+        [*key, p.mean, p.lower, p.upper, p.n_pairs, p.verdict, p.note] for key, p in paired.items()
+    ]
+    return pd.DataFrame(rows, columns=[*columns, "n_splits", "verdict", "note"])
+
+
 def write_report(result_dir: str | os.PathLike[str]) -> Path:
     """Write ``report.md`` and ``figures/*.png`` for the study results in ``result_dir``.
 
@@ -129,7 +163,10 @@ def write_report(result_dir: str | os.PathLike[str]) -> Path:
     Raises
     ------
     ValueError
-        When ``result_dir`` holds no study results.
+        When ``result_dir`` holds no study results (nothing is written then: a
+        ``results.csv`` with rows is never replaced by an empty one), or ``figures/`` is a
+        symbolic link. Files are written by replacing their names, never through a link
+        (:mod:`gpc_compare.study.output`).
     """
     result_dir = Path(result_dir)
     if not (result_dir / "study.toml").exists():
@@ -139,14 +176,13 @@ def write_report(result_dir: str | os.PathLike[str]) -> Path:
         )
     config = load_study(result_dir / "study.toml")
     study = _load(result_dir, config)
-    table, jobs, records, datasets = study.table, study.jobs, study.records, study.datasets
+    table, records, datasets = study.table, study.records, study.datasets
     engines = list(config.engines)
     estimators = list(config.evidence)  # gold-standard evidence jobs, shown beside the engines
     set_styles(engines + estimators)
     held_out = config.splits["kind"] != "none"  # (kind "none": evidence only, no test set)
-    summary, paired = study.summary, study.paired
-    figures = result_dir / "figures"
-    figures.mkdir(exist_ok=True)
+    summary = study.summary
+    figures = output_folder(result_dir / "figures")  # (refused if a link)
     made: list[tuple[str, str]] = []
 
     if held_out:
@@ -168,18 +204,30 @@ def write_report(result_dir: str | os.PathLike[str]) -> Path:
     if plot_mcmc(result_dir, records, datasets, figures / "mcmc_diagnostics.png"):
         made.append(("mcmc_diagnostics.png", "MCMC rank plots (ArviZ)"))
 
+    text = _report_text(result_dir, config, study, made)
+    path = result_dir / "report.md"
+    atomic_write(path, text.encode())  # (a link there is replaced, not followed)
+    return path
+
+
+def _report_text(
+    result_dir: Path, config: StudyConfig, study: _Loaded, made: list[tuple[str, str]]
+) -> str:
+    """report.md's text for the loaded study, listing the figures ``made``."""
+    engines = list(config.engines)
+    command = run_command(result_dir, config.name)
     text = report_markdown(
         config,
-        table,
-        jobs,
-        summary,
-        records,
-        datasets,
+        study.table,
+        study.jobs,
+        study.summary,
+        study.records,
+        study.datasets,
         engines,
         made,
-        run_command(result_dir, config.name),
+        command,
         result_dir,
-        paired,
+        study.paired,
     )
     if config.kernels:  # the kernels compared, after the findings
         section = "\n".join(
@@ -191,10 +239,33 @@ def write_report(result_dir: str | os.PathLike[str]) -> Path:
         text += (
             "\n## Records that could not be read\n\n"
             + "".join(f"- `{line}`\n" for line in study.unreadable)
-            + f"\nRerun `{run_command(result_dir, config.name)}` to recompute their jobs.\n"
+            + f"\nRerun `{command}` to recompute their jobs.\n"
         )
+    return text
+
+
+def rewrite_report_text(result_dir: str | os.PathLike[str]) -> Path:
+    """Rewrite ``results.csv`` and ``report.md`` from the job records, listing the figures
+    the present report lists without redrawing them (for a change to the table's columns
+    or the report's words; :func:`write_report` draws the figures too).
+
+    Parameters
+    ----------
+    result_dir : path
+        ``OUTPUT/NAME`` with a ``report.md``.
+
+    Returns
+    -------
+    Path
+        The path of ``report.md``.
+    """
+    result_dir = Path(result_dir)
+    config = load_study(result_dir / "study.toml")
+    old = (result_dir / "report.md").read_text()
+    made = [(f, c) for c, f in re.findall(r"!\[(.*?)\]\(figures/(.*?)\)", old)]
+    text = _report_text(result_dir, config, _load(result_dir, config), made)
     path = result_dir / "report.md"
-    path.write_text(text)
+    atomic_write(path, text.encode())  # (a link there is replaced, not followed)
     return path
 
 
@@ -216,8 +287,9 @@ def run_command(result_dir: Path, name: str) -> str:
     """
     try:
         info = json.loads((result_dir / "run.json").read_text())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         info = {}
+    info = info if isinstance(info, dict) else {}
     study_file = info.get("study_file") or str(result_dir / "study.toml")
     output = info.get("output") or str(result_dir.parent)
     words = ["gpc-compare", "run", study_file, "--output", output]

@@ -1,9 +1,14 @@
 """Held-out scores with intervals over test cases, and paired differences between engines.
 
-The per-case predictions every job records (test labels, ``p1`` or the class
-probabilities, ``log p``) are resampled
-by :func:`gpc_compare.metrics.bootstrap_indices` (within each split and class; the same
-cases for every engine) and rescored by :func:`gpc_compare.metrics.bootstrap_scores`.
+Each engine's score: the per-case predictions every job records (test labels, ``p1`` or the
+class probabilities, ``log p``) are resampled by
+:func:`gpc_compare.metrics.bootstrap_indices` (within each split and class; the same cases
+for every engine) and rescored by :func:`gpc_compare.metrics.bootstrap_scores`.
+
+Two engines compared: the corrected resampled t-interval over the splits both finished
+(:func:`gpc_compare.metrics.paired_difference`; Nadeau and Bengio 2003), which allows for
+the training sets the splits share. A test-case bootstrap holds the training folds fixed
+and so cannot see that variability; it is not used for comparisons.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ import pandas as pd
 from .. import metrics
 from ..study import JobRecord
 
-__all__ = ["BOOTSTRAP_LABEL", "N_BOOT", "case_intervals"]
+__all__ = ["BOOTSTRAP_LABEL", "N_BOOT", "Paired", "case_intervals", "paired_differences"]
 
 #: Bootstrap replicates (the report is deterministic: the resampling is seeded).
 N_BOOT = 2000
@@ -25,12 +30,14 @@ N_BOOT = 2000
 BOOTSTRAP_LABEL = "bootstrap over test cases"
 
 Records = list[JobRecord]
+#: ``(dataset, engine_a, engine_b, metric) -> the corrected t-interval of a - b``.
+Paired = dict[tuple[str, str, str, str], metrics.PairedDifference]
 
 
 def case_intervals(
     records: Records, datasets: Sequence[str], engines: Sequence[str], *, seed: int = 0
-) -> tuple[pd.DataFrame, dict[tuple[str, str, str, str], tuple[float, float, float, int]]]:
-    """Percentile intervals of each held-out score, and of paired differences.
+) -> tuple[pd.DataFrame, Paired]:
+    """Percentile intervals of each held-out score, and paired differences of engines.
 
     Parameters
     ----------
@@ -48,12 +55,18 @@ def case_intervals(
         score, and a 95% bias-corrected percentile interval of :data:`N_BOOT`
         replicates.
     paired : dict
-        ``(dataset, engine_a, engine_b, metric) -> (mean difference a - b, low, high,
-        splits)`` over the splits both engines finished, on the same resampled cases.
+        ``(dataset, engine_a, engine_b, metric) ->``
+        :class:`~gpc_compare.metrics.PairedDifference` of a - b over the splits both
+        engines finished (:func:`paired_differences`).
     """
     rows = []
-    paired = {}
+    paired: Paired = {}
     for dataset in datasets:
+        finished: dict[str, dict[int, JobRecord]] = {}
+        for r in records:
+            if r.dataset == dataset and r.engine in engines and r.metrics:
+                finished.setdefault(r.engine, {})[r.split] = r
+        paired.update(paired_differences(dataset, finished))
         by_engine: dict[str, dict[int, JobRecord]] = {}
         for engine in engines:
             recs = [
@@ -90,29 +103,33 @@ def case_intervals(
                         "interval": BOOTSTRAP_LABEL,
                     }
                 )
-        for a in by_engine:
-            for b in by_engine:
-                if a == b:
-                    continue
-                common = sorted(set(by_engine[a]) & set(by_engine[b]))
-                if not common:
-                    continue
-                ra = metrics.bootstrap_scores({s: _cases(by_engine[a][s]) for s in common}, indices)
-                rb = metrics.bootstrap_scores({s: _cases(by_engine[b][s]) for s in common}, indices)
-                for metric in ra:
-                    d = np.array(
-                        [
-                            by_engine[a][s].metrics[metric] - by_engine[b][s].metrics[metric]
-                            for s in common
-                        ],
-                        dtype=float,
-                    )
-                    with np.errstate(invalid="ignore"):
-                        low, high = metrics.percentile_interval(
-                            ra[metric] - rb[metric], float(np.mean(d))
-                        )
-                    paired[(dataset, a, b, metric)] = (float(np.mean(d)), low, high, len(common))
     return pd.DataFrame(rows), paired
+
+
+def paired_differences(dataset: str, by_engine: dict[str, dict[int, JobRecord]]) -> Paired:
+    """Every ordered pair of engines on the splits both finished: the corrected resampled
+    t-interval (:func:`gpc_compare.metrics.paired_difference`, Nadeau and Bengio 2003) of
+    each held-out score's difference over those splits."""
+    out = {}
+    for a, recs_a in by_engine.items():
+        for b, recs_b in by_engine.items():
+            common = sorted(set(recs_a) & set(recs_b))
+            if a == b or not common:
+                continue
+            first = recs_a[common[0]]
+            for metric in first.metrics:
+                va = [recs_a[s].metrics.get(metric, np.nan) for s in common]
+                vb = [recs_b[s].metrics.get(metric, np.nan) for s in common]
+                if not (np.all(np.isfinite(va)) and np.all(np.isfinite(vb))):
+                    continue  # (a split without the score: no interval over the others)
+                out[(dataset, a, b, metric)] = metrics.paired_difference(
+                    va,
+                    vb,
+                    [recs_a[s].n_train for s in common],
+                    [recs_a[s].n_test for s in common],
+                    higher_is_better=metric not in metrics.LOWER_IS_BETTER,
+                )
+    return out
 
 
 def _cases(rec: JobRecord) -> dict[str, Any]:

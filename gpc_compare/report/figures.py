@@ -16,6 +16,7 @@ whether they wrote it.
 
 from __future__ import annotations
 
+import io
 import math
 import textwrap
 from collections.abc import Sequence
@@ -28,6 +29,7 @@ import pandas as pd
 from ..engines import capabilities
 from ..metrics import reliability_curve, top_label_reliability_curve
 from ..study import JobRecord
+from ..study.output import atomic_write
 from ..study.table import same_hyperparameters
 from .formatting import reference_estimator
 from .profiles import Profile, shown_hyperparameters
@@ -40,10 +42,19 @@ __all__ = [
     "plot_metrics",
     "plot_reliability",
     "plot_timings",
+    "save_figure",
 ]
 
 #: Job records as :func:`gpc_compare.study.load_records` returns them.
 Records = list[JobRecord]
+
+
+def save_figure(fig: Any, path: Path, dpi: int) -> None:
+    """Write ``fig`` as the PNG ``path``, replacing whatever the name was (a link is not
+    followed: :func:`gpc_compare.study.output.atomic_write`)."""
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=dpi)
+    atomic_write(path, buffer.getvalue())
 
 
 def _figure(width: float, height: float) -> Any:
@@ -114,7 +125,7 @@ def plot_metrics(
     fig.suptitle(
         f"Held-out scores: mean over splits, 95% interval ({'; '.join(kinds)})", fontsize=12
     )
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
 
 
 def plot_reliability(
@@ -165,7 +176,7 @@ def plot_reliability(
         ax.set_visible(False)
     title = "Reliability diagrams (10 equal-width bins; dashed: perfect calibration)"
     fig.suptitle(title if ncols > 1 else title.replace(" (", "\n("))  # one panel: two lines
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
 
 
 def plot_latent(
@@ -215,7 +226,7 @@ def plot_latent(
             ax.grid(alpha=0.3)
             ax.legend(loc="upper left", fontsize=8)
     fig.suptitle(f"Approximations against {style(reference)[2]} at the same hyperparameters")
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     return True
 
 
@@ -317,7 +328,7 @@ def plot_evidence(
     )
     # about 12 characters per inch at 11 points: wrapped to the figure's width
     fig.suptitle(textwrap.fill(title, width=int(12 * 5.4 * len(shown))), fontsize=11)
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     return True
 
 
@@ -373,7 +384,7 @@ def plot_timings(
         fontsize=10,
     )
     axes[0].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
 
 
 def plot_mcmc(result_dir: Path, records: Records, datasets: Sequence[str], path: Path) -> bool:
@@ -415,7 +426,7 @@ def plot_mcmc(result_dir: Path, records: Records, datasets: Sequence[str], path:
         "and chain; chains that mix stay inside the grey band (99% under uniform ranks)",
         fontsize=11,
     )
-    fig.savefig(path, dpi=100)
+    save_figure(fig, path, dpi=100)
     return True
 
 

@@ -12,20 +12,30 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from ..metrics import A_BETTER
 from ..study import JobRecord
+from .cases import Paired
 from .formatting import fmt, markdown_table, reference_estimator
 from .styles import style
+from .trust import recommendation
 
 __all__ = ["bound_counts", "findings", "grid_findings", "selection_comparison"]
 
 #: Job records as :func:`gpc_compare.study.load_records` returns them.
 Records = list[JobRecord]
-#: Paired differences: ``(dataset, a, b, metric) -> (mean a - b, low, high, splits)``.
-Paired = dict[tuple[str, str, str, str], tuple[float, float, float, int]]
-
 _TIE_NOTE = (
-    "A difference is called a win only when its 95% interval (a paired "
-    "bootstrap over the test cases, in brackets) excludes zero."
+    "A difference is called a win only when its 95% interval (in brackets) excludes zero: "
+    "the corrected resampled t-interval over the splits (Nadeau and Bengio 2003), which "
+    "allows for the training cases the splits share. With J splits it has J - 1 degrees "
+    "of freedom, so one repeat of five folds gives wide intervals; `n_repeats` in the "
+    "study's `[splits]` gives more."
+)
+_MCSE_NOTE = (
+    "The reference's Monte Carlo error is twice the standard error of its mean log "
+    "predictive over the splits, from the effective sample size of each test case's "
+    "p(y* | f) over its draws (the delta method; Vehtari et al. 2021). A difference from "
+    "the reference within it is not a difference this reference can resolve: rerun it "
+    "with more draws to decide."
 )
 _BOUND_NOTE = (
     "A hyperparameter at its bound was stopped by the bound, not by the objective "
@@ -45,14 +55,17 @@ def findings(
 ) -> list[str]:
     """Plain statements with numbers, and the caveats they need said once at the end.
 
-    A difference between engines is called a win only when its 95% interval (the paired
-    bootstrap over test cases, ``paired``) excludes zero; otherwise the engines are said
-    to be indistinguishable, with the difference and its interval.
+    A difference between engines is called a win only when its 95% interval (the
+    corrected resampled t over the splits, ``paired``) excludes zero; otherwise the
+    engines are said to be indistinguishable, with the difference and its interval.
     """
     say = _Findings(summary, paired, engines, reference)
+    say.reference_mcse = _reference_mcse(records, reference)
     lines = []
     for dataset in datasets:
+        advice = recommendation(records, table, dataset, engines)
         parts = [
+            *([f"**{advice}**"] if advice else []),
             *say.log_predictive(dataset),
             *say.error_rates(dataset),
             *say.reference_gaps(dataset, _estimator(records, dataset, reference)),
@@ -77,6 +90,7 @@ class _Findings:
         self.summary, self.paired = summary, paired
         self.engines, self.reference = engines, reference
         self.notes: dict[str, str] = {}
+        self.reference_mcse: dict[str, float] = {}
 
     def get(self, dataset: str, engine: str, metric: str):
         """The summary's row, or None."""
@@ -88,8 +102,13 @@ class _Findings:
         """The paired difference a - b with its interval, or "n/a"."""
         if (dataset, a, b, metric) not in self.paired:
             return "n/a"
-        d, lo, hi, _ = self.paired[(dataset, a, b, metric)]
-        return f"{fmt(d, digits)} [{fmt(lo, digits)}, {fmt(hi, digits)}]"
+        p = self.paired[(dataset, a, b, metric)]
+        return f"{fmt(p.mean, digits)} [{fmt(p.lower, digits)}, {fmt(p.upper, digits)}]"
+
+    def _wins(self, dataset: str, a: str, b: str, metric: str) -> bool:
+        """Whether a's score is better than b's: the interval of a - b excludes zero."""
+        p = self.paired.get((dataset, a, b, metric))
+        return p is not None and p.verdict == A_BETTER
 
     def log_predictive(self, dataset: str) -> list[str]:
         """The best mean log predictive (or no win), each engine against the reference,
@@ -103,26 +122,36 @@ class _Findings:
         if len(complete) >= 2:
             parts.append(self._best(dataset, complete, n_max))
         if self.reference in lp:
-            ref = style(self.reference)[2]
-            parts += [
-                f"{style(e)[2]} - {ref} = {self.diff(dataset, e, self.reference, mlp)} nats"
-                for e in lp
-                if e != self.reference
-            ]
+            parts += [self._against_reference(dataset, e) for e in lp if e != self.reference]
         missing = [e for e in self.engines if e not in lp]
         if missing:
             parts.append("no results from " + ", ".join(style(e)[2] for e in missing))
         return parts
 
+    def _against_reference(self, dataset: str, engine: str) -> str:
+        """engine - reference on the mean log predictive, and where the reference's own
+        Monte Carlo error is known, whether the difference is within twice it."""
+        mlp, ref = "mean_log_predictive", style(self.reference)[2]
+        text = (
+            f"{style(engine)[2]} - {ref} = {self.diff(dataset, engine, self.reference, mlp)} nats"
+        )
+        mcse = self.reference_mcse.get(dataset)
+        p = self.paired.get((dataset, engine, self.reference, mlp))
+        if mcse is None or p is None:
+            return text
+        self.notes["mcse"] = _MCSE_NOTE
+        if abs(p.mean) <= 2.0 * mcse:
+            return (
+                text
+                + f" (within {ref}'s Monte Carlo error {fmt(2.0 * mcse, 4)}: indistinguishable)"
+            )
+        return text + f" ({ref}'s Monte Carlo error {fmt(2.0 * mcse, 4)})"
+
     def _best(self, dataset: str, complete: dict, n_max: int) -> str:
         """The best mean log predictive and its lead, or that it is no win."""
         mlp = "mean_log_predictive"
         best = max(complete, key=lambda e: complete[e]["mean"])
-        ties = [
-            e
-            for e in complete
-            if e != best and not self.paired.get((dataset, best, e, mlp), (0, 0, 0, 0))[1] > 0
-        ]
+        ties = [e for e in complete if e != best and not self._wins(dataset, best, e, mlp)]
         name = style(best)[2]
         if not ties:
             return (
@@ -188,6 +217,25 @@ class _Findings:
                 "reference's"
             ) + "."
         return parts
+
+
+def _reference_mcse(records: Records, reference: str | None) -> dict[str, float]:
+    """Per data set, the Monte Carlo standard error of the reference's mean log predictive
+    averaged over its splits, sqrt(sum_s mcse_s^2) / J (the runs are independent), where
+    every split's record has one."""
+    per: dict[str, list[float]] = {}
+    missing: set[str] = set()
+    for r in records:
+        if r.engine != reference or not r.metrics:
+            continue
+        value = r.mcse.get("mean_log_predictive")
+        if value is None or not np.isfinite(value):
+            missing.add(r.dataset)
+        else:
+            per.setdefault(r.dataset, []).append(float(value))
+    return {
+        d: float(np.sqrt(np.sum(np.square(v))) / len(v)) for d, v in per.items() if d not in missing
+    }
 
 
 def _diagnostics_finding(records: Records, dataset: str) -> list[str]:

@@ -20,6 +20,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .figures import save_figure
+
 __all__ = ["plot_contours", "plot_gaps", "surface"]
 
 
@@ -104,7 +106,7 @@ def plot_contours(
         cb.set_ticks(levels)
         cb.set_ticklabels([f"{v:.3f}" for v in levels], fontsize=7)
     fig.suptitle(title, fontsize=12)
-    fig.savefig(path, dpi=90)
+    save_figure(fig, path, dpi=90)
 
 
 def plot_gaps(
@@ -164,4 +166,4 @@ def plot_gaps(
             ax.set_xlabel("log length-scale")
             ax.set_ylabel("log sigma_f")
     fig.suptitle(title, fontsize=12)
-    fig.savefig(path, dpi=90)
+    save_figure(fig, path, dpi=90)

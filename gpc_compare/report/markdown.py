@@ -16,9 +16,11 @@ import pandas as pd
 
 from ..study import JobRecord, StudyConfig
 from ..study.datafiles import data_provenance
+from .cases import Paired
 from .findings import bound_counts, findings, grid_findings, selection_comparison
 from .formatting import fmt, interval_text, markdown_table, reference_estimator
 from .styles import METRICS, REFERENCE_METRICS, style
+from .trust import trust_section
 
 __all__ = ["SECTIONS", "Study", "report_markdown"]
 
@@ -64,7 +66,7 @@ class Study:
     made: Sequence[tuple[str, str]]
     command: str
     result_dir: Path
-    paired: dict[tuple[str, str, str, str], tuple[float, float, float, int]]
+    paired: Paired
 
     @property
     def estimators(self) -> list[str]:
@@ -87,7 +89,7 @@ def report_markdown(
     made: Sequence[tuple[str, str]],
     command: str,
     result_dir: Path,
-    paired: dict[tuple[str, str, str, str], tuple[float, float, float, int]] | None = None,
+    paired: Paired | None = None,
 ) -> str:
     """The text of ``report.md``: the sections of :data:`SECTIONS` in order.
 
@@ -267,6 +269,14 @@ def _against_reference(study: Study) -> list[str]:
     ]
 
 
+def _trust(study: Study) -> list[str]:
+    """``## Can this approximation be trusted here?`` (:mod:`.trust`), when the study ran
+    the Pareto-k check (``psis = true``)."""
+    return trust_section(
+        study.records, study.summary, study.datasets, study.engines, study.config.reference
+    )
+
+
 def _evidence_section(study: Study) -> list[str]:
     """``## Gold-standard evidence``, when the study runs estimators."""
     if not study.estimators:
@@ -409,6 +419,7 @@ SECTIONS = (
     _findings,
     _held_out,
     _against_reference,
+    _trust,
     _evidence_section,
     _hyperparameters,
     _mcmc_diagnostics,

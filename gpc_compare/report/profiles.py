@@ -133,7 +133,7 @@ def evidence_profiles(
 def _profile(job, rec: JobRecord, method: str, n_points: int, half_width: float) -> list[Profile]:
     """The profiles of one record's engine along its shown hyperparameters."""
     data = load_dataset(job.dataset, job.study_seed)
-    split_seed = stable_seed("split", job.study_seed, job.dataset.label)
+    split_seed = stable_seed("split", job.study_seed, job.dataset.seed_key)
     train, test = split_indices(data, job.splits, job.split, split_seed)
     X = gc_datasets.standardize(data.X[train], data.X[test if test.size else train])[0]
     y = data.y[train]

@@ -40,17 +40,18 @@ mean KL divergence between the Gaussian marginals, and the evidence gap (when th
 reference computed its gold-standard evidence), for every engine that ran at the same
 hyperparameters as the reference on that split.
 
-The modules, in the order they import one another: ``problem`` (a job's data, split
-and kernel), ``kernels_config`` (a study's kernel or kernel axis), ``config`` (study
-files), ``jobs`` (expansion), ``record`` (the typed job record and its schema),
-``records`` (job records on disk), ``worker`` (one job),
-``executors`` (where jobs run), ``lock`` (one run per output directory), ``table`` (the
-tidy table), ``runner`` (:func:`run_study`), ``scripts`` (figure-study scripts and the
-study list).
+The modules, in the order they import one another: ``output`` (every file written in an
+output folder, never through a link), ``problem`` (a job's data, split and kernel),
+``kernels_config`` (a study's kernel or kernel axis), ``limits`` (what a study may ask for,
+refused at load beyond it), ``studyfile`` (reading and writing a study file's TOML),
+``config`` (study files), ``jobs`` (expansion), ``record`` (the typed job record and its
+schema), ``records`` (job records on disk), ``worker`` (one job), ``executors`` (where jobs
+run), ``lock`` (one run per output directory), ``table`` (the tidy table), ``runner``
+(:func:`run_study`), ``scripts`` (figure-study scripts and the study list).
 """
 
 from .config import DatasetSpec, StudyConfig, StudyError, load_study
-from .executors import Terminated, raise_terminated
+from .executors import SchedulerLost, Terminated, WorkerDied, raise_terminated
 from .jobs import Job, expand
 from .lock import OutputBusy
 from .record import JobRecord, RecordError
@@ -69,9 +70,11 @@ __all__ = [
     "OutputBusy",
     "RecordError",
     "RunSummary",
+    "SchedulerLost",
     "StudyConfig",
     "StudyError",
     "Terminated",
+    "WorkerDied",
     "assemble",
     "check_study_script",
     "expand",

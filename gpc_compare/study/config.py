@@ -8,7 +8,6 @@ never later in every job.
 from __future__ import annotations
 
 import os
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,14 +30,16 @@ from .fields import label as _label
 from .fields import parse_grid as _parse_grid
 from .fields import parse_splits as _parse_splits
 from .kernels_config import parse_kernels
+from .limits import Limits, check_grid, check_jobs, check_memory, check_repeats, check_restarts
 from .multiclass import multiclass_problem
-from .problem import DatasetSpec, load_dataset
+from .problem import DatasetSpec, load_dataset, n_splits
+from .studyfile import check_depth, read_toml
 
 __all__ = ["SPLIT_KINDS", "DatasetSpec", "StudyConfig", "StudyError", "load_study"]
 
 POLICIES = ("fixed", "optimize", "shared", "full_bayes", "grid")
 BINARY_LIKELIHOODS = ("probit", "logistic")
-LIKELIHOODS = (*BINARY_LIKELIHOODS, "softmax")
+LIKELIHOODS = (*BINARY_LIKELIHOODS, "softmax", "multinomial_probit", "robustmax")
 OBJECTIVES = ("evidence", "loo", "loo_fixed_sites")
 #: The default hyperparameter source, in order of preference: EP (closest to the reference
 #: in every comparison so far), else Laplace.
@@ -71,10 +72,17 @@ class StudyConfig:
     evidence: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     #: A kernel axis (``[kernels.LABEL]``): label -> kernel; empty with one ``[kernel]``.
     kernels: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    #: The Pareto-k check of every Gaussian approximation (``psis = true`` or a ``[psis]``
+    #: table: ``draws``, ``proposal``), as :func:`gpc_compare.psis` takes them; None: off.
+    psis: Mapping[str, Any] | None = None
 
     @classmethod
     def from_dict(
-        cls, study: Mapping[str, Any], path: str | os.PathLike[str] | None = None
+        cls,
+        study: Mapping[str, Any],
+        path: str | os.PathLike[str] | None = None,
+        *,
+        limits: bool = True,
     ) -> StudyConfig:
         """A study from the fields a study file holds, validated as :func:`load_study`
         validates a file (which reads the TOML and calls this).
@@ -89,6 +97,11 @@ class StudyConfig:
             The study file, written or to be written: the default ``name`` (its stem),
             the folder a data set's relative ``file`` starts from (without one, the working
             directory), and the name the errors give (without one, ``<study>``).
+        limits : bool
+            Refuse a study beyond its limits (``[limits]``: jobs, grid points, restarts,
+            repeats; and an engine's options beyond this machine's memory), with the
+            estimate and the limit: :mod:`gpc_compare.study.limits`. False lifts them all
+            (``gpc-compare run --no-limits``).
 
         Returns
         -------
@@ -100,10 +113,12 @@ class StudyConfig:
         StudyError
             (a ValueError) naming the field, for anything malformed.
         """
-        return _validate(plain(study), "<study>" if path is None else str(path), path is not None)
+        p = "<study>" if path is None else str(path)
+        check_depth(study, p)  # (before anything walks it by recursion)
+        return _validate(plain(study), p, path is not None, limits)
 
 
-def load_study(path: str | os.PathLike[str]) -> StudyConfig:
+def load_study(path: str | os.PathLike[str], *, limits: bool = True) -> StudyConfig:
     """Read and validate a study file (:meth:`StudyConfig.from_dict` of its TOML).
 
     Parameters
@@ -114,9 +129,13 @@ def load_study(path: str | os.PathLike[str]) -> StudyConfig:
             name = "quick"               # default: the file name without .toml
             description = "..."
             seed = 0                     # seeds splits, restarts and samplers
-            likelihood = "probit"        # or "logistic", or "softmax" (C classes)
+            likelihood = "probit"        # or "logistic"; C classes: "softmax",
+                                         # "multinomial_probit", "robustmax"
             mean = 0.0                   # constant prior mean, a hyperparameter; omit: zero
             reference = "mcmc"           # engine the others are compared with
+            psis = true                  # the Pareto-k check of every Gaussian
+                                         # approximation: gc.psis (or {draws = 4000,
+                                         # proposal = "student_t"}); default false
             datasets = ["ionosphere", "sonar"]   # or [[datasets]] tables:
             # [[datasets]]  name = "breast_cancer"  subsample = 200  (+ loader options)
             # [[datasets]]  file = "data/mine.csv"  target = "label"  (your own CSV, .csv.gz
@@ -145,6 +164,13 @@ def load_study(path: str | os.PathLike[str]) -> StudyConfig:
             # or SMC with an adaptive schedule (gc.evidence.estimate): start, particles,
             # runs, moves, sweeps, cess, se_max, recheck_runs (where se > se_max)
             [evidence.smc]          particles = 128  runs = 16
+            # what the study may ask for (study.limits), refused at load with the
+            # estimate: raise one deliberately, or lift all with limits=False (--no-limits)
+            [limits]  max_jobs = 20000  max_grid_points = 10000  max_restarts = 100
+                      max_repeats = 1000
+
+    limits : bool
+        False lifts the limits (see :meth:`StudyConfig.from_dict`).
 
     Returns
     -------
@@ -154,28 +180,10 @@ def load_study(path: str | os.PathLike[str]) -> StudyConfig:
     ------
     StudyError
         (a ValueError) naming the file and the field, for anything malformed: a TOML
-        syntax error, an unknown field, data set, engine, option or kernel, a bad value.
+        syntax error, an unknown field, data set, engine, option or kernel, a bad value,
+        a study beyond its limits.
     """
-    return StudyConfig.from_dict(_read_toml(path), path)
-
-
-def _read_toml(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """A study file's TOML, or a StudyError saying why it cannot be read."""
-    p = str(path)
-    what = "a study file is a TOML text file (e.g. studies/quick.toml) or a .py study script"
-    if Path(path).is_dir():
-        raise StudyError(f"{p}: is a directory, not a study file: {what}")
-    try:
-        with open(path, "rb") as fh:
-            return tomllib.loads(fh.read().decode("utf-8"))
-    except FileNotFoundError:
-        raise StudyError(f"{p}: no such study file") from None
-    except UnicodeDecodeError:
-        raise StudyError(f"{p}: not a text file (not UTF-8): {what}") from None
-    except OSError as exc:
-        raise StudyError(f"{p}: cannot be read ({exc.strerror or exc}): {what}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise StudyError(f"{p}: not valid TOML: {exc}") from None
+    return StudyConfig.from_dict(read_toml(path), path, limits=limits)
 
 
 #: The top-level fields of a study.
@@ -194,12 +202,16 @@ TOP_FIELDS = (
     "engines",
     "evidence",
     "data_dir",
+    "psis",
+    "limits",
 )
+#: ``psis = true``: :func:`gpc_compare.psis`'s defaults.
+PSIS_DEFAULTS = {"draws": 4000, "proposal": "gaussian"}
 
 
-def _validate(raw: dict[str, Any], p: str, named: bool) -> StudyConfig:
+def _validate(raw: dict[str, Any], p: str, named: bool, limits: bool = True) -> StudyConfig:
     """:meth:`StudyConfig.from_dict` of the plain mapping ``raw``, ``p`` naming the study
-    (a file when ``named``)."""
+    (a file when ``named``), refused beyond its limits unless ``limits`` is False."""
     if not isinstance(raw, dict):
         raise StudyError(f"{p}: a study is a table of fields, got {type(raw).__name__}")
     _check_keys(raw, TOP_FIELDS, p, "top level")
@@ -208,7 +220,9 @@ def _validate(raw: dict[str, Any], p: str, named: bool) -> StudyConfig:
     name = _label(raw.get("name", Path(p).stem), p, "name")  # (labels become file names)
     seed = _int(raw.get("seed", 0), p, "seed", 0)
     likelihood, mean = _model(raw, p)
+    bounds = Limits.parse(raw.get("limits", {}), p) if limits else Limits.lifted()
     splits = _parse_splits(raw.get("splits", {}), p)
+    check_repeats(splits, bounds, p)
     datasets, dims = _parse_datasets(raw.get("datasets"), splits, seed, p, likelihood, raw)
     engines, methods = _parse_engines(raw.get("engines"), p)
     _check_likelihoods(methods, likelihood, p)
@@ -224,12 +238,23 @@ def _validate(raw: dict[str, Any], p: str, named: bool) -> StudyConfig:
     policy, source, n_restarts = _parse_hyperparameters(
         hyperparameters, methods, p, at_source, list(evidence)
     )
+    check_restarts(n_restarts, bounds, p)
     for each in kernels.values() or [kernel]:  # the grid's axes must suit every kernel
-        grid = _parse_grid(hyperparameters, policy, each, mean, dims, p)
+        grid = _parse_grid(
+            hyperparameters, policy, each, mean, dims, p, lambda s: check_grid(s, bounds, p)
+        )
+    factors = {
+        "data set(s)": ("datasets", len(datasets)),
+        "kernel(s)": ("kernels", max(len(kernels), 1)),
+        "grid point(s)": ("hyperparameters.grid", max(len(grid), 1)),
+        "split(s)": ("splits", n_splits(splits)),
+        "engine(s) and estimator(s)": ("engines", len(engines) + len(evidence)),
+    }
+    check_jobs(factors, bounds, p)
     if problem := multiclass_problem(likelihood, mean, policy, evidence, engines):
         raise _fail(p, *problem)
     _check_full_bayes(policy, engines, methods, p)
-    return StudyConfig(
+    config = StudyConfig(
         name=name,
         description=str(raw.get("description", "")),
         datasets=datasets,
@@ -248,7 +273,29 @@ def _validate(raw: dict[str, Any], p: str, named: bool) -> StudyConfig:
         grid=grid,
         evidence=evidence,
         kernels=kernels,
+        psis=_parse_psis(raw.get("psis", False), p),
     )
+    check_memory(config, bounds, p)  # (an engine's options beyond this machine's memory)
+    return config
+
+
+def _parse_psis(value: Any, p: str) -> dict[str, Any] | None:
+    """``psis``: false (off), true (:data:`PSIS_DEFAULTS`), or a table of ``draws`` (an
+    integer, at least 100) and ``proposal`` ("gaussian" or "student_t")."""
+    if value is False:
+        return None
+    if value is True:
+        return dict(PSIS_DEFAULTS)
+    if not isinstance(value, dict):
+        raise _fail(p, "psis", f"must be true, false or a table (draws, proposal), got {value!r}")
+    _check_keys(value, tuple(PSIS_DEFAULTS), p, "psis")
+    out = {**PSIS_DEFAULTS, **value}
+    out["draws"] = _int(out["draws"], p, "psis.draws", 100)
+    if out["proposal"] not in ("gaussian", "student_t"):
+        raise _fail(
+            p, "psis.proposal", f"must be 'gaussian' or 'student_t', got {out['proposal']!r}"
+        )
+    return out
 
 
 def _model(raw: Mapping[str, Any], p: str) -> tuple[str, float | None]:
@@ -360,7 +407,8 @@ def _parse_datasets(
                 p,
                 where,
                 f"{name!r} has {data.n_classes} classes; likelihood = "
-                f'{likelihood!r} is binary: use likelihood = "softmax" or a binary view',
+                f'{likelihood!r} is binary: use likelihood = "softmax" (or '
+                '"multinomial_probit") or a binary view',
             )
         smallest = int(np.min(np.bincount(data.y)))
         if smallest < folds:
@@ -374,7 +422,14 @@ def _parse_datasets(
         dims[specs[-1].label] = int(data.X.shape[1])
     labels = [s.label for s in specs]
     if len(set(labels)) != len(labels):
-        raise _fail(p, "datasets", f"names repeat ({labels}): give repeats a distinct 'label'")
+        twice = [s for s in specs if labels.count(s.label) > 1]
+        which = ", ".join(f"{s.file or s.name} as {s.label!r}" for s in twice)
+        raise _fail(
+            p,
+            "datasets",
+            f"names repeat ({which}): their jobs and rows would mix; give repeats a "
+            "distinct 'label'",
+        )
     return tuple(specs), dims
 
 

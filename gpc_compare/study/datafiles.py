@@ -9,7 +9,9 @@ when the numbers change and stay when only the path or the file format does: res
 works after the data are moved, and a stale result is never reused.
 
 :func:`copy_study` writes the copy of a study kept with its results so that its relative
-paths still find the files (a ``data_dir`` line naming the original study's folder).
+paths still find the files (a ``data_dir`` line naming the original study's folder), and
+:func:`check_same_data` refuses to put the study of one data file in the folder of
+another's (two files of one stem compared into one output).
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from ..datasets.files import CATEGORICAL, MISSING, data_digest, load_table
+from ..datasets.files import CATEGORICAL, MISSING, data_digest, file_sha256, load_table
+from .output import atomic_write
 from .problem import DatasetSpec
 
 __all__ = [
@@ -32,6 +35,7 @@ __all__ = [
     "FILE_KEYS",
     "LABEL_PATTERN",
     "check_label",
+    "check_same_data",
     "copy_study",
     "data_dir",
     "file_dataset",
@@ -199,7 +203,69 @@ def copy_study(study_path: str | os.PathLike[str], target: str | os.PathLike[str
             f"data_dir = {json.dumps(str(folder))}",
         ]
         text = "\n".join(header + kept) + "\n"
-    Path(target).write_text(text)
+    atomic_write(target, text.encode())  # (a link at target is replaced, not followed)
+
+
+def check_same_data(result_dir: str | os.PathLike[str], datasets: Sequence[DatasetSpec]) -> None:
+    """Refuse to put a study of ``datasets`` in a folder that holds the study of another
+    data file (``gpc-compare compare`` asks, under the folder's lock, before writing).
+
+    Two files of one stem (``a/data.csv`` and ``b/data.csv``) compared into one
+    ``--output`` map to one folder, ``OUTPUT/data``: the second would replace the first's
+    study, table and report. A data set read from a file is the folder's own
+    when the folder's ``study.toml`` names the same path under its label (an edited file
+    is compared again), or a file with the same bytes (a moved file resumes; the SHA-256
+    recorded in ``run.json``, else the old file's, when it is still there).
+
+    Raises
+    ------
+    ValueError
+        Naming the folder, both files, and what to do.
+    """
+    before = _folder_data(Path(result_dir))
+    for spec in datasets:
+        if spec.file is None or spec.data is None or spec.label not in before:
+            continue
+        old, sha = before[spec.label]
+        if old == Path(spec.file):
+            continue
+        if sha is None and old.is_file():  # (a regular file only: never a FIFO)
+            sha = file_sha256(old)
+        if sha is None or sha == spec.data.info.get("sha256"):
+            continue
+        raise ValueError(
+            f"{result_dir} holds the study of another data file, {old} (data set "
+            f"{spec.label!r}), and {spec.file} is a different file: comparing it there "
+            "would replace that study's table and report. Give it a folder of its own "
+            f"(--name NAME, or another --output), or remove {result_dir} to start again"
+        )
+
+
+def _folder_data(result_dir: Path) -> dict[str, tuple[Path, str | None]]:
+    """The data files the study in ``result_dir`` names: label -> (resolved path, its
+    SHA-256 as ``run.json`` records it, or None). A folder without a readable study names
+    none."""
+    study_file = result_dir / "study.toml"
+    try:
+        raw = tomllib.loads(study_file.read_text()) if study_file.is_file() else {}
+        base = data_dir(raw, study_file)
+    except (OSError, ValueError, RecursionError):  # (damaged: nothing to compare with)
+        return {}
+    found = {}
+    for item in raw.get("datasets", []) if isinstance(raw.get("datasets"), list) else []:
+        file = item.get("file") if isinstance(item, dict) else None
+        if isinstance(file, str) and file:
+            label = item.get("label", Path(file).name.split(".")[0])
+            found[str(label)] = ((base / Path(file).expanduser()).resolve(), None)
+    try:
+        recorded = json.loads((result_dir / "run.json").read_text()).get("data", {})
+    except (OSError, ValueError, RecursionError, AttributeError):
+        recorded = {}
+    for label, (path, _) in found.items():
+        entry = recorded.get(label) if isinstance(recorded, dict) else None
+        if isinstance(entry, dict) and entry.get("file") == str(path):
+            found[label] = (path, entry.get("sha256"))
+    return found
 
 
 def data_provenance(specs: Sequence[DatasetSpec]) -> list[str]:

@@ -1,7 +1,8 @@
 """Where jobs run: in this process, on local worker processes, or on a Dask cluster.
 
 Each executor has ``capacity`` (jobs in flight), ``submit(fn, *args)`` returning a future,
-``wait(futures)`` returning the finished ones, and ``close(cancel)``.
+``wait(futures)`` returning the finished ones, ``result(future)`` a finished one's
+result, and ``close(cancel)``.
 """
 
 from __future__ import annotations
@@ -10,14 +11,33 @@ import os
 import sys
 import time
 from collections.abc import Callable
+from concurrent.futures import CancelledError
 from multiprocessing import context as _mp
 
-__all__ = ["DaskExecutor", "LocalExecutor", "SerialExecutor", "Terminated", "raise_terminated"]
+__all__ = [
+    "DaskExecutor",
+    "LocalExecutor",
+    "SchedulerLost",
+    "SerialExecutor",
+    "Terminated",
+    "WorkerDied",
+    "raise_terminated",
+]
 
 
 class Terminated(KeyboardInterrupt):
     """SIGTERM (what ``timeout`` and batch schedulers send), handled like Ctrl-C: the run
     stops, its workers are stopped, finished jobs are kept."""
+
+
+class WorkerDied(RuntimeError):
+    """A job's worker process died under it (killed by a signal or the out-of-memory
+    killer), twice: once among other jobs, once alone (the runner's retry)."""
+
+
+class SchedulerLost(RuntimeError):
+    """The Dask scheduler stopped answering in the middle of a run: the jobs finished
+    before are kept; rerunning the same command resumes."""
 
 
 def raise_terminated(signum, frame) -> None:
@@ -72,6 +92,11 @@ class SerialExecutor:
     def wait(futures):
         return {futures[0]}  # the caller's result() runs it
 
+    @staticmethod
+    def result(future):
+        """The job's record (run now: :class:`Deferred`)."""
+        return future.result()
+
     def close(self, cancel: bool = False) -> None:
         import signal
 
@@ -115,6 +140,11 @@ class LocalExecutor:
         from concurrent.futures import FIRST_COMPLETED, wait
 
         return wait(futures, return_when=FIRST_COMPLETED).done
+
+    @staticmethod
+    def result(future):
+        """A finished job's record (BrokenProcessPool where a worker died)."""
+        return future.result()
 
     def close(self, cancel: bool = False) -> None:
         processes = list((getattr(self.pool, "_processes", None) or {}).values())
@@ -215,17 +245,41 @@ class DaskExecutor:
                 f"{address} answers, but not as a Dask scheduler ({type(exc).__name__}: "
                 f"{str(exc)[:200]}): check the address and port of `dask scheduler`"
             ) from None
+        self.address = address
         # as many jobs in flight as the cluster has threads, so "running" means running
         self.capacity = max(1, sum(self.client.nthreads().values()))
 
     def submit(self, fn: Callable, *args):
         return self.client.submit(fn, *args, pure=False)
 
-    @staticmethod
-    def wait(futures):
+    def wait(self, futures):
+        """The finished futures; a scheduler that stopped answering (its futures
+        cancelled, the connection closed) is :class:`SchedulerLost`."""
         from distributed import wait
 
-        return wait(list(futures), return_when="FIRST_COMPLETED").done
+        try:
+            return wait(list(futures), return_when="FIRST_COMPLETED").done
+        except (CancelledError, OSError) as exc:  # (CommClosedError is an OSError)
+            raise self.lost(exc) from None
+
+    def result(self, future):
+        """A finished job's record; a job cancelled because the scheduler went away is
+        :class:`SchedulerLost`, not a failure of the job."""
+        try:
+            return future.result()
+        except (CancelledError, OSError) as exc:
+            raise self.lost(exc) from None
+
+    def lost(self, exc: BaseException) -> SchedulerLost:
+        """What the run says when the scheduler stopped answering."""
+        reason = " ".join(str(exc).split())[:300]
+        return SchedulerLost(
+            f"the Dask scheduler at {self.address} stopped answering in the middle of the "
+            f"run ({type(exc).__name__}: {reason})"
+        )
 
     def close(self, cancel: bool = False) -> None:
-        self.client.close()
+        try:
+            self.client.close(timeout=10)
+        except Exception:  # noqa: BLE001 - a scheduler already gone: nothing left to close
+            pass

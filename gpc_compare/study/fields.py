@@ -5,7 +5,7 @@ integers, finite numbers, labels, the splits and a hyperparameter grid; and
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -63,12 +63,15 @@ def parse_grid(
     mean: Any,
     dims: Mapping[str, int],
     p: str,
+    check_size: Callable[[dict[str, int]], None] | None = None,
 ) -> tuple[dict[str, float], ...]:
     """The grid points of ``[hyperparameters.grid]``: the product of its axes, in order.
 
     Each axis is named by a hyperparameter (``log_lengthscale``, ``log_variance``, ...,
     ``mean``) and holds a list of values or ``{start, stop, num}`` (``numpy.linspace``);
     hyperparameters without an axis keep the kernel's (or the mean's) given value.
+    ``check_size``, given the points per axis, may refuse the grid before any point is
+    formed (the study's ``max_grid_points``).
     """
     if policy != "grid":
         return ()
@@ -85,26 +88,36 @@ def parse_grid(
     for label, d in dims.items():  # every data set's kernel must have these hyperparameters
         names = make_kernel(kernel, d).hyperparameter_names + ([] if mean is None else ["mean"])
         check_keys(axes, names, p, f"hyperparameters.grid (for {label!r}, d = {d})")
+    sizes = {
+        name: _axis_size(axis, p, f"hyperparameters.grid.{name}") for name, axis in axes.items()
+    }
+    if check_size is not None:
+        check_size(sizes)
     values = []
     for name, axis in axes.items():
-        where = f"hyperparameters.grid.{name}"
         if isinstance(axis, dict):
-            check_keys(axis, {"start", "stop", "num"}, p, where)
-            if set(axis) != {"start", "stop", "num"} or not all(
-                is_number(axis[k]) for k in ("start", "stop")
-            ):
-                raise fail(p, where, "needs start, stop (numbers) and num (points)")
-            num = integer(axis["num"], p, f"{where}.num", 1)
-            points = np.linspace(float(axis["start"]), float(axis["stop"]), num)
-        elif isinstance(axis, list) and axis and all(is_number(v) for v in axis):
-            points = np.asarray(axis, dtype=float)
+            points = np.linspace(float(axis["start"]), float(axis["stop"]), sizes[name])
         else:
-            raise fail(p, where, f"must be numbers or {{start, stop, num}}, got {axis!r}")
+            points = np.asarray(axis, dtype=float)
         if not np.all(np.isfinite(points)):
-            raise fail(p, where, "values must be finite")
+            raise fail(p, f"hyperparameters.grid.{name}", "values must be finite")
         values.append([float(v) for v in points])
     names = list(axes)
     return tuple(dict(zip(names, combo, strict=True)) for combo in itertools.product(*values))
+
+
+def _axis_size(axis: Any, p: str, where: str) -> int:
+    """The points of one grid axis, checked: a list of numbers, or {start, stop, num}."""
+    if isinstance(axis, dict):
+        check_keys(axis, {"start", "stop", "num"}, p, where)
+        if set(axis) != {"start", "stop", "num"} or not all(
+            is_number(axis[k]) for k in ("start", "stop")
+        ):
+            raise fail(p, where, "needs start, stop (numbers) and num (points)")
+        return integer(axis["num"], p, f"{where}.num", 1)
+    if isinstance(axis, list) and axis and all(is_number(v) for v in axis):
+        return len(axis)
+    raise fail(p, where, f"must be numbers or {{start, stop, num}}, got {axis!r}")
 
 
 def is_number(value: Any) -> bool:

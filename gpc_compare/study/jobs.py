@@ -49,6 +49,9 @@ class Job:
     hyperparameters: Mapping[str, float] | None = None
     #: the kernel's label in a study with a kernel axis (``[kernels.LABEL]``), else None
     kernel_label: str | None = None
+    #: the Pareto-k check of the engine's Gaussian approximation (:func:`gpc_compare.psis`
+    #: options), or None
+    psis: Mapping[str, Any] | None = None
 
     def describe(self) -> str:
         """``dataset/split k/engine`` (or ``dataset/point k/engine``; ``dataset/kernel/...``
@@ -143,7 +146,7 @@ def _job(
 ) -> Job:
     label, kernel_spec = (None, config.kernel) if kernel is None else kernel
     where = [split] if point is None else [point, split]
-    seed = stable_seed(config.seed, data.label, *where, engine)
+    seed = stable_seed(config.seed, data.seed_key, *where, engine)
     spec = {
         "dataset": [data.name, dict(data.options), data.subsample],
         "split": split,
@@ -166,6 +169,9 @@ def _job(
         spec["kind"] = kind
     if label is not None:  # a kernel axis (the ids of single-kernel studies stay as they were)
         spec["kernel_label"] = label
+    psis = _psis(config, method, kind)
+    if psis is not None:  # (so are the ids of studies without the check)
+        spec["psis"] = psis
     digest = hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()
     at = f"s{split}" if point is None else f"p{point}__s{split}"
     if label is not None:
@@ -195,7 +201,16 @@ def _job(
         point=point,
         hyperparameters=None if values is None else dict(values),
         kernel_label=label,
+        psis=psis,
     )
+
+
+def _psis(config: StudyConfig, method: str, kind: str) -> dict[str, Any] | None:
+    """The study's Pareto-k check for an engine whose posterior is a Gaussian
+    approximation (every engine without draws of its own), else None."""
+    if config.psis is None or kind != "engine" or "draws" in capabilities(method):
+        return None
+    return dict(config.psis)
 
 
 def engine_order(config: StudyConfig) -> list[str]:

@@ -64,6 +64,15 @@ class DatasetSpec:
         """The name in tables and figures (the loader name, unless options make it unique)."""
         return str(self.options.get("label", self.name))
 
+    @property
+    def seed_key(self) -> str:
+        """What the data set's seeds (subsample, splits, engines) derive from: a data
+        file's content digest, so that the same data give the same splits and numbers by
+        every route (the command line, a study file, :func:`gpc_compare.compare`) whatever
+        they are called; a bundled data set's label (its name and options fix its
+        content)."""
+        return str(self.options.get("data_sha256", self.label))
+
 
 def stable_seed(*parts: object) -> int:
     """A seed from the study seed and names, identical across processes and machines."""
@@ -92,7 +101,7 @@ def load_dataset(spec: DatasetSpec, seed: int = 0) -> gc_datasets.Dataset:
             np.arange(data.n_samples),
             train_size=spec.subsample,
             stratify=data.y,
-            random_state=stable_seed("subsample", seed, spec.label),
+            random_state=stable_seed("subsample", seed, spec.seed_key),
         )
         keep = np.sort(keep)
         data = dataclasses.replace(data, X=data.X[keep], y=data.y[keep])

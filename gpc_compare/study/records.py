@@ -14,6 +14,7 @@ from typing import Any
 from ..provenance import versions
 from .jobs import Job
 from .kernels_config import kernel_column
+from .output import atomic_write, output_folder
 from .record import JobRecord, RecordError
 
 __all__ = [
@@ -33,20 +34,12 @@ __all__ = [
 ]
 
 
-def atomic_write(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` so that a reader sees the old file or the new, never half."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-
-
 def save_record(record: JobRecord, jobs_dir: Path) -> JobRecord:
     """Write a job's record as ``jobs_dir/ID.json`` (its InferenceData, if any, first as
     ``ID.nc``: a record on disk means the job is complete); the record as written (naming
-    its ``idata`` file, without the NetCDF bytes)."""
+    its ``idata`` file, without the NetCDF bytes). Both replace whatever their names were
+    (:func:`~.output.atomic_write`); a ``jobs_dir`` that is a symbolic link is refused."""
+    output_folder(jobs_dir)
     if record.netcdf is not None:  # before the record: a record on disk means it is complete
         atomic_write(inside(jobs_dir, f"{record.id}.nc"), record.netcdf)
         record = record.replace(idata=f"{record.id}.nc", netcdf=None)
@@ -75,6 +68,8 @@ def read_record(path: Path) -> JobRecord:
         Saying why the record cannot be used (not UTF-8, not JSON, unreadable, a field
         that does not follow the schema, ...).
     """
+    if not path.is_file():  # (a FIFO would block the read; a folder has no record)
+        raise RecordError("not a regular file")
     try:
         raw = json.loads(path.read_bytes().decode("utf-8"))
     except UnicodeDecodeError as exc:
@@ -174,7 +169,8 @@ def remove_temporaries(result_dir: str | os.PathLike[str]) -> list[Path]:
     full disk, a kill): only under a run's lock, when no other run is writing."""
     removed = []
     root = Path(result_dir)
-    for path in [*root.glob(".*.tmp"), *root.glob("jobs/.*.tmp")]:
+    jobs = [] if (root / "jobs").is_symlink() else root.glob("jobs/.*.tmp")  # (not outside)
+    for path in [*root.glob(".*.tmp"), *jobs]:
         path.unlink(missing_ok=True)
         removed.append(path)
     return removed

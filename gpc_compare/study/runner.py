@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -13,13 +14,19 @@ import pandas as pd
 
 from .config import StudyConfig, load_study
 from .datafiles import copy_study
-from .executors import DaskExecutor, LocalExecutor, SerialExecutor
+from .executors import (
+    DaskExecutor,
+    LocalExecutor,
+    SchedulerLost,
+    SerialExecutor,
+    WorkerDied,
+)
 from .jobs import Job, expand
-from .lock import output_lock
+from .lock import Held, output_lock
+from .output import atomic_write, output_folder
 from .problem import load_dataset
 from .record import JobRecord
 from .records import (
-    atomic_write,
     failed_dependency,
     failure_record,
     inside,
@@ -107,6 +114,7 @@ def run_study(
     retry_failed: bool = True,
     progress: TextIO | None = None,
     wait: bool = False,
+    lock: Held | None = None,
 ) -> RunSummary:
     """Run a study's jobs, resuming from any results already on disk.
 
@@ -130,6 +138,11 @@ def run_study(
     wait : bool
         When another run is writing to ``output/NAME``: wait for it to finish, instead of
         raising :class:`~gpc_compare.study.lock.OutputBusy`.
+    lock : Held, optional
+        The lock of ``output/NAME``, already held by the caller's
+        :func:`~gpc_compare.study.lock.output_lock` block (a caller that writes there
+        before the run, as ``gc.compare`` its data and study file, takes the lock first);
+        without it the run takes the lock itself.
 
     Returns
     -------
@@ -137,14 +150,18 @@ def run_study(
 
     Notes
     -----
-    One run at a time writes to a study's output (a lock). A record that cannot be used
-    (damaged, truncated, of the wrong shape: :func:`~gpc_compare.study.records.check_record`)
-    is set aside as ``ID.json.damaged`` and its job recomputed; temporaries a stopped run
-    left behind are removed.
+    One run at a time writes to a study's output (a lock, taken before anything is
+    written there). Nothing is written through a symbolic link: files replace a link at
+    their name, and a ``.lock`` or ``jobs/`` that is a link is refused (:mod:`.output`).
+    A record that cannot be used (damaged, truncated, of the wrong shape:
+    :func:`~gpc_compare.study.records.check_record`) is set aside as ``ID.json.damaged``
+    and its job recomputed; temporaries a stopped run left behind are removed.
     """
     config = study if isinstance(study, StudyConfig) else load_study(study)
     result_dir = inside(output, config.name)  # (the name is checked at load; again here)
-    (result_dir / "jobs").mkdir(parents=True, exist_ok=True)
+    if lock is not None and lock.covers(result_dir):
+        return _run_locked(config, output, result_dir, workers, scheduler, retry_failed, progress)
+    result_dir.mkdir(parents=True, exist_ok=True)  # (for its lock: nothing is written yet)
     with output_lock(result_dir, wait=wait, stream=progress):
         return _run_locked(config, output, result_dir, workers, scheduler, retry_failed, progress)
 
@@ -152,6 +169,7 @@ def run_study(
 def _run_locked(config, output, result_dir, workers, scheduler, retry_failed, progress):
     """:func:`run_study` under the output's lock."""
     jobs = expand(config)
+    output_folder(result_dir / "jobs")  # (refused if a link: before anything is written)
     remove_temporaries(result_dir)
     _keep_study(config, output, result_dir, workers, scheduler)
     records, set_aside_notes = _usable_records(result_dir, progress)
@@ -172,6 +190,12 @@ def _run_locked(config, output, result_dir, workers, scheduler, retry_failed, pr
     except KeyboardInterrupt:
         interrupted = True
         raise
+    except SchedulerLost as exc:
+        saved = len(finished) + bar.done + bar.failed
+        raise SchedulerLost(
+            f"{exc}: {saved} of {len(jobs)} jobs are finished, their records saved in "
+            f"{result_dir / 'jobs'}"
+        ) from None
     finally:
         bar.close()
         executor.close(cancel=interrupted)
@@ -237,7 +261,15 @@ def _executor(scheduler: str | None, workers: int | None, n_todo: int) -> Any:
 
 class _Jobs:
     """The jobs of one run in flight: which wait, which run, and their records as they
-    come in (each saved at once)."""
+    come in (each saved at once).
+
+    When a local worker process dies (killed, or by the out-of-memory killer), every job
+    in flight in its pool fails with it (``concurrent.futures``' BrokenProcessPool), and
+    nothing says whose worker it was. Each of them is retried once, alone (no other job
+    running), in a new pool: a job whose worker dies again while it runs alone is recorded
+    failed, and the others run as if nothing had happened. (A job killed for memory
+    another job held gets its second chance alone too.)
+    """
 
     def __init__(self, jobs, records, todo, executor, bar: _Progress, jobs_dir: Path) -> None:
         self.records: dict[str, JobRecord] = records
@@ -249,6 +281,8 @@ class _Jobs:
         self.executor, self.bar, self.jobs_dir = executor, bar, jobs_dir
         self.failures: list[str] = []
         self.cost: CostModel | None = None
+        #: jobs in flight when a worker died: each retried once, alone
+        self.suspects: set[str] = set()
 
     def ready(self, job: Job) -> tuple[bool, JobRecord | None]:
         """Whether ``job`` can start, and the record of the job it depends on."""
@@ -282,24 +316,54 @@ class _Jobs:
                 self.pending.remove(job)
                 self.finish(job, failed_dependency(job, self.by_id[job.depends_on], dep))
                 progressed = True
-        capacity = self.executor.capacity
-        for job in next_jobs(
-            self.pending, self.running.values(), capacity, lambda j: self.ready(j)[0]
-        ):
+        for job in self._next():
             self.pending.remove(job)
             self.running[self.executor.submit(run_job, job, self.ready(job)[1])] = job
             self.started[job.id] = time.perf_counter()
             progressed = True
         return progressed
 
+    def _next(self) -> list[Job]:
+        """The jobs to start now (:func:`~.schedule.next_jobs`); after a worker died, its
+        jobs one at a time with nothing else running."""
+        if self.suspects:
+            if self.running:
+                return []
+            suspect = next((j for j in self.pending if j.id in self.suspects), None)
+            if suspect is not None:
+                return [suspect]
+            self.suspects.clear()  # (none left to retry)
+        capacity = self.executor.capacity
+        return next_jobs(self.pending, self.running.values(), capacity, lambda j: self.ready(j)[0])
+
+    def worker_died(self, job: Job, exc: BaseException) -> JobRecord | None:
+        """A job whose worker process died: back in the queue, to be retried alone; or,
+        if it was running alone already, its failure record."""
+        if job.id not in self.suspects:
+            self.suspects.add(job.id)
+            self.pending.insert(0, job)
+            self.bar.last.append(f"{job.describe()}: its worker died; retried alone")
+            return None
+        self.suspects.discard(job.id)
+        died = WorkerDied(
+            "the worker process running this job died (killed by a signal, or out of "
+            f"memory: {exc}), and again when it was retried alone"
+        )
+        return failure_record(job, died)
+
     def collect(self) -> None:
         """Wait for jobs to finish, and record them."""
         for future in self.executor.wait(list(self.running)):
             job = self.running.pop(future)
             try:
-                record = future.result()
-            except Exception as exc:  # the worker itself died
+                record = self.executor.result(future)
+            except BrokenProcessPool as exc:  # a worker died: whose, nothing says
+                record = self.worker_died(job, exc)
+                if record is None:
+                    continue
+            except Exception as exc:  # the job could not be sent or its result read back
                 record = failure_record(job, exc)
+            self.suspects.discard(job.id)
             if record.status != "skipped":  # (a skip costs nothing: no estimate)
                 self.cost.observe(job, time.perf_counter() - self.started[job.id])
             self.finish(job, record)

@@ -17,9 +17,10 @@ from .config import StudyConfig, load_study
 from .jobs import Job, expand
 from .kernels_config import kernel_column
 from .multiclass import probability_comparison
+from .output import atomic_write
 from .problem import make_kernel
 from .record import JobRecord
-from .records import atomic_write, load_records
+from .records import load_records
 
 __all__ = ["TABLE_COLUMNS", "TIMING_COLUMNS", "assemble", "same_hyperparameters"]
 
@@ -32,6 +33,7 @@ TABLE_COLUMNS = [
     "likelihood",
     "metric",
     "value",
+    "mcse",
     "policy",
     "hyperparameters",
     "hyperparameters_from",
@@ -51,7 +53,12 @@ TABLE_COLUMNS = [
 TIMING_COLUMNS = ["fit_seconds", "select_seconds", "predict_seconds"]
 
 
-def assemble(result_dir: str | os.PathLike[str], config: StudyConfig | None = None) -> pd.DataFrame:
+def assemble(
+    result_dir: str | os.PathLike[str],
+    config: StudyConfig | None = None,
+    *,
+    write_empty: bool = True,
+) -> pd.DataFrame:
     """Build (and write) the tidy table ``results.csv`` and ``jobs.csv`` from the job records.
 
     Parameters
@@ -61,6 +68,10 @@ def assemble(result_dir: str | os.PathLike[str], config: StudyConfig | None = No
     config : StudyConfig, optional
         The study; read from ``result_dir/study.toml`` when omitted. Only the records of
         its current jobs are used.
+    write_empty : bool
+        False: a table without rows is returned, not written (``results.csv`` and
+        ``jobs.csv`` are left as they are; the report asks so, and never replaces a
+        table by an empty one).
 
     Returns
     -------
@@ -73,7 +84,11 @@ def assemble(result_dir: str | os.PathLike[str], config: StudyConfig | None = No
         reference engine at the same hyperparameters, the latent errors,
         ``marginal_kl_mean`` and ``evidence_gap`` (with ``evidence_gap_z``); with C
         classes (softmax) the scores of :func:`gpc_compare.metrics.score_multiclass` and
-        the class-probability differences (``proba_diff_max``, ...).
+        the class-probability differences (``proba_diff_max``, ...); with ``psis = true``
+        the Pareto-k check of each Gaussian approximation (``pareto_k``,
+        ``is_log_evidence``, ``is_log_evidence_se``, ``is_mean_log_predictive``,
+        ``psis_ess``). ``mcse``: a sampling reference's Monte Carlo standard error of the
+        row's value where it has one (``mean_log_predictive``), else empty.
     """
     result_dir = Path(result_dir)
     if config is None:
@@ -98,8 +113,9 @@ def assemble(result_dir: str | os.PathLike[str], config: StudyConfig | None = No
             kernel = kernel_column(job.kernel_label, job.kernel)
             rows.append(_row(rec, metric, value, kernel, bound))
     data = pd.DataFrame(rows, columns=TABLE_COLUMNS).to_csv(index=False).encode()
-    atomic_write(result_dir / "results.csv", data)
-    atomic_write(result_dir / "jobs.csv", pd.DataFrame(job_rows).to_csv(index=False).encode())
+    if rows or write_empty:
+        atomic_write(result_dir / "results.csv", data)
+        atomic_write(result_dir / "jobs.csv", pd.DataFrame(job_rows).to_csv(index=False).encode())
     # the table as results.csv reads back (empty cells NaN), whichever route asks for it
     return pd.read_csv(io.BytesIO(data))
 
@@ -122,6 +138,16 @@ def _job_row(job: Job, rec: JobRecord | None) -> dict[str, Any]:
     }
 
 
+#: The Pareto-k check's record fields and their metric names in the table.
+_PSIS_METRICS = {
+    "pareto_k": "pareto_k",
+    "log_evidence": "is_log_evidence",
+    "log_evidence_se": "is_log_evidence_se",
+    "mean_log_predictive": "is_mean_log_predictive",
+    "ess": "psis_ess",
+}  # (its seconds stay in the record, as wall-clock times are not metrics)
+
+
 def _values(rec: JobRecord) -> dict[str, float | None]:
     """A finished job's metrics as the table names them: its held-out scores, evidence,
     LOO predictive, the search's outcome, an estimator's health, MCMC's diagnostics."""
@@ -135,6 +161,9 @@ def _values(rec: JobRecord) -> dict[str, float | None]:
         values["optimizer_evaluations"] = rec.optimizer.evaluations
     if rec.evidence is not None:  # a gold-standard evidence estimator and its health
         values.update(_evidence_values(rec))
+    for key, name in _PSIS_METRICS.items():  # the Pareto-k check of an approximation
+        if key in rec.psis:
+            values[name] = rec.psis[key]
     if rec.diagnostics is not None:
         values["r_hat_max"] = rec.diagnostics.r_hat_max
         values["ess_bulk_min"] = rec.diagnostics.ess_bulk_min
@@ -171,6 +200,7 @@ def _row(
         "likelihood": rec.likelihood,
         "metric": metric,
         "value": np.nan if value is None else float(value),
+        "mcse": rec.mcse.get(metric, np.nan),
         "policy": rec.policy,
         "hyperparameters": json.dumps(hp.as_dict()),
         "hyperparameters_from": hp.origin,

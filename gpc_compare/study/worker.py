@@ -25,6 +25,7 @@ from .._validation import dense_memory_problem
 from ..annealing.estimate import EvidenceEstimate, EvidenceOptions, estimate
 from ..engines import capabilities, get_engine
 from ..evidence import prepare
+from ..posterior import SamplePosterior
 from .evidence_config import evidence_options
 from .jobs import Job
 from .multiclass import multiclass_record
@@ -78,7 +79,7 @@ def _problem(job: Job, shared: JobRecord | None):
     """The job's training and test folds (standardised on the training fold), its kernel
     and prior mean (at the source's values, or the grid point's), and where they came from."""
     data = load_dataset(job.dataset, job.study_seed)
-    split_seed = stable_seed("split", job.study_seed, job.dataset.label)
+    split_seed = stable_seed("split", job.study_seed, job.dataset.seed_key)
     train, test = split_indices(data, job.splits, job.split, split_seed)
     X_train, X_test = gc_datasets.standardize(data.X[train], data.X[test if test.size else train])
     X_test = X_test[: test.size]
@@ -141,7 +142,10 @@ def _run(job: Job, shared: JobRecord | None) -> dict[str, Any]:
     X_train, y_train, X_test, y_test, kernel, mean, origin = _problem(job, shared)
     engine = get_engine(job.method)
     own = {k: v for k, v in job.options.items() if k != "objective"}
-    problem = engine.memory_problem(y_train.size, engine.options(own), job.optimize)
+    classes = int(np.unique(y_train).size) if job.likelihood == "softmax" else None
+    problem = engine.memory_problem(
+        y_train.size, engine.options(own), job.optimize, kernel=kernel, classes=classes
+    )
     if problem is not None:
         raise _Skipped(f"skipped: {problem}")
     held_out = y_test.size > 0  # (none with splits kind = "none": evidence only)
@@ -173,7 +177,35 @@ def _run(job: Job, shared: JobRecord | None) -> dict[str, Any]:
     }
     if predicted is not None:
         out["metrics"], out["arrays"] = _scores(y_train, y_test, post, *predicted)
+        if isinstance(post, SamplePosterior):  # a reference's own Monte Carlo error
+            draws = post.log_predictive_draws(X_test, y_test)
+            out["mcse"] = {"mean_log_predictive": metrics.joint_mean_log_predictive_mcse(draws)}
+    if job.psis is not None:
+        try:
+            out["psis"] = _psis(job, post, X_test, y_test, held_out)
+        except (ValueError, FloatingPointError) as exc:  # (too large, or weights not finite)
+            out["warnings"].append(f"psis: not run ({exc})")
     out.update(_engine_facts(job, post))
+    return out
+
+
+def _psis(job: Job, post, X_test, y_test, held_out: bool) -> dict[str, float]:
+    """The Pareto-k check of the job's approximation (:func:`gpc_compare.psis`, seeded by
+    the job), with the importance-corrected held-out mean log predictive."""
+    from ..trust import psis
+
+    diagnosis = psis(post, random_seed=job.seed % (2**32), **job.psis)
+    out = {
+        "pareto_k": diagnosis.pareto_k,
+        "khat_threshold": diagnosis.khat_threshold,
+        "ess": diagnosis.ess,
+        "draws": float(diagnosis.draws),
+        "log_evidence": diagnosis.log_evidence,
+        "log_evidence_se": diagnosis.log_evidence_se,
+        "seconds": diagnosis.seconds,
+    }
+    if held_out:
+        out["mean_log_predictive"] = float(np.mean(diagnosis.log_predictive(X_test, y_test)))
     return out
 
 

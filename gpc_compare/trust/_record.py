@@ -64,7 +64,8 @@ def min_draws(pareto_k: float) -> float:
     (Vehtari et al. 2024, sec. 3.2.3); 10 for k <= 0, inf for k >= 1."""
     if not pareto_k < 1.0:
         return math.inf
-    return 10.0 ** (1.0 / (1.0 - max(pareto_k, 0.0)))
+    exponent = 1.0 / (1.0 - max(pareto_k, 0.0))
+    return math.inf if exponent > 308.0 else 10.0**exponent  # (k > 0.9968: beyond floats)
 
 
 def smooth(log_weights: np.ndarray) -> tuple[np.ndarray, float]:

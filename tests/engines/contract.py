@@ -17,18 +17,25 @@ import pytest
 import gpc_compare as gc
 from gpc_compare.engines import Engine
 from gpc_compare.kernels import SquaredExponential
+from gpc_compare.likelihoods import get_likelihood
 
 from ..helpers import toy_data
 
 N, C = 20, 3
 
 
+def multiclass(likelihood: str) -> bool:
+    """Whether ``likelihood`` takes one latent function per class (softmax, multinomial
+    probit, robust-max)."""
+    return get_likelihood(likelihood).latent_dim != 1
+
+
 def problem(likelihood: str) -> tuple[np.ndarray, np.ndarray, float | None]:
-    """A small problem for ``likelihood``: X, y and the prior mean (None for softmax)."""
+    """A small problem for ``likelihood``: X, y and the prior mean (None for C classes)."""
     X, y = toy_data(n=N, d=2, seed=0)
     if likelihood == "gaussian":
         return X, np.sin(X[:, 0]) + 0.1 * X[:, 1], 0.2
-    if likelihood == "softmax":
+    if multiclass(likelihood):
         return X, np.digitize(X[:, 0], np.quantile(X[:, 0], [1 / 3, 2 / 3])), None
     return X, y, 0.2
 
@@ -78,8 +85,8 @@ def _check_evidence(post, caps: frozenset[str]) -> None:
 
 def _check_prediction(post, likelihood: str) -> None:
     Xs = np.random.default_rng(3).normal(size=(6, 2))
-    mean, var = post.predict_latent(Xs)  # (softmax: mean (m, C) and covariance (m, C, C))
-    if likelihood == "softmax":
+    mean, var = post.predict_latent(Xs)  # (C classes: mean (m, C) and covariance (m, C, C))
+    if multiclass(likelihood):
         assert mean.shape == (6, C) and var.shape == (6, C, C)
         var = np.diagonal(var, axis1=1, axis2=2)
     assert np.all(np.isfinite(mean)) and np.all(var >= 0)
@@ -88,7 +95,7 @@ def _check_prediction(post, likelihood: str) -> None:
             post.predict_proba(Xs)
         return
     p = post.predict_proba(Xs)
-    if likelihood == "softmax":
+    if multiclass(likelihood):
         assert p.shape == (6, C)
         np.testing.assert_allclose(p.sum(axis=1), 1.0, atol=1e-10)
         ys = np.array([0, 1, 2, 1, 0, 2])

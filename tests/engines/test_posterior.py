@@ -163,14 +163,25 @@ def test_every_engine_exports_inference_data(any_post):
         assert "sample_stats" in groups and post.idata is not None
 
 
-@pytest.fixture(scope="module", params=["laplace", "kl", "mcmc"])
+_MULTICLASS = [
+    ("laplace", "softmax"),
+    ("mcmc", "softmax"),
+    ("ep", "multinomial_probit"),
+    ("svgp", "softmax"),
+    ("kl", "softmax"),
+]
+
+
+@pytest.fixture(scope="module", params=_MULTICLASS, ids=[f"{m}-{k}" for m, k in _MULTICLASS])
 def any_multiclass_post(request):
-    assert "multiclass" in gc.engines.capabilities(request.param)
+    method, likelihood = request.param
+    assert "multiclass" in gc.engines.capabilities(method, likelihood)
     rng = np.random.default_rng(5)
     X = rng.normal(size=(21, 2))
     y = np.digitize(X[:, 0], [-0.4, 0.4])
-    options = _FAST_MCMC if request.param == "mcmc" else {}
-    return gc.fit(X, y, method=request.param, likelihood="softmax", **options)
+    options = _FAST_MCMC if method == "mcmc" else {}
+    options |= gc.engines.get_engine(method).quick_options
+    return gc.fit(X, y, method=method, likelihood=likelihood, **options)
 
 
 def test_every_multiclass_engine_keeps_the_contract(any_multiclass_post):

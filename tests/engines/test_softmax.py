@@ -235,7 +235,10 @@ def test_mcmc_agrees_with_laplace_on_an_easy_problem():
         ({"y": np.r_[np.nan, np.arange(9) % 3]}, "y contains NaN or infinity"),
         ({"y": np.arange(9) % 3}, "X has 10 samples but y has 9 labels"),
         ({"y": np.ones((10, 2))}, "y must be a 1-D array"),
-        ({"method": "ep"}, "EP is binary only"),
+        (
+            {"method": "ep"},
+            "EP does not take the 'softmax' likelihood.*'laplace' or 'kl' or 'mcmc' or 'svgp'",
+        ),
         ({"mean": 0.5}, "softmax likelihood takes no prior mean"),
         ({"X": np.full((10, 2), np.nan)}, "X contains NaN"),
         ({"method": "mcmc", "full_bayes": True}, "fixed hyperparameters only"),

@@ -499,3 +499,24 @@ def test_mc_standard_errors_of_independent_and_ar1_draws() -> None:
     assert metrics.mc_standard_errors(np.full((2, 10), 3.0)) == (0.0, 0.0)
     with pytest.raises(ValueError, match="chains, draws"):
         metrics.mc_standard_errors(np.zeros(10))
+
+
+def test_the_bias_corrected_interval_always_contains_its_estimate() -> None:
+    """Efron's correction with replicates mostly on one side of the estimate (the ECE of
+    few cases: resampled ECEs are larger) moved the interval past it, e.g.
+    0.097 [0.085, 0.093]; where |z0| > z it is widened to the estimate."""
+    rng = np.random.default_rng(0)
+    replicates = 0.12 + 0.01 * rng.standard_normal(2000)  # 0.4% below 0.097
+    low, high = metrics.percentile_interval(replicates, 0.097)
+    assert low <= 0.097 <= high
+    below = np.mean(replicates < 0.097)
+    z0 = stats.norm.ppf(below)
+    assert z0 < -1.96  # (the case: without the widening the upper end was below 0.097)
+    assert high == 0.097  # (the widened end)
+    assert low == np.quantile(replicates, stats.norm.cdf(2 * z0 - 1.96), method="lower")
+    # an ordinary case is Efron's interval, untouched
+    replicates = 0.5 + 0.05 * rng.standard_normal(2000)
+    low, high = metrics.percentile_interval(replicates, 0.51)
+    z0 = stats.norm.ppf(np.mean(replicates < 0.51))
+    assert low == np.quantile(replicates, stats.norm.cdf(2 * z0 - 1.96), method="lower")
+    assert high == np.quantile(replicates, stats.norm.cdf(2 * z0 + 1.96), method="higher")

@@ -152,11 +152,16 @@ def test_a_win_only_when_larger_than_its_interval() -> None:
                          ("sonar", "laplace", -0.46), ("sonar", "ep", -0.33)]]
     )  # fmt: skip
     table = pd.DataFrame(columns=["dataset", "engine", "metric", "split", "value", "job_id"])
+
+    def diff(mean, low, high):  # (the corrected t-interval's fields that findings read)
+        verdict = "a better" if low > 0 else "b better" if high < 0 else "no difference"
+        return metrics.PairedDifference(mean, low, high, 3, 2, verdict, 0.0, 0.0, 0.95)
+
     paired = {
-        ("pima", "laplace", "ep", "mean_log_predictive"): (0.001, -0.004, 0.006, 3),
-        ("pima", "ep", "laplace", "mean_log_predictive"): (-0.001, -0.006, 0.004, 3),
-        ("sonar", "ep", "laplace", "mean_log_predictive"): (0.13, 0.10, 0.16, 3),
-        ("sonar", "laplace", "ep", "mean_log_predictive"): (-0.13, -0.16, -0.10, 3),
+        ("pima", "laplace", "ep", "mean_log_predictive"): diff(0.001, -0.004, 0.006),
+        ("pima", "ep", "laplace", "mean_log_predictive"): diff(-0.001, -0.006, 0.004),
+        ("sonar", "ep", "laplace", "mean_log_predictive"): diff(0.13, 0.10, 0.16),
+        ("sonar", "laplace", "ep", "mean_log_predictive"): diff(-0.13, -0.16, -0.10),
     }
     lines = findings(summary, table, [], ["pima", "sonar"], ["laplace", "ep"], None, paired)
     pima = next(line for line in lines if "**pima**" in line)

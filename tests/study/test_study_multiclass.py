@@ -339,3 +339,47 @@ def test_softmax_study_files_refuse_what_cannot_run(tmp_path: Path, edit, messag
     path.write_text(text.replace(*edit))
     with pytest.raises(study.StudyError, match=message):
         study.load_study(path)
+
+
+SPARSE_STUDY = """
+name = "sparse"
+seed = 1
+likelihood = "softmax"
+reference = "laplace"
+[[datasets]]
+name = "iris"
+features = ["Petal.Length", "Petal.Width"]
+subsample = 60
+[kernel]
+lengthscale = 1.0
+variance_bounds = "fixed"
+[hyperparameters]
+n_restarts = 0
+[splits]
+n_splits = 2
+[engines.laplace]
+[engines.svgp]
+inducing = 10
+hyperparameters = "source"
+"""
+
+
+def test_sparse_engine_in_a_softmax_and_a_robust_max_study(tmp_path: Path) -> None:
+    """The multi-class SVGP runs in softmax studies beside Laplace (at Laplace's values,
+    compared with it) and in robust-max studies (the engine that takes that likelihood),
+    its rows scored like any multi-class engine's."""
+    path = tmp_path / "sparse.toml"
+    path.write_text(SPARSE_STUDY)
+    assert study.run_study(path, tmp_path / "out", workers=1).failed == 0
+    table = pd.read_csv(tmp_path / "out" / "sparse" / "results.csv")
+    rows = table[table.engine == "svgp"].set_index(["split", "metric"])["value"]
+    for split in range(2):
+        assert rows[(split, "error_rate")] <= 0.2 and rows[(split, "proba_diff_max")] < 0.5
+    robust = SPARSE_STUDY.replace('"softmax"', '"robustmax"').replace('"sparse"', '"robust"')
+    robust = robust.replace('reference = "laplace"\n', "").replace("[engines.laplace]\n", "")
+    robust = robust.replace('hyperparameters = "source"\n', "")
+    path.write_text(robust.replace("n_restarts = 0", 'policy = "fixed"'))  # (the kernel's)
+    assert study.run_study(path, tmp_path / "out", workers=1).failed == 0
+    table = pd.read_csv(tmp_path / "out" / "robust" / "results.csv")
+    assert set(table.likelihood) == {"robustmax"} and set(table.engine) == {"svgp"}
+    assert (table[table.metric == "error_rate"].value <= 0.2).all()

@@ -16,7 +16,9 @@ is version 1, the layout every earlier release wrote):
   ``status`` (``"ok"``, ``"failed"`` or ``"skipped"``); a failed or skipped job also an
   ``error`` (a string);
 - a finished (``"ok"``) job also ``d``, ``n_train``, ``n_test`` (integers >= 0),
-  ``base_rate``, ``metrics`` (an object of numbers, not empty when ``n_test`` > 0),
+  ``base_rate``, ``metrics`` (an object of numbers, not empty when ``n_test`` > 0; a
+  sampling reference's ``mcse``, an object of numbers: the Monte Carlo standard error of
+  some of them),
   ``hyperparameters`` (``names`` and ``values`` of one length, ``from``), ``timings``
   (``fit_seconds`` and ``predict_seconds`` at least) and ``convergence`` (``converged``, a
   boolean, and ``iterations``, an integer);

@@ -99,6 +99,14 @@ class JobRecord:
         Fraction of training cases in class 1.
     metrics : dict of str to float
         Held-out scores (:func:`gpc_compare.metrics.score`); empty without a test set.
+    mcse : dict of str to float
+        A sampling reference's Monte Carlo standard error of some of its scores
+        (``mean_log_predictive``: :func:`gpc_compare.metrics.joint_mean_log_predictive_mcse`).
+    psis : dict of str to float
+        The Pareto-k check of a Gaussian approximation (:func:`gpc_compare.psis`):
+        ``pareto_k``, ``khat_threshold``, ``ess``, ``draws``, ``log_evidence`` and
+        ``log_evidence_se`` (importance sampling), ``mean_log_predictive`` (the
+        importance-corrected held-out score) and ``seconds``; empty when not run.
     hyperparameters : Hyperparameters or None
         The values used and who selected them.
     timings : Timings or None
@@ -160,6 +168,8 @@ class JobRecord:
     n_test: int | None = None
     base_rate: float | None = None
     metrics: Mapping[str, float] = field(default_factory=dict)
+    mcse: Mapping[str, float] = field(default_factory=dict)
+    psis: Mapping[str, float] = field(default_factory=dict)
     hyperparameters: Hyperparameters | None = None
     timings: Timings | None = None
     convergence: Convergence | None = None
@@ -246,6 +256,8 @@ class JobRecord:
             "n_test": r.integer("n_test", not ok, 0),
             "base_rate": r.number("base_rate", not ok),
             "metrics": _metrics(r, ok),
+            "mcse": _numbers(r, "mcse"),
+            "psis": _numbers(r, "psis"),
             "log_evidence": r.number("log_evidence", True),
             "log_evidence_se": r.number("log_evidence_se", True),
             "loo_log_predictive": r.number("loo_log_predictive", True),
@@ -276,6 +288,9 @@ class JobRecord:
                 base_rate=self.base_rate,
                 metrics=dict(self.metrics),
             )
+            for key in ("mcse", "psis"):
+                if getattr(self, key):
+                    out[key] = dict(getattr(self, key))
         for key in ("hyperparameters", "timings"):
             if getattr(self, key) is not None:
                 out[key] = getattr(self, key).to_dict()
@@ -311,6 +326,12 @@ def _versions(r: Reader) -> dict[str, str]:
     if bad:
         raise RecordError(f"'versions.{bad[0]}' is {show(versions[bad[0]])}, not a string")
     return versions
+
+
+def _numbers(r: Reader, key: str) -> dict[str, float]:
+    """An optional object of numbers (NaN allowed, infinities read as NaN)."""
+    sub = r.obj(key, optional=True)
+    return {} if sub is None else {name: sub.number(name) for name in sub.raw}
 
 
 def _metrics(r: Reader, ok: bool) -> dict[str, float]:

@@ -1,0 +1,141 @@
+"""The committed tables, read and compared as the findings state them (for the tests in
+this directory): means over folds, corrected resampled t-intervals of engine differences
+(Nadeau and Bengio 2003; :func:`gpc_compare.metrics.paired_difference`) and the sentences
+the pages write about them."""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+
+import pandas as pd
+
+from gpc_compare.metrics import PairedDifference, paired_difference
+
+RESULTS = Path(__file__).resolve().parents[2] / "results"
+
+#: The benchmark data sets in the order the findings list them, and their names there.
+NAMES = {
+    "breast_cancer": "breast cancer",
+    "crabs": "crabs",
+    "digits_3v5": "digits",
+    "ionosphere": "ionosphere",
+    "pima": "Pima",
+    "sonar": "sonar",
+}
+WORDS = ["no", "one", "two", "three", "four", "five", "six"]
+PROBIT_ORDER = ["breast_cancer", "ionosphere", "sonar", "pima", "crabs", "digits_3v5"]
+
+
+def page_text(path: str) -> str:
+    """The page's text with every run of whitespace made one space."""
+    return " ".join((RESULTS / path).read_text().split())
+
+
+@cache
+def table(study: str) -> pd.DataFrame:
+    return pd.read_csv(RESULTS / study / "results.csv")
+
+
+def scores(study: str, metric: str, kernel: str | None = None) -> pd.DataFrame:
+    d = table(study)
+    d = d[d.metric == metric]
+    return d if kernel is None else d[d.kernel == kernel]
+
+
+def diff(
+    study: str,
+    dataset: str,
+    a: str,
+    b: str,
+    metric: str = "mean_log_predictive",
+    kernel: str | None = None,
+) -> PairedDifference:
+    """The corrected resampled t-interval of engine a - engine b over the folds both ran."""
+    s = scores(study, metric, kernel)
+    s = s[s.dataset == dataset]
+    sa, sb = (s[s.engine == e].set_index("split") for e in (a, b))
+    common = sorted(set(sa.index) & set(sb.index))
+    assert len(common) >= 2, (study, dataset, a, b)
+    return paired_difference(
+        sa.value[common].to_numpy(),
+        sb.value[common].to_numpy(),
+        sa.n_train[common].to_numpy(),
+        sa.n_test[common].to_numpy(),
+        higher_is_better=metric not in ("error_rate", "brier", "ece"),
+    )
+
+
+def ci(p: PairedDifference, fmt: str = "+.4f") -> str:
+    """``mean [lower, upper]`` as the findings write a difference."""
+    return f"{p.mean:{fmt}} [{p.lower:{fmt}}, {p.upper:{fmt}}]"
+
+
+def join(words: list[str]) -> str:
+    """'a', 'a and b', 'a, b and c'; 'none' for no words."""
+    if not words:
+        return "none"
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+
+
+def wins(diffs: dict[str, PairedDifference]) -> tuple[list[str], list[str], list[str]]:
+    """The data sets where a is better, where b is better, and where neither (in order)."""
+    out: tuple[list[str], list[str], list[str]] = ([], [], [])
+    for dataset, p in diffs.items():
+        out[{"a better": 0, "b better": 1}.get(p.verdict, 2)].append(NAMES[dataset])
+    return out
+
+
+def verdicts(a_name: str, b_name: str, diffs: dict[str, PairedDifference]) -> str:
+    """The sentence the findings write after a list of differences."""
+    a, b, neither = wins(diffs)
+    parts = [f"{a_name} better on {join(a)}"] if a else []
+    parts += [f"{b_name} better on {join(b)}"] if b else []
+    parts += [f"no win on {join(neither)}"] if neither else []
+    return "; ".join(parts)
+
+
+def assert_on_page(page: str, *expected: str) -> None:
+    """Fail, naming every sentence missing, unless the page says each one verbatim."""
+    text = page_text(page)
+    missing = [e for e in expected if e not in text]
+    assert not missing, f"{page} does not say (from the committed tables): {missing}"
+
+
+def listed(study: str, a: str, b: str, order: list[str], **kw) -> dict[str, PairedDifference]:
+    """Engine a - engine b on each data set of ``order``."""
+    return {d: diff(study, d, a, b, **kw) for d in order}
+
+
+def diff_list(diffs: dict[str, PairedDifference], fmt: str = "+.4f") -> str:
+    """'breast cancer -0.0009 [-0.0033, +0.0016], crabs ...' as the findings list them."""
+    return ", ".join(f"{NAMES[d]} {ci(p, fmt)}" for d, p in diffs.items())
+
+
+def log_variance(study: str, kernel: str | None = None) -> pd.DataFrame:
+    """Mean over folds of each engine's selected log sigma_f^2, data sets x engines."""
+    s = scores(study, "mean_log_predictive", kernel).copy()
+    s["lv"] = s.hyperparameters.map(lambda h: json.loads(h)["log_variance"])
+    return s.groupby(["dataset", "engine"]).lv.mean().unstack()
+
+
+def means(study: str, metric: str) -> pd.DataFrame:
+    """Mean over folds, data sets x engines."""
+    return scores(study, metric).groupby(["dataset", "engine"]).value.mean().unstack()
+
+
+def slash(values, fmt: str) -> str:
+    return " / ".join(f"{v:{fmt}}" for v in values)
+
+
+def grid(likelihood: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The grid's log evidences (points x methods) and its rows."""
+    g = pd.read_csv(RESULTS / "approximations_grid" / likelihood / "grid.csv")
+    key = ["dataset", "log_lengthscale", "log_sf"]
+    return g.pivot_table(index=key, columns="method", values="log_evidence"), g
+
+
+def ep_low(gap: pd.Series, dataset: str) -> str:
+    low = gap[(gap < -0.4) & (gap.index.get_level_values("dataset") == dataset)]
+    return f"{low.max():.2f} to {low.min():.2f}"
