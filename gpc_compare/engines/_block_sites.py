@@ -159,8 +159,9 @@ def block_sites(K: np.ndarray, Lam: np.ndarray, b: np.ndarray) -> BlockSites:
     Lam = 0.5 * (Lam + np.swapaxes(Lam, 1, 2))
     lam, U = np.linalg.eigh(Lam)
     R = np.einsum("nab,nb,ncb->nac", U, np.sqrt(np.maximum(lam, 0.0)), U)
-    B = np.einsum("iac,jcb->aibj", R, R) * K[None, :, None, :]
-    B = B.reshape(d * n, d * n)
+    # B[a i, b j] = delta + K_ij (R_i R_j)_ab: (R_i R_j)_ab from one (d n) x d product
+    RR = R.transpose(1, 0, 2).reshape(d * n, d) @ R.transpose(2, 0, 1).reshape(d * n, d).T
+    B = (RR.reshape(d, n, d, n) * K[None, :, None, :]).reshape(d * n, d * n)
     B[np.diag_indices_from(B)] += 1.0
     L = cholesky(B, what="I + R K R")
     log_det_B = 2.0 * float(np.log(np.diag(L)).sum())

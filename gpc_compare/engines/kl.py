@@ -45,7 +45,6 @@ from .._validation import (
     any_value,
     check_kernel_matrix,
     check_positive,
-    check_random_seed,
     choice,
     count,
     optional,
@@ -103,7 +102,7 @@ class KLOptions(EngineOptions):
         "Softmax only: how E_q[log softmax] is integrated. 'quadrature', a trapezoid rule over "
         "the C - 1 contrasts (error about 1e-10; its cost grows as the posterior's spread to "
         "the power C - 1), or 'mc', Monte Carlo on n_samples antithetic draws per case fixed "
-        "by random_seed (the bound and its exact gradient are then those of the estimate, "
+        "by mc_seed (the bound and its exact gradient are then those of the estimate, "
         "with a standard error); None: quadrature for two classes, mc for more.",
     )
     n_samples: int = option(
@@ -112,11 +111,12 @@ class KLOptions(EngineOptions):
         "Softmax with integration 'mc': draws per case (rounded up to an even number: "
         "antithetic pairs).",
     )
-    random_seed: Any = option(
-        None,
-        check_random_seed,
-        "Softmax with integration 'mc': seeds the draws (None means 0, so that the bound is "
-        "one function of the hyperparameters); gc.fit's random_seed fills it.",
+    mc_seed: int = option(
+        0,
+        count(0),
+        "Softmax with integration 'mc': seeds the draws, which are part of the rule (like a "
+        "quadrature's nodes: the bound is one function of the hyperparameters whatever "
+        "gc.fit's random_seed); another seed gives another estimate of the same bound.",
     )
 
 
@@ -152,9 +152,10 @@ class KLEngine(Engine):
         """
         if isinstance(problem.likelihood, Softmax):
             return infer_softmax(problem, options)
-        if options.integration is not None or options.n_samples != _N_SAMPLES:
+        if (options.integration, options.n_samples, options.mc_seed) != (None, _N_SAMPLES, 0):
             raise ValueError(
-                "the KL engine's integration and n_samples options are the softmax's: with "
+                "the KL engine's integration, n_samples and mc_seed options are the softmax's: "
+                "with "
                 f"the {problem.likelihood.name!r} likelihood E_q[log p] is a one-dimensional "
                 "quadrature accurate to about 1e-13"
             )

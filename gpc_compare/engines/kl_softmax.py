@@ -28,17 +28,31 @@ Two facts shape the engine:
 
 The optimiser is the binary engine's (:func:`._sites.maximize_bound`): natural-gradient
 steps on the sites, Lam <- (1 - rho) Lam + rho Lam_fix, b <- (1 - rho) b + rho b_fix,
-Lam_fix = -2 dE/dSigma, b_fix = dE/dmu + Lam_fix mu (Khan and Lin 2017), extrapolated by
-Anderson's method, the step halved whenever the bound would drop.
+Lam_fix = -2 dE/dSigma, b_fix = dE/dmu + Lam_fix mu (Khan and Lin 2017; the fixed point
+is Opper and Archambeau's optimum), extrapolated by Anderson's method, the step halved
+whenever the bound would drop. Chosen over a direct optimisation of (mu, the blocks)
+because the sites are the optimum's own parameters: (C - 1)^2 n numbers rather than the
+(C - 1) n ((C - 1) n + 1) / 2 of a free covariance, each step is the exact natural
+gradient of the bound (it never needs the Hessian of the bound in the sites), and the
+binary engine's safeguards (monotone bound, rounding-limited convergence) carry over.
 
 E_q[log softmax] has no closed form (:mod:`gpc_compare.likelihoods._softmax_expectation`):
-``integration="quadrature"`` a trapezoid rule in the C - 1 whitened coordinates (error
+``integration="quadrature"``, a trapezoid rule in the C - 1 whitened coordinates (error
 about 1e-10; its cost grows as the posterior's spread to the power C - 1, so it is the
-default for two classes only), ``"mc"`` Monte Carlo on ``n_samples`` antithetic draws
-per case fixed by ``random_seed`` (the default for three classes and more): the bound is
-then one smooth function of q and of the hyperparameters, maximised and differentiated
-exactly (dE/dSigma is the estimate's own derivative through the square root of Sigma), and
-``log_marginal_likelihood_se`` is its standard error.
+default for two classes only), or ``"mc"`` (the default for three classes and more):
+Titsias' (2016) one-vs-each bound sum_{c != y} log sigma(f_y - f_c), whose expectation
+is C - 1 one-dimensional quadratures, plus the Monte Carlo average of the gap between it
+and log softmax on ``n_samples`` antithetic draws per case fixed by ``mc_seed`` (a
+control variate: the gap vanishes where one class competes with y, so the standard
+error falls about twenty-fold on Iris). The bound is then the estimate's, one smooth
+function of q and of the hyperparameters, maximised and differentiated exactly (the
+gap's dE/dSigma is the estimate's own derivative through the square root of Sigma);
+``log_marginal_likelihood_se`` is its standard error. Where a case's true curvature is
+nearly zero in one direction (a class far from the label and from the competitor), the
+estimated -2 dE/dSigma can have a small negative eigenvalue; the site keeps it (Woodbury's
+identity in :mod:`._block_sites`), so the fixed point stays the estimated bound's exact
+optimum and the gradient exact (projecting it away made the natural-gradient step point
+downhill and the iteration stall).
 
 Naming: ``K`` the n x n kernel matrix; ``Q`` the contrasts; arrays over the cases and the
 d = C - 1 latent values (n, d): ``mu``, ``alpha`` (K alpha = mu), ``b``; blocks (n, d, d):
@@ -53,7 +67,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .._validation import check_kernel_matrix
+from .._validation import available_memory, check_kernel_matrix
 from ..likelihoods import Softmax
 from ..likelihoods._softmax_expectation import (
     antithetic_normal,
@@ -69,6 +83,7 @@ from ._block_sites import (
     inverse_blocks_trace,
     predict_blocks,
 )
+from ._engine import Problem
 from ._sites import bound_message, maximize_bound
 from .laplace_softmax import check_codes
 
@@ -186,7 +201,24 @@ def _check_warm_start(warm_start: Any, n: int, d: int) -> tuple[np.ndarray, np.n
     return Lam, b
 
 
-def infer_softmax(problem, options) -> SoftmaxKLPosterior:
+#: (C - 1) n x (C - 1) n matrices held at once (B, its factor, V and a product of V's).
+_BIG_MATRICES = 4
+
+
+def _check_memory(n: int, C: int) -> None:
+    """Refuse, before allocating, a problem whose (C - 1) n x (C - 1) n matrices would not
+    fit in the memory available (the engine's n x n estimate does not know C)."""
+    need = _BIG_MATRICES * 8 * ((C - 1) * n) ** 2
+    available = available_memory()
+    if available is not None and need > available:
+        raise ValueError(
+            f"n = {n:,} training cases of {C} classes need about {need / 2**30:.1f} GiB for the "
+            f"softmax KL engine's ({C - 1} n)^2 matrices, but {available / 2**30:.1f} GiB are "
+            "available: use fewer cases (or a sparse engine)"
+        )
+
+
+def infer_softmax(problem: Problem, options: Any) -> SoftmaxKLPosterior:
     """The multi-class KL fit at fixed hyperparameters (module note); ``problem`` and
     ``options`` as :meth:`gpc_compare.engines.kl.KLEngine.infer` takes them."""
     X, lik = problem.X, problem.likelihood
@@ -197,10 +229,10 @@ def infer_softmax(problem, options) -> SoftmaxKLPosterior:
         )
     y, C = check_codes(problem.y, lik)
     n, d = X.shape[0], C - 1
+    _check_memory(n, C)
     K = check_kernel_matrix(problem.kernel, X)
     rule = options.integration or ("quadrature" if C == 2 else "mc")
-    seed = 0 if options.random_seed is None else options.random_seed
-    z = antithetic_normal(n, options.n_samples, d, seed) if rule == "mc" else None
+    z = antithetic_normal(n, options.n_samples, d, options.mc_seed) if rule == "mc" else None
     expectation = _Expectation(y, contrasts(C), rule, z)
     state = _state(K, expectation, np.zeros((n, d, d)), np.zeros((n, d)))  # q = the prior
     if options.warm_start is not None:

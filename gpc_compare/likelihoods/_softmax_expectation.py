@@ -22,11 +22,18 @@ C - 1 differences), two rules:
     the step widens and the error grows (about 1e-9 at r = 25, 1e-7 at r = 40); every
     case reports its node count.
 ``mc`` (:func:`expected_log_softmax_mc`)
-    Monte Carlo on draws z fixed by a seed (``antithetic_normal``: pairs z, -z), so the
-    estimate is one smooth function of (m, F) that an optimiser can follow (a sample
-    average approximation). Besides the value and dE/dm it gives E[(d log p / df) z^T],
-    the exact derivative of the estimate in F, and the standard error of the value
-    from the spread of the pairs' means. For any C.
+    log softmax_y(f) = sum_{c != y} log sigma(f_y - f_c) + gap(f): the first part is
+    Titsias' (2016) one-vs-each bound, whose expectation is C - 1 one-dimensional
+    logistic-normal integrals (:meth:`Logistic.expected_log_prob`, about 1e-13), and the
+    gap, log[prod_c (1 + e^{D_c}) / (1 + sum_c e^{D_c})] >= 0 with D_c = f_c - f_y, is
+    near zero wherever at most one class competes with y, so Monte Carlo on it has a small
+    variance (a control variate; on Iris the bound's standard error is twenty times
+    smaller than plain Monte Carlo's; for two classes the gap is zero). The draws z are
+    fixed by a seed (:func:`antithetic_normal`: pairs z, -z), so the estimate is one smooth
+    function of (m, F) that an optimiser can follow (a sample average approximation).
+    Besides the value and dE/dm it gives 2 dE/dSigma of the one-vs-each part and
+    E[(d gap / df) z^T], the exact derivative of the gap's estimate in F, and the standard
+    error of the value from the spread of the pairs' means. For any C.
 
 Everything is computed in log space: log softmax_y(f) = -log(1 + sum_{c != y}
 exp(f_c - f_y)) by log1p, the probabilities pi_c and 1 - pi_c = -expm1(log pi_c) without
@@ -71,10 +78,13 @@ class SoftmaxExpectation(NamedTuple):
         E[log p(y | f)].
     grad : ndarray, shape (N, C)
         E[d log p / df] = E[e_y - pi]: dE/dm.
-    hess : ndarray, shape (N, C, C), or None
-        E[d^2 log p / df^2] = -E[diag(pi) - pi pi^T] (the quadrature): 2 dE/dSigma.
+    hess : ndarray, shape (N, C, C)
+        2 dE/dSigma of the part integrated deterministically: the whole
+        E[d^2 log p / df^2] = -E[diag(pi) - pi pi^T] (quadrature, Price's theorem), or the
+        one-vs-each part's (Monte Carlo).
     grad_z : ndarray, shape (N, C, d), or None
-        E[(e_y - pi) z^T] (Monte Carlo): the derivative of the estimate in F.
+        E[(d gap / df) z^T] (Monte Carlo): the derivative of the gap's estimate in F (so
+        dE/dF = hess F + grad_z); None for the quadrature.
     se : ndarray, shape (N,)
         Standard error of ``value`` (0 for the quadrature).
     nodes : ndarray, shape (N,)
@@ -83,7 +93,7 @@ class SoftmaxExpectation(NamedTuple):
 
     value: np.ndarray
     grad: np.ndarray
-    hess: np.ndarray | None
+    hess: np.ndarray
     grad_z: np.ndarray | None
     se: np.ndarray
     nodes: np.ndarray
@@ -184,20 +194,40 @@ def _quadrature_sums(y, mean, F, h, grid, value, grad, second):  # pragma: no co
 
 
 @numba.njit(cache=True)
-def _gap_node(yi: int, f: np.ndarray, pi: np.ndarray, om: np.ndarray, g: np.ndarray) -> float:
-    """The gap log softmax_yi(f) - sum_{c != yi} log sigma(f_yi - f_c) >= 0 at one node, and
-    its gradient in f (filled into g): (e_yi - pi) - sum_{c != yi} sigma(D_c) (e_yi - e_c),
-    D_c = f_c - f_yi."""
+def _gap_node(yi: int, f: np.ndarray, e: np.ndarray, g: np.ndarray) -> float:
+    """The gap log softmax_yi(f) - sum_{c != yi} log sigma(f_yi - f_c) >= 0 at one node,
+    and its gradient in f (filled into g): (e_yi - pi) - sum_{c != yi} sigma(D_c)
+    (e_yi - e_c), D_c = f_c - f_yi; ``e`` is workspace (C,).
+
+    As in :func:`_node`, t = max(0, max_c D_c), e_c = exp(D_c - t) and T = exp(-t) +
+    sum_{c != yi} e_c give log softmax_yi = -t - log1p(T - 1), pi_c = e_c / T and
+    1 - pi_yi = (T - exp(-t)) / T, summed; exp(-|D_c|) is e_c / exp(-t) (D_c <= 0) or
+    exp(-t) / e_c, so a node costs 2 C transcendental functions.
+    """
     C = f.shape[0]
-    value = _node(yi, f, pi, om)
-    g[yi] = om[yi]
+    fy = f[yi]
+    top = 0.0
+    for c in range(C):
+        top = max(top, f[c] - fy)
+    e_top = math.exp(-top)
+    rest = 0.0
     for c in range(C):
         if c != yi:
-            D = f[c] - f[yi]
-            t = math.exp(-abs(D))
+            e[c] = math.exp(f[c] - fy - top)
+            rest += e[c]
+    total = e_top + rest
+    value = -(top + math.log1p((e_top - 1.0) + rest))
+    g[yi] = rest / total  # 1 - pi_yi
+    for c in range(C):
+        if c != yi:
+            D = f[c] - fy
+            if e_top > 1e-300:
+                t = e[c] / e_top if D <= 0.0 else e_top / e[c]
+            else:
+                t = math.exp(-abs(D))
             value += max(D, 0.0) + math.log1p(t)  # softplus(D) = -log sigma(-D)
             sig = 1.0 / (1.0 + t) if D >= 0.0 else t / (1.0 + t)
-            g[c] = sig - pi[c]
+            g[c] = sig - e[c] / total
             g[yi] -= sig
     return value
 
@@ -210,7 +240,7 @@ def _mc_sums(y, mean, F, z, value, grad, grad_z, se):  # pragma: no cover (numba
     N, C, d = F.shape
     M = z.shape[1]
     half = M // 2
-    f, pi, om, gn, vals = np.empty(C), np.empty(C), np.empty(C), np.empty(C), np.empty(M)
+    f, work, gn, vals = np.empty(C), np.empty(C), np.empty(C), np.empty(M)
     for i in range(N):
         yi = y[i]
         v = 0.0
@@ -222,7 +252,7 @@ def _mc_sums(y, mean, F, z, value, grad, grad_z, se):  # pragma: no cover (numba
                 for k in range(d):
                     acc += F[i, c, k] * z[i, p, k]
                 f[c] = acc
-            vals[p] = _gap_node(yi, f, pi, om, gn)
+            vals[p] = _gap_node(yi, f, work, gn)
             v += vals[p]
             for c in range(C):
                 g[c] += gn[c]

@@ -282,7 +282,10 @@ def test_far_apart_points_are_one_point_problems_solved_by_brute_force():
         np.testing.assert_allclose(post.latent_point_cov[i], S, atol=1e-7)
         total += elbo
     assert post.log_marginal_likelihood == pytest.approx(total, abs=1e-8)
-    mc = gc.fit(X, y, method="kl", likelihood="softmax", kernel=kernel, random_seed=3)
+    full = post.latent_cov.reshape(3, 3, 3, 3)  # (class, case, class, case)
+    for i in range(3):
+        np.testing.assert_allclose(full[:, i, :, i], post.latent_point_cov[i], atol=1e-13)
+    mc = gc.fit(X, y, method="kl", likelihood="softmax", kernel=kernel, mc_seed=3)
     assert mc.integration == "mc" and 0 < mc.log_marginal_likelihood_se < 0.02
     assert abs(mc.log_marginal_likelihood - total) < 4 * mc.log_marginal_likelihood_se
     # (the optimum of the estimated bound, about a standard error from the exact one)
@@ -375,7 +378,9 @@ def test_options_are_checked_and_the_binary_refuses_the_softmax_ones():
         gc.fit(X, y, "kl", likelihood="softmax", integration="exact")
     with pytest.raises(ValueError, match="n_samples must be"):
         gc.fit(X, y, "kl", likelihood="softmax", n_samples=1)
-    with pytest.raises(ValueError, match="integration and n_samples options are the softmax's"):
+    with pytest.raises(
+        ValueError, match="integration, n_samples and mc_seed options are the softmax's"
+    ):
         gc.fit(X, (y == 0).astype(int), "kl", likelihood="probit", integration="mc")
     with pytest.raises(ValueError, match="takes no prior mean"):
         gc.fit(X, y, "kl", likelihood="softmax", mean=0.0)
@@ -387,14 +392,15 @@ def test_options_are_checked_and_the_binary_refuses_the_softmax_ones():
 
 
 def test_seeded_draws_warm_starts_and_optimisation():
-    """The Monte Carlo draws follow random_seed (None is 0: a fit is repeatable); a warm
+    """The Monte Carlo draws follow mc_seed, not gc.fit's random_seed (they are part of
+    the rule: a fit is repeatable, the bound one function of theta); a warm
     start from the fit converges at once to the same bound; optimize=True raises the bound
     (the exact gradient followed by L-BFGS-B)."""
     X, y = three_classes(n=15, seed=6)
     kernel = SquaredExponential(1.0, 2.0)
     a = gc.fit(X, y, "kl", kernel, "softmax")
-    b = gc.fit(X, y, "kl", kernel, "softmax", random_seed=0)
-    c = gc.fit(X, y, "kl", kernel, "softmax", random_seed=1)
+    b = gc.fit(X, y, "kl", kernel, "softmax", random_seed=5)
+    c = gc.fit(X, y, "kl", kernel, "softmax", mc_seed=1)
     assert a.log_marginal_likelihood == b.log_marginal_likelihood != c.log_marginal_likelihood
     assert (
         abs(a.log_marginal_likelihood - c.log_marginal_likelihood)
@@ -425,3 +431,38 @@ def test_classifier_on_three_classes():
     post = gc.fit(X, y, "kl", kernel, "softmax")
     np.testing.assert_allclose(P, post.predict_proba(X[:5]), rtol=1e-12)
     assert set(clf.predict(X)) <= {"a", "b", "c"}
+
+
+def test_a_problem_too_large_is_refused_before_allocating(monkeypatch):
+    monkeypatch.setattr(kl_softmax, "available_memory", lambda: 10**6)
+    X, y = three_classes(n=200, seed=8)
+    with pytest.raises(ValueError, match=r"need about [\d.]+ GiB for the softmax KL engine's"):
+        gc.fit(X, y, "kl", likelihood="softmax")
+
+
+@pytest.mark.parametrize("integration", ["quadrature", "mc"])
+def test_the_optimum_is_stationary_in_the_sites(integration):
+    """The inner objective: central differences of the bound along random directions of
+    the sites (Lam, b) vanish at the fitted optimum (what makes the partial derivative in
+    theta the gradient), and do not halfway to it."""
+    X, y = three_classes(n=12, seed=9)
+    kernel = SquaredExponential(0.8, 2.5)
+    post = gc.fit(X, y, "kl", kernel, "softmax", integration=integration, **TIGHT)
+    z = expectation.antithetic_normal(12, 1000, 2, 0)
+    ex = kl_softmax._Expectation(post.y, kl_softmax.contrasts(3), integration, z)
+    rng = np.random.default_rng(10)
+    for scale in (1.0, 0.5):
+        Lam, b = scale * post.Lam, scale * post.b
+        for _ in range(3):
+            dL = rng.normal(size=Lam.shape)
+            dL = 0.01 * (dL + np.swapaxes(dL, 1, 2))
+            db = 0.01 * rng.normal(size=b.shape)
+
+            def bound(t, Lam=Lam, b=b, dL=dL, db=db):
+                return kl_softmax._state(post.K, ex, Lam + t[0] * dL, b + t[0] * db).elbo
+
+            slope = central_difference(bound, np.zeros(1), h=1e-4)[0]
+            if scale == 1.0:
+                assert abs(slope) < 1e-7
+            else:
+                assert abs(slope) > 1e-4
