@@ -69,12 +69,15 @@ def _scores(post, Xte: np.ndarray, yte: np.ndarray) -> tuple[float, float, np.nd
     return float(np.mean(lp)), float(np.mean(P.argmax(axis=1) != yte)), P
 
 
-def iris(rows: list[dict]) -> list[str]:
-    """5-fold CV on Iris: Laplace, MCMC and four SVGP variants (module note)."""
+def iris(rows: list[dict], args) -> list[str]:
+    """5-fold CV on Iris: Laplace, MCMC and four SVGP variants (module note; ``--folds`` and
+    ``--iris-engines`` choose a subset)."""
     data = gc.datasets.load("iris")
     folds = StratifiedKFold(5, shuffle=True, random_state=SEED).split(data.X, data.y)
     results: dict[str, list] = {}
     for fold, (tr, te) in enumerate(folds):
+        if args.folds is not None and fold not in args.folds:
+            continue
         Xtr, Xte = gc.datasets.standardize(data.X[tr], data.X[te])
         ytr, yte = data.y[tr], data.y[te]
         k0 = gc.kernels.SquaredExponential(1.0, 1.0)
@@ -91,6 +94,8 @@ def iris(rows: list[dict]) -> list[str]:
             "svgp_robustmax": ("svgp", k0, "robustmax", {**opt, "inducing": Xtr}),
         }
         for name, (method, kernel, likelihood, options) in runs.items():
+            if args.iris_engines is not None and name not in args.iris_engines + ["mcmc"]:
+                continue
             t0 = time.perf_counter()
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -102,7 +107,7 @@ def iris(rows: list[dict]) -> list[str]:
             diff = float(np.abs(P - P_ref).max())
             results.setdefault(name, []).append((mlp, err, diff, seconds, post.hyperparameters))
             _log(f"iris fold {fold} {name:16s} mlp {mlp:.4f} err {err:.3f} "
-                 f"max|p - p_mcmc| {diff:.3f} ({seconds:.1f} s)")  # fmt: skip
+                 f"max|p - p_mcmc| {diff:.3f} ({seconds:.1f} s) at {post.kernel}")  # fmt: skip
     lines = [
         "## Iris, 5-fold CV (held-out scores averaged over the folds)",
         "",
@@ -130,18 +135,21 @@ def large(name: str, rows: list[dict], args) -> list[str]:
     C = int(data.y.max()) + 1
     sub = rng.choice(n_train, size=min(args.fit_n, n_train), replace=False)
     d = Xtr.shape[1]
-    k0 = gc.kernels.SquaredExponential(float(np.sqrt(d)), 1.0)
     t0 = time.perf_counter()
-    small = gc.fit(Xtr[sub], ytr[sub], "svgp", k0, "softmax", optimize=True, n_restarts=0,
-                   inducing=64, random_seed=SEED)  # fmt: skip
+    if args.kernel:  # given (ell, sigma_f^2): no fit
+        kernel = gc.kernels.SquaredExponential(*args.kernel)
+    else:
+        k0 = gc.kernels.SquaredExponential(float(np.sqrt(d)), 1.0)
+        kernel = gc.fit(Xtr[sub], ytr[sub], "svgp", k0, "softmax", optimize=True,
+                        n_restarts=0, inducing=64, random_seed=SEED).kernel  # fmt: skip
     t_hyper = time.perf_counter() - t0
-    _log(f"{name}: hyperparameters on {sub.size} cases in {t_hyper:.1f} s: {small.kernel}")
+    _log(f"{name}: hyperparameters ({sub.size} cases) in {t_hyper:.1f} s: {kernel}")
     t0 = time.perf_counter()
     Z = choose_inducing(Xtr, args.m, SEED)
     t_z = time.perf_counter() - t0
     t0 = time.perf_counter()
-    post = gc.fit(Xtr, ytr, "svgp", small.kernel, "softmax", inducing=Z, random_seed=SEED,
-                  batch_size=args.batch_size)  # fmt: skip
+    post = gc.fit(Xtr, ytr, "svgp", kernel, "softmax", inducing=Z, random_seed=SEED,
+                  batch_size=args.batch_size, tol=args.tol, site_tol=args.site_tol)  # fmt: skip
     t_fit = time.perf_counter() - t0
     t0 = time.perf_counter()
     mlp, err, _ = _scores(post, Xte, yte)
@@ -161,7 +169,9 @@ def large(name: str, rows: list[dict], args) -> list[str]:
     return [
         f"## {name}: n = {n_train} training, {te.size} test cases, C = {C}, M = {args.m}",
         "",
-        f"- hyperparameters fitted on {sub.size} cases (M = 64): {t_hyper:.1f} s, {small.kernel}",
+        f"- kernel {kernel}: "
+        + ("given (--kernel)" if args.kernel else f"fitted on {sub.size} cases (M = 64)")
+        + f", {t_hyper:.1f} s; tol {args.tol:g}, site_tol {args.site_tol:g}",
         f"- k-means++ for Z: {t_z:.1f} s; the fit (batch_size {args.batch_size}): "
         f"{t_fit:.1f} s, {post.convergence.iterations} iterations, converged "
         f"{post.convergence.converged}",
@@ -179,6 +189,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--m", type=int, default=200, help="inducing inputs at scale")
     parser.add_argument("--fit-n", type=int, default=2000, help="cases for the hyperparameters")
     parser.add_argument("--batch-size", type=int, default=2000)
+    parser.add_argument("--kernel", type=float, nargs=2, metavar=("ELL", "SF2"),
+                        help="fixed SE length-scale and variance at scale (no fit)")  # fmt: skip
+    parser.add_argument("--tol", type=float, default=1e-10, help="the fit's tol at scale")
+    parser.add_argument("--site-tol", type=float, default=1e-6)
+    parser.add_argument("--iris-engines", nargs="+", default=None, help="a subset")
+    parser.add_argument("--folds", type=int, nargs="+", default=None, help="a subset")
     parser.add_argument("--output", default="results/benchmarks")
     parser.add_argument(
         "--blas-threads",
@@ -191,7 +207,7 @@ def main(argv: list[str] | None = None) -> None:
     rows: list[dict] = []
     lines = ["# The multi-class SVGP", ""]
     for part in args.parts:
-        lines += iris(rows) if part == "iris" else large(part, rows, args)
+        lines += iris(rows, args) if part == "iris" else large(part, rows, args)
         lines.append("")
     out = Path(args.output)
     out.mkdir(parents=True, exist_ok=True)

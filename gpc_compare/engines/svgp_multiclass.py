@@ -203,7 +203,8 @@ class MulticlassSVGPPosterior(InducingPosterior, MulticlassPosterior):
         """Mean (m, C) and covariance (m, C, C), diagonal: the classes are independent."""
         beta, Cs = self._predictive
         Ksu = self.kernel(Xs, self.inducing)
-        var = self.kernel.diag(Xs)[:, None] - np.einsum("mj,cjk,mk->mc", Ksu, Cs, Ksu)
+        quad = [np.einsum("mj,mj->m", Ksu @ Cc, Ksu) for Cc in Cs]  # k_*u C_c k_u*
+        var = self.kernel.diag(Xs)[:, None] - np.column_stack(quad)
         cov = np.zeros((Xs.shape[0], self.n_classes, self.n_classes))
         idx = np.arange(self.n_classes)
         cov[:, idx, idx] = np.maximum(var, 0.0)
