@@ -79,9 +79,9 @@ class LOOResult:
     engine : str
         The posterior's method ("ep", "laplace", ...).
     elpd : float
-        sum_i log p(y_i | x_i, D_-i).
+        ``sum_i log p(y_i | x_i, D_-i)``.
     pointwise : ndarray, shape (n,)
-        log p(y_i | x_i, D_-i) per case.
+        ``log p(y_i | x_i, D_-i)`` per case.
     se : float
         sqrt(n) * sd(pointwise) (``ddof=0``), as ``arviz.loo`` gives it.
     pareto_k : ndarray, shape (n,), or None

@@ -118,8 +118,8 @@ def log_phi_d2(z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """log Phi(z) and its first two derivatives r(z) and -r(z) (z + r(z)), elementwise.
 
     A faster relative of :func:`log_phi` and :func:`probit_ratio` for quadrature nodes:
-    one call of the scaled complementary error function w = erfcx(|z| / sqrt 2) gives
-    Phi(-|z|) = w exp(-z^2 / 2) / 2, hence log Phi(z) = log(w / 2) - z^2 / 2 for z < 0 and
+    one call of the scaled complementary error function w = ``erfcx(|z| / sqrt 2)`` gives
+    ``Phi(-|z|) = w exp(-z^2 / 2) / 2``, hence log Phi(z) = log(w / 2) - z^2 / 2 for z < 0 and
     log1p(-Phi(-z)) for z >= 0, and r = sqrt(2 / pi) / w for z < 0. Below z = -20 the
     difference z + r would lose about log10(z^2) digits, so it comes from the asymptotic
     series of the Mills ratio (Abramowitz and Stegun 26.2.12), t R(t) = 1 - u S(u) with
@@ -150,7 +150,7 @@ def log_phi_d2(z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 def log_sigmoid_d2(f: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """log sigma(f) and its first two derivatives sigma(-f) and -sigma(f) sigma(-f).
 
-    From e = exp(-|f|) alone: log sigma(f) = min(f, 0) - log1p(e), sigma(-f) = e / (1 + e)
+    From ``e = exp(-|f|)`` alone: log sigma(f) = min(f, 0) - log1p(e), sigma(-f) = e / (1 + e)
     for f >= 0 and 1 / (1 + e) otherwise, sigma(f) sigma(-f) = e / (1 + e)^2; each exact to
     a few ulp for every finite f, without overflow.
     """

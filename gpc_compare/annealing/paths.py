@@ -39,9 +39,11 @@ class PriorPath:
         self.L, self.rng, self.reference = L, rng, reference
 
     def schedule(self, T: int) -> np.ndarray:
+        """The T + 1 inverse temperatures beta_t = (t / T)^4, t = 0..T."""
         return (np.arange(T + 1) / T) ** 4  # Kuss and Rasmussen (2005)
 
     def draw(self, runs: int) -> np.ndarray:
+        """``runs`` independent draws of g from the prior N(0, K), shape (n, runs)."""
         return self.L @ self.rng.standard_normal((self.L.shape[0], runs))
 
     def log_ratio(self, g: np.ndarray, ll: np.ndarray) -> np.ndarray:
@@ -76,7 +78,7 @@ class GaussianPath:
     """pi_0 ∝ N(g; 0, K) t(g): the approximation given by site terms.
 
     With t(g) = exp(-1/2 g^T Lambda g + b^T g) (Lambda = diag(ttau), b = tnu - ttau m,
-    g = f - m), pi_0 has the closed-form normaliser Z_0 = |B|^(-1/2) exp(1/2 b^T Sigma b)
+    g = f - m), pi_0 has the closed-form normaliser ``Z_0 = |B|^(-1/2) exp(1/2 b^T Sigma b)``
     (B = I + Lambda^1/2 K Lambda^1/2, Sigma = (K^-1 + Lambda)^-1, R&W eq. 3.65's terms),
     and the weights multiply pi_beta_t / pi_beta_(t-1) = [p(y | g) / t(g)]^(beta_t -
     beta_(t-1)). Each transition is an elliptical slice step for the Gaussian part
@@ -93,6 +95,7 @@ class GaussianPath:
         self.log_z0 = -0.5 * logdet_B + 0.5 * float(self.b @ mu)  # mu = Sigma b at beta = 0
 
     def schedule(self, T: int) -> np.ndarray:
+        """The T + 1 inverse temperatures beta_t = t / T, t = 0..T."""
         return np.arange(T + 1) / T
 
     def _gaussian(self, beta: float):
@@ -124,6 +127,7 @@ class GaussianPath:
         return self._at[1]
 
     def draw(self, runs: int) -> np.ndarray:
+        """``runs`` independent draws of g from pi_0, shape (n, runs)."""
         return self.mu0[:, None] + self._sample0(runs)
 
     def log_t(self, g: np.ndarray) -> np.ndarray:

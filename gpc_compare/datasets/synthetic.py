@@ -322,9 +322,9 @@ def twonorm_log_proba(X: np.ndarray) -> np.ndarray:
 def ringnorm_log_proba(X: np.ndarray) -> np.ndarray:
     """ringnorm's exact log p(y = k | x), k = 0, 1, shape (m, 2), in log space.
 
-    Log odds t(x) = -(3/8)|x|^2 + a sum(x) + 20 log 2 - 2 (class 1 N(a 1, I) against class 0
+    Log odds ``t(x) = -(3/8)|x|^2 + a sum(x) + 20 log 2 - 2`` (class 1 N(a 1, I) against class 0
     N(0, 4 I), equal priors), turned into log probabilities by ``log_expit``: finite
-    wherever |x|^2 is, however far out x lies.
+    wherever ``|x|^2`` is, however far out x lies.
     """
     X = _breiman_X(X, "ringnorm")
     t = -0.375 * np.einsum("ij,ij->i", X, X) + RINGNORM_A * X.sum(axis=1) + _RINGNORM_T0
@@ -424,7 +424,7 @@ def make_logistic_1d(
     """Bishop's (2006, secs. 4.4-4.5) 1-D Bayesian logistic regression: no bias, x ~ N(0, 10^2).
 
     x_i ~ N(0, x_scale^2) and y_i ~ Bernoulli(sigma(w x_i)), i = 1..n (Bishop eq. 4.87
-    with phi(x) = x). With w = 1 and x_scale = 10 most |w x| are large, so the labels are
+    with phi(x) = x). With w = 1 and x_scale = 10 most ``|w x|`` are large, so the labels are
     nearly deterministic away from 0 and the likelihood of w is sharply peaked: the
     example of a posterior for which the Laplace approximation is good.
     ``true_log_proba`` gives log sigma(-w x) and log sigma(w x) exactly.
@@ -487,7 +487,7 @@ def make_near_separable(
     distribution); then every case is pushed margin / 2 away from the hyperplane along w.
     So the classes are balanced and, with ``flip = 0``, linearly separable with a gap of
     width ``margin``: the maximum-likelihood logistic regression does not exist (the
-    likelihood keeps growing as |w| -> infinity), and for GP classification the Laplace
+    likelihood keeps growing as ``|w|`` -> infinity), and for GP classification the Laplace
     and EP evidence want an ever larger signal variance. ``flip`` labels, chosen at
     random, are then swapped (their indices are in ``info["flipped"]``), making the set
     non-separable but only just.

@@ -17,7 +17,7 @@ with ``+`` and ``*``; the parts' names are prefixed ``k1__`` and ``k2__`` as in
 scikit-learn.
 
 Symbols: ``lengthscale`` is ell, ``variance`` is the signal variance sigma_f^2, so for
-the squared exponential k(x, x') = sigma_f^2 exp(-|x - x'|^2 / (2 ell^2)) (R&W eq. 4.9).
+the squared exponential ``k(x, x') = sigma_f^2 exp(-|x - x'|^2 / (2 ell^2))`` (R&W eq. 4.9).
 
 Modules: :mod:`.base` (the contract, sums and products), :mod:`.stationary` (squared
 exponential, Matern), :mod:`.dot_product` (linear, constant, neural network).

@@ -78,6 +78,7 @@ class Kernel(ABC):
 
     @property
     def n_hyperparameters(self) -> int:
+        """The number of hyperparameters, the length of ``theta``."""
         return len(self.hyperparameter_names)
 
     @property

@@ -121,7 +121,7 @@ class NeuralNetwork(Kernel):
     one hidden unit erf(u . x~) with input weights u ~ N(0, I / (2 ell^2)), the limit of a
     network with infinitely many such units (Williams 1998; R&W section 4.2.3). It is not
     stationary: ell is the prior scale of the input weights (small ell, a steep sigmoid;
-    large ell, almost the linear kernel sigma_f^2 s (1 + x.x')), and |k| <= sigma_f^2 pi / 2.
+    large ell, almost the linear kernel sigma_f^2 s (1 + x.x')), and ``|k| <= sigma_f^2 pi / 2``.
     The hyperparameters are ``log_lengthscale`` and ``log_variance`` (GPML's are log ell
     and log sigma_f).
 
@@ -165,10 +165,12 @@ class NeuralNetwork(Kernel):
 
     @property
     def lengthscale(self) -> float:
+        """The length-scale ell, the prior scale of the input weights (s = ell^-2), positive."""
         return float(self._lengthscale.value[0])
 
     @property
     def variance(self) -> float:
+        """The signal variance sigma_f^2 that scales the kernel, positive."""
         return float(self._variance.value[0])
 
     def _parts(

@@ -44,17 +44,16 @@ class Softmax(Likelihood):
     in sorted order); latent values are arrays of shape (..., C). Everything is computed in
     log space by log-sum-exp, so no probability is ever rounded to 0 or 1 and clipped.
 
-    The predictive integral
-    ---------------------------
-    p(y* = c | data) = int softmax_c(f*) N(f* | mu, Sigma) df* (R&W eq. 3.46 and Alg. 3.4)
-    has no closed form. It is computed one of two ways (``integration``):
+    The predictive integral, p(y* = c | data) = int softmax_c(f*) N(f* | mu, Sigma) df*
+    (R&W eq. 3.46 and Alg. 3.4), has no closed form. It is computed one of two ways
+    (``integration``):
 
     ``"quadrature"`` (the default for two classes, and for three where s <= 4)
         The softmax depends on f only through the C - 1 differences g_c = f_c - f_C, so
         the integral is over a (C - 1)-dimensional Gaussian (one dimension for two
         classes, two for three). With g = mu_g + A z, A A^T = Cov(g) (eigen-decomposition,
         so a singular covariance is fine), a tensor-product trapezoid rule in z covers
-        |z_k| <= 9 with step h = 0.5 / max(1, s), s the largest standard deviation of
+        ``|z_k| <= 9`` with step h = 0.5 / max(1, s), s the largest standard deviation of
         g: the Gaussian mass left out is below 1e-18 and the trapezoid rule converges
         geometrically for this analytic integrand: the log probabilities agree with a rule
         four times finer to 2e-15 for s from 0.1 to 8 (C = 3), and with the binary

@@ -49,7 +49,7 @@ def expected_calibration_error(
 
     Defined as
 
-        ECE = sum_b (n_b / n) |o_b - c_b|  =  (1/n) sum_b |k_b - sum_{i in b} p1_i|,
+        ``ECE = sum_b (n_b / n) |o_b - c_b|  =  (1/n) sum_b |k_b - sum_{i in b} p1_i|``,
 
     where bin b holds n_b of the n cases, k_b of them positive, o_b = k_b / n_b is the
     observed frequency of the positive class and c_b the mean ``p1`` in the bin. Empty

@@ -130,9 +130,9 @@ def latent_errors(
     -------
     dict
         ``latent_mean_rmse`` = sqrt(mean_i (mean_i - ref_mean_i)^2),
-        ``latent_mean_max_abs`` = max_i |mean_i - ref_mean_i|,
+        ``latent_mean_max_abs`` = ``max_i |mean_i - ref_mean_i|``,
         ``latent_var_rmse`` = sqrt(mean_i (var_i - ref_var_i)^2),
-        ``latent_var_max_abs`` = max_i |var_i - ref_var_i|,
+        ``latent_var_max_abs`` = ``max_i |var_i - ref_var_i|``,
         ``latent_sd_ratio_mean`` = mean_i sqrt(var_i / ref_var_i) (below 1: the
         approximation is too narrow on average), and
         ``marginal_kl_mean`` = :func:`mean_marginal_kl`, KL(reference || approximation)

@@ -272,7 +272,7 @@ def percentile_interval(
     Phi(2 z0 -/+ z_{(1+level)/2}) of the replicates. It matters for a statistic the
     bootstrap biases (the ECE of resampled cases is larger than the ECE), whose plain
     percentile interval can sit beside the estimate. Where the bias is so large that fewer
-    than (1 - level) / 2 of the replicates fall on one side of the estimate (|z0| >
+    than (1 - level) / 2 of the replicates fall on one side of the estimate (``|z0|`` >
     z_{(1+level)/2}: the ECE of a few dozen cases), the correction would move the interval
     past the estimate, where the normal model behind it has broken down; the interval is
     then widened to reach the estimate, so it always contains it. The ends are replicates

@@ -119,7 +119,7 @@ def multiclass_brier(y: object, proba: object) -> float:
 def top_label_ece(y: object, proba: object, n_bins: int = SCORE_ECE_BINS) -> float:
     """The top-label expected calibration error (Guo et al. 2017).
 
-    ECE = sum_b (n_b / n) |acc_b - conf_b| over ``n_bins`` equal-width bins of the
+    ``ECE = sum_b (n_b / n) |acc_b - conf_b|`` over ``n_bins`` equal-width bins of the
     confidence max_c p_ic on [0, 1], where acc_b is the fraction of the bin's cases whose
     top label is right and conf_b their mean confidence; the bins are those of
     :func:`~gpc_compare.metrics.expected_calibration_error` (right-closed, empty bins skipped).
@@ -220,8 +220,8 @@ def probability_differences(proba: object, *, ref_proba: object) -> dict[str, fl
     Returns
     -------
     dict
-        ``proba_diff_max`` = max_ic |p_ic - ref_ic|, ``proba_diff_mean`` = the mean of
-        |p_ic - ref_ic| over cases and classes, and ``top_label_disagreement``, the fraction
+        ``proba_diff_max`` = ``max_ic |p_ic - ref_ic|``, ``proba_diff_mean`` = the mean of
+        ``|p_ic - ref_ic|`` over cases and classes, and ``top_label_disagreement``, the fraction
         of cases whose most probable class differs.
     """
     P = np.asarray(proba, dtype=float)

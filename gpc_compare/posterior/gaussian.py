@@ -78,7 +78,7 @@ class GaussianPosterior(Posterior):
 
     The common form of the Laplace (W = -grad grad log p(y | f^)) and EP (W = diag(tau~))
     approximations. Prediction follows R&W Alg. 3.2 / 3.6:
-    mean* = m + k*^T alpha, var* = k** - |L^-1 (sW k*)|^2.
+    ``mean* = m + k*^T alpha``, ``var* = k** - |L^-1 (sW k*)|^2``.
     """
 
     def __init__(

@@ -110,6 +110,7 @@ class FITCPrior:
 
     @property
     def shape(self) -> tuple[int, int]:
+        """(n, n): the shape of the n x n FITC prior covariance this operator stands for."""
         n = self.X.shape[0]
         return (n, n)
 
@@ -199,7 +200,7 @@ class FITCSites:
 
     @cached_property
     def h_var(self) -> np.ndarray:
-        """diag(V^T A^-1 V) = |L_A^-1 v_i|^2 (the diagonal Sigma and the gradient's
+        """``diag(V^T A^-1 V) = |L_A^-1 v_i|^2`` (the diagonal Sigma and the gradient's
         diag R are made of), computed once."""
         np.copyto(self.prior.scratch, self.prior.V)
         # C^T = V^T L_A^-T, in place on the C-order buffer's Fortran view (BLAS dtrsm)
@@ -209,7 +210,7 @@ class FITCSites:
         return np.einsum("ij,ij->i", Ct, Ct)
 
     def diag_sigma(self) -> np.ndarray:
-        """diag Sigma = |L_A^-1 v_i|^2 / d_i^2 + Lambda_i / d_i."""
+        """``diag Sigma = |L_A^-1 v_i|^2 / d_i^2 + Lambda_i / d_i``."""
         return self.h_var / self.d**2 + self.Lam / self.d
 
 

@@ -25,7 +25,7 @@ Every target is the engine's own model's unnormalised posterior, evaluated exact
 - FITC-Laplace, FITC-EP: q(f) on the FITC prior K~ = Q + diag(K - Q), against
   p(y | f) N(f | m, K~): the FITC model's posterior and evidence, not the full GP's.
 - SVGP: q(v) over its M whitened inducing values, against p(v) prod_i p(y_i | v), each f_i
-  given v by its exact GP conditional N(m + a_i^T v, k_ii - |a_i|^2), independently of
+  given v by its exact GP conditional ``N(m + a_i^T v, k_ii - |a_i|^2)``, independently of
   the others (the FITC model on SVGP's inducing inputs). SVGP's bound depends on q only
   through these per-case conditionals, so it bounds this model's evidence as well as the
   full GP's; the full GP's p(v | y) would need an n-dimensional integral over f | v for
