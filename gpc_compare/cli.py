@@ -173,10 +173,10 @@ def main(argv: Sequence[str | os.PathLike[str]] | None = None) -> int:
     import signal
     import threading
 
-    from .study import raise_terminated
-
     parser = build_parser()
     args = parser.parse_args(None if argv is None else [os.fspath(a) for a in argv])
+    from .study import raise_terminated  # (after parsing: --help loads no study machinery)
+
     previous = None
     if threading.current_thread() is threading.main_thread():  # SIGTERM as Ctrl-C
         previous = signal.signal(signal.SIGTERM, raise_terminated)
