@@ -203,6 +203,16 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _minutes(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number of minutes, got {text!r}") from None
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0 (0: no limit), got {value}")
+    return value
+
+
 def _run_command(args: argparse.Namespace) -> int:
     from .study import check_study_script, load_study, load_study_script
 
@@ -378,6 +388,15 @@ def _add_compare(sub) -> None:
         "recommendation)",
     )
     cmp.add_argument("--no-report", dest="report", action="store_false", help="skip the report")
+    cmp.add_argument(
+        "--max-minutes",
+        type=_minutes,
+        default=30.0,
+        metavar="M",
+        help="print the plan (each engine's jobs, estimated time and memory) and refuse, "
+        "exit 2, a study estimated to take longer than M minutes (default: %(default)g; "
+        "0: no limit)",
+    )
     cmp.set_defaults(func=_compare_command, retry_failed=True, wait=False, limits=True)
 
 
@@ -393,6 +412,10 @@ def _compare_command(args: argparse.Namespace) -> int:
             f"{exc} (on the command line: --categorical onehot|drop, --missing drop, "
             "--features A,B, --positive LABEL, --folds K, --likelihood NAME)"
         ) from None
+    from .study.plan import check_plan, plan_study
+
+    plan = plan_study(prepared.config, args.workers)
+    check_plan(plan, args.max_minutes or None, prepared.config, sys.stdout)
     path = prepared.study_file
     with prepared.claim(wait=args.wait, stream=sys.stderr) as lock:  # the lock, then writes
         print(f"{PROG} compare: wrote {path} (rerun or edit it: gpc-compare run {path})")

@@ -34,6 +34,7 @@ from .study.datafiles import check_label, check_same_data
 from .study.fields import plain
 from .study.lock import Held, output_lock
 from .study.output import atomic_write, copy_results
+from .study.plan import DEFAULT_MAX_MINUTES, check_plan, plan_study
 from .study.studyfile import toml_text
 
 __all__ = [
@@ -156,6 +157,7 @@ def compare(
     n_restarts: int | None = None,
     psis: bool = True,
     seed: int | None = None,
+    max_minutes: float | None = DEFAULT_MAX_MINUTES,
     **data_options: Any,
 ) -> Comparison:
     """Compare the engines on your data ``(X, y)`` through the study runner.
@@ -208,6 +210,11 @@ def compare(
         below the threshold on every split.
     seed : int, optional
         The old name of ``random_seed`` (accepted with a DeprecationWarning).
+    max_minutes : float or None
+        Refuse (ValueError, before anything is written) a study whose plan
+        (:mod:`gpc_compare.study.plan`: each engine's time and memory, estimated from n,
+        d and the engine; printed to ``progress``) exceeds this many minutes of wall
+        time; None: never.
     **data_options
         Of the file data set: ``positive``, ``categorical``, ``missing``, ``features``,
         ``subsample`` (see :func:`gpc_compare.study.datafiles.file_dataset`).
@@ -258,7 +265,8 @@ def compare(
     )
     with tempfile.TemporaryDirectory(prefix="gpc_compare_check_") as scratch:
         Path(scratch, "data.csv").write_text(text)  # checked before the output is touched
-        StudyConfig.from_dict(fields, Path(scratch, "study.toml"))
+        checked = StudyConfig.from_dict(fields, Path(scratch, "study.toml"))
+        check_plan(plan_study(checked, workers), max_minutes, checked, progress)
     keep = None
     if output is None:
         keep = tempfile.TemporaryDirectory(prefix="gpc_compare_")
