@@ -319,7 +319,7 @@ def _run_toml(path: str, config, args: argparse.Namespace, lock=None) -> int:
     if args.report and not summary.table.empty:
         from .report import write_report
 
-        path = write_report(summary.result_dir)
+        path = write_report(summary.result_dir, progress=sys.stderr)
         print(f"  wrote {path} and {path.parent / 'figures'}/", file=out)
     n_failed = summary.failed + len(summary.failed_earlier)
     if n_failed:
@@ -447,7 +447,7 @@ def _report_command(args: argparse.Namespace) -> int:
     from .report import write_report
     from .study import read_records
 
-    path = write_report(args.results)
+    path = write_report(args.results, progress=sys.stderr)
     print(f"wrote {path} and {path.parent / 'figures'}/")
     damaged = read_records(args.results)[1]
     for bad in damaged:

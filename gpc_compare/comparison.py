@@ -461,6 +461,7 @@ def study_fields(
         "splits": {"kind": "kfold", "n_splits": folds},
         "hyperparameters": hyperparameters,
         "psis": bool(psis),
+        "evidence_profiles": False,  # (the report refits nothing: issue 34)
     }
     if kernel:
         fields["kernel"] = dict(kernel)
