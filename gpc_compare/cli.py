@@ -414,7 +414,7 @@ def _compare_command(args: argparse.Namespace) -> int:
         ) from None
     from .study.plan import check_plan, plan_study
 
-    plan = plan_study(prepared.config, args.workers)
+    plan = plan_study(prepared.config, args.workers, prepared.result_dir)
     check_plan(plan, args.max_minutes or None, prepared.config, sys.stdout)
     path = prepared.study_file
     with prepared.claim(wait=args.wait, stream=sys.stderr) as lock:  # the lock, then writes

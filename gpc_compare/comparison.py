@@ -266,7 +266,8 @@ def compare(
     with tempfile.TemporaryDirectory(prefix="gpc_compare_check_") as scratch:
         Path(scratch, "data.csv").write_text(text)  # checked before the output is touched
         checked = StudyConfig.from_dict(fields, Path(scratch, "study.toml"))
-        check_plan(plan_study(checked, workers), max_minutes, checked, progress)
+        plan = plan_study(checked, workers, None if output is None else Path(output) / name)
+        check_plan(plan, max_minutes, checked, progress)
     keep = None
     if output is None:
         keep = tempfile.TemporaryDirectory(prefix="gpc_compare_")

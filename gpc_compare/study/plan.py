@@ -213,6 +213,8 @@ class Plan:
     rows: tuple[PlanRow, ...]
     workers: int
     n_cases: dict[str, int]
+    done: int = 0
+    available: int | None = None
 
     @property
     def seconds(self) -> float:
@@ -236,7 +238,14 @@ class Plan:
                 f"{r.d:>4} {_duration(r.job_seconds):>9} "
                 f"{_duration(r.jobs * r.job_seconds):>9} {_bytes(r.memory_bytes):>9}{note}"
             )
-        lines.append(f"  estimated wall time: {_duration(self.seconds)}")
+        done = f" ({self.done} job(s) done earlier, skipped)" if self.done else ""
+        lines.append(f"  estimated wall time: {_duration(self.seconds)}{done}")
+        over = [r.engine for r in self.rows if self.available and r.memory_bytes > self.available]
+        if over:
+            lines.append(
+                f"  {', '.join(over)}: more memory than this machine has available "
+                f"({_bytes(self.available or 0)}): those jobs will be skipped, and said"
+            )
         dense = sorted({r.engine for r in self.rows if r.method not in SPARSE + ("mcmc",)})
         if dense and max(r.n_train for r in self.rows) > SPARSE_ABOVE:
             lines.append(
@@ -247,7 +256,7 @@ class Plan:
         return "\n".join(lines)
 
 
-def plan_study(config: Any, workers: int | None = None) -> Plan:
+def plan_study(config: Any, workers: int | None = None, result_dir: Any = None) -> Plan:
     """The plan of a study: each engine's jobs, time and memory per data set.
 
     Parameters
@@ -257,6 +266,9 @@ def plan_study(config: Any, workers: int | None = None) -> Plan:
         them).
     workers : int, optional
         Local worker processes (default: one per CPU).
+    result_dir : path, optional
+        The study's results folder: jobs with a finished record there are left out (a
+        rerun resumes).
 
     Returns
     -------
@@ -264,12 +276,19 @@ def plan_study(config: Any, workers: int | None = None) -> Plan:
     """
     import os
 
+    from .._validation import available_memory
     from .jobs import expand
     from .limits import _train_size
     from .problem import load_dataset
+    from .records import read_records
 
     workers = max(1, workers or os.cpu_count() or 1)
     jobs = [j for j in expand(config) if j.kind == "engine"]
+    finished = set()
+    if result_dir is not None and os.path.isdir(os.path.join(result_dir, "jobs")):
+        finished = {i for i, r in read_records(result_dir)[0].items() if r.ok}
+    done = sum(j.id in finished for j in jobs)
+    jobs = [j for j in jobs if j.id not in finished]
     rows, n_cases = [], {}
     for spec in config.datasets:
         data = load_dataset(spec, config.seed)
@@ -281,7 +300,7 @@ def plan_study(config: Any, workers: int | None = None) -> Plan:
             if not mine:
                 continue
             rows.append(_row(config, spec.label, label, method, mine, n, d))
-    return Plan(tuple(rows), workers, n_cases)
+    return Plan(tuple(rows), workers, n_cases, done, available_memory())
 
 
 def _row(config: Any, dataset: str, label: str, method: str, jobs: list, n: int, d: int):

@@ -12,6 +12,7 @@ import pytest
 import gpc_compare as gc
 from gpc_compare import report, study
 from gpc_compare.report import profiles, write_report
+from gpc_compare.study.plan import plan_study
 
 STUDY = """
 name = "prof"
@@ -62,6 +63,8 @@ def test_a_compare_studys_report_performs_no_fit(tmp_path, fits, drawn) -> None:
     result = gc.compare(X, y, engines=["laplace"], folds=2, output=tmp_path, workers=1,
                         psis=False)  # fmt: skip
     assert not result.study.evidence_profiles
+    resumed = plan_study(result.study, 1, result.result_dir)  # (a rerun: nothing left to run)
+    assert (resumed.done, resumed.rows) == (2, ())
     out = io.StringIO()
     write_report(result.result_dir, progress=out)
     assert fits == []
