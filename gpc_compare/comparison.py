@@ -263,11 +263,8 @@ def compare(
         psis=psis,
         **data_options,
     )
-    with tempfile.TemporaryDirectory(prefix="gpc_compare_check_") as scratch:
-        Path(scratch, "data.csv").write_text(text)  # checked before the output is touched
-        checked = StudyConfig.from_dict(fields, Path(scratch, "study.toml"))
-        plan = plan_study(checked, workers, None if output is None else Path(output) / name)
-        check_plan(plan, max_minutes, checked, progress)
+    result_dir = None if output is None else Path(output) / name
+    _check_and_plan(fields, text, workers, result_dir, max_minutes, progress)
     keep = None
     if output is None:
         keep = tempfile.TemporaryDirectory(prefix="gpc_compare_")
@@ -292,6 +289,24 @@ def compare(
             stacklevel=2,
         )
     return Comparison(summary.table, result_dir, config, summary, keep)
+
+
+def _check_and_plan(
+    fields: dict[str, Any],
+    text: str,
+    workers: int | None,
+    result_dir: Path | None,
+    max_minutes: float | None,
+    progress: TextIO | None,
+) -> None:
+    """Check the study of ``fields`` on its data ``text`` before the output is touched,
+    print its plan to ``progress`` and refuse it beyond ``max_minutes``
+    (:mod:`gpc_compare.study.plan`)."""
+    with tempfile.TemporaryDirectory(prefix="gpc_compare_check_") as scratch:
+        Path(scratch, "data.csv").write_text(text)
+        checked = StudyConfig.from_dict(fields, Path(scratch, "study.toml"))
+        plan = plan_study(checked, workers, result_dir)
+        check_plan(plan, max_minutes, checked, progress)
 
 
 @dataclass(frozen=True)

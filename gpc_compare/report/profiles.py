@@ -143,19 +143,26 @@ def evidence_profiles(
             centre = max((r for r in recs if r.split == split), key=lambda r: r.log_evidence)
             key = _key(centre, n_points, half_width)
             if key not in store:
-                start = time.perf_counter()
-                if progress is not None:
-                    print(f"  evidence profiles: {engine} on {dataset} ...", file=progress)
-                found = _profile(jobs[centre.id], centre, method, n_points, half_width)
-                store[key] = [_as_json(p) for p in found]
-                if cache is not None:  # (after each engine: an interruption keeps them)
-                    atomic_write(Path(cache), json.dumps(store).encode())
-                if progress is not None:
-                    took = time.perf_counter() - start
-                    print(f"  evidence profiles: {engine} on {dataset}: {took:.1f} s",
-                          file=progress, flush=True)  # fmt: skip
+                args = (jobs[centre.id], centre, method, n_points, half_width)
+                _compute(store, key, args, cache, progress, f"{engine} on {dataset}")
             out += [_from_json(p) for p in store[key]]
     return out
+
+
+def _compute(
+    store: dict, key: str, args: tuple, cache: Any, progress: TextIO | None, what: str
+) -> None:
+    """Compute one record's profiles into ``store`` (and ``cache``, at once: an
+    interrupted report keeps them), saying so on ``progress``."""
+    start = time.perf_counter()
+    if progress is not None:
+        print(f"  evidence profiles: {what} ...", file=progress, flush=True)
+    store[key] = [_as_json(p) for p in _profile(*args)]
+    if cache is not None:
+        atomic_write(Path(cache), json.dumps(store).encode())
+    if progress is not None:
+        took = time.perf_counter() - start
+        print(f"  evidence profiles: {what}: {took:.1f} s", file=progress, flush=True)
 
 
 def _key(rec: JobRecord, n_points: int, half_width: float) -> str:
