@@ -35,6 +35,6 @@ def test_plan_md_is_the_estimate_against_the_actual_time() -> None:
     table = cal.estimate_vs_actual(obs)
     committed = pd.read_csv(OUT / "plan.csv")
     np.testing.assert_allclose(committed["ratio"], table["ratio"], rtol=1e-3)
-    assert (OUT / "plan.md").read_text() == cal.summary_text(table)
+    assert (OUT / "plan.md").read_text() == cal.summary_text(table, cal.job_factors(obs))
     factor = np.maximum(table["ratio"], 1 / table["ratio"])
     assert (factor <= 2).mean() > 0.9  # the claim: a study's time within 2x, bar a few
