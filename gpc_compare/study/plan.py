@@ -240,7 +240,11 @@ class Plan:
             )
         done = f" ({self.done} job(s) done earlier, skipped)" if self.done else ""
         lines.append(f"  estimated wall time: {_duration(self.seconds)}{done}")
-        over = [r.engine for r in self.rows if self.available and r.memory_bytes > self.available]
+        over = [
+            r.engine
+            for r in self.rows
+            if self.available and r.memory_bytes > self.available and r.method not in SPARSE
+        ]  # (a dense job beyond the memory is skipped by its worker: engines.memory_problem)
         if over:
             lines.append(
                 f"  {', '.join(over)}: more memory than this machine has available "
@@ -316,6 +320,8 @@ def _row(config: Any, dataset: str, label: str, method: str, jobs: list, n: int,
     seconds = estimate_job(method, config.likelihood, n, d, optimize, config.n_restarts, inducing)
     kernel = make_kernel(config.kernel, d)
     memory = engine.memory_bytes(n, options, optimize, kernel=kernel)
+    if method in SPARSE:  # six n x M matrices: the scale study's peak memory, n = 500 to 2,000
+        memory = max(memory, 6 * 8 * n * (inducing or DEFAULT_INDUCING))
     calibrated = method in ENGINE_COSTS
     return PlanRow(
         dataset, label, method, len(jobs), n, d, seconds, int(memory), calibrated, optimize

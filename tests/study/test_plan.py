@@ -94,3 +94,14 @@ def test_cli_compare_prints_the_plan_and_exits_2(tmp_path, capsys) -> None:
     assert "estimated wall time" in captured.out
     assert "--subsample" in captured.err and "--max-minutes" in captured.err
     assert not (tmp_path / "out").exists()
+
+
+def test_a_job_beyond_the_memory_is_said(tmp_path) -> None:
+    config, _ = _config(tmp_path, 60, ("laplace", "svgp"))
+    plan = gp.plan_study(config, workers=2)
+    laplace, svgp = plan.rows
+    assert laplace.memory_bytes == 8 * 48**2 * 10  # n x n matrices, with the gradient's
+    assert svgp.memory_bytes == 6 * 8 * 48 * 128  # n x M ones
+    small = gp.Plan(plan.rows, 2, plan.n_cases, available=laplace.memory_bytes - 1)
+    assert "laplace: more memory than this machine has available" in small.text()
+    assert "svgp" not in small.text().splitlines()[-1]  # (sparse: never skipped)
