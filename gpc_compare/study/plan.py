@@ -254,8 +254,8 @@ class Plan:
         if dense and max(r.n_train for r in self.rows) > SPARSE_ABOVE:
             lines.append(
                 f"  above {SPARSE_ABOVE:,} training cases the dense engines ({', '.join(dense)}) "
-                "cost O(n^3) time and O(n^2) memory; the sparse engines (fitc_ep, "
-                "fitc_laplace, svgp) O(n M^2) and O(n M)"
+                "cost O(n^3) time and O(n^2) memory;\n  the sparse engines (fitc_ep, "
+                "fitc_laplace, svgp) O(n M^2) and O(n M): e.g. --engines fitc_ep,svgp"
             )
         return "\n".join(lines)
 
