@@ -34,7 +34,7 @@ from .study.datafiles import check_label, check_same_data
 from .study.fields import plain
 from .study.lock import Held, output_lock
 from .study.output import atomic_write, copy_results
-from .study.plan import DEFAULT_MAX_MINUTES, check_plan, plan_study
+from .study.plan import DEFAULT_MAX_MINUTES, plan_data_study
 from .study.studyfile import toml_text
 
 __all__ = [
@@ -64,6 +64,9 @@ class Comparison:
         The study that ran.
     run : RunSummary
         Jobs run, skipped (done earlier) and failed, with the failures' messages.
+    plan : Plan or None
+        The plan made before the run (:mod:`gpc_compare.study.plan`): each engine's jobs,
+        estimated time and memory; ``print(result.plan.text())`` shows it.
     """
 
     def __init__(
@@ -73,12 +76,14 @@ class Comparison:
         study: StudyConfig,
         run: RunSummary,
         keep: Any = None,
+        plan: Any = None,
     ) -> None:
         self.table = table
         self.result_dir = Path(result_dir)
         self.study = study
         self.run = run
         self._keep = keep  # a TemporaryDirectory, removed with this object
+        self.plan = plan
 
     def summary(self) -> pd.DataFrame:
         """Each metric's mean over splits and its 95% interval, per data set and engine, as
@@ -264,7 +269,7 @@ def compare(
         **data_options,
     )
     result_dir = None if output is None else Path(output) / name
-    _check_and_plan(fields, text, workers, result_dir, max_minutes, progress)
+    plan = plan_data_study(fields, text, workers, result_dir, max_minutes, progress)
     keep = None
     if output is None:
         keep = tempfile.TemporaryDirectory(prefix="gpc_compare_")
@@ -288,25 +293,7 @@ def compare(
             RuntimeWarning,
             stacklevel=2,
         )
-    return Comparison(summary.table, result_dir, config, summary, keep)
-
-
-def _check_and_plan(
-    fields: dict[str, Any],
-    text: str,
-    workers: int | None,
-    result_dir: Path | None,
-    max_minutes: float | None,
-    progress: TextIO | None,
-) -> None:
-    """Check the study of ``fields`` on its data ``text`` before the output is touched,
-    print its plan to ``progress`` and refuse it beyond ``max_minutes``
-    (:mod:`gpc_compare.study.plan`)."""
-    with tempfile.TemporaryDirectory(prefix="gpc_compare_check_") as scratch:
-        Path(scratch, "data.csv").write_text(text)
-        checked = StudyConfig.from_dict(fields, Path(scratch, "study.toml"))
-        plan = plan_study(checked, workers, result_dir)
-        check_plan(plan, max_minutes, checked, progress)
+    return Comparison(summary.table, result_dir, config, summary, keep, plan)
 
 
 @dataclass(frozen=True)

@@ -52,6 +52,7 @@ __all__ = [
     "check_plan",
     "fit_seconds",
     "job_seconds",
+    "plan_data_study",
     "plan_study",
     "size_factor",
 ]
@@ -378,6 +379,31 @@ def check_plan(
         "(--engines fitc_ep,svgp: O(n M^2) time), fewer engines or folds, or raise "
         "--max-minutes"
     )
+
+
+def plan_data_study(
+    fields: dict[str, Any],
+    text: str,
+    workers: int | None,
+    result_dir: Any,
+    max_minutes: float | None,
+    progress: TextIO | None,
+) -> Plan:
+    """The plan of :func:`gpc_compare.compare`'s study (``fields``, of the data file
+    ``data.csv`` holding ``text``), checked in a scratch folder before the output is
+    touched, printed to ``progress`` and refused beyond ``max_minutes``
+    (:func:`check_plan`)."""
+    import tempfile
+    from pathlib import Path
+
+    from .config import StudyConfig
+
+    with tempfile.TemporaryDirectory(prefix="gpc_compare_check_") as scratch:
+        Path(scratch, "data.csv").write_text(text)
+        checked = StudyConfig.from_dict(fields, Path(scratch, "study.toml"))
+        plan = plan_study(checked, workers, result_dir)
+        check_plan(plan, max_minutes, checked, progress)
+    return plan
 
 
 def _largest_subsample(plan: Plan, config: Any, limit: float) -> int | None:

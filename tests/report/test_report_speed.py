@@ -63,6 +63,7 @@ def test_a_compare_studys_report_performs_no_fit(tmp_path, fits, drawn) -> None:
     result = gc.compare(X, y, engines=["laplace"], folds=2, output=tmp_path, workers=1,
                         psis=False)  # fmt: skip
     assert not result.study.evidence_profiles
+    assert [(r.engine, r.jobs, r.n_train) for r in result.plan.rows] == [("laplace", 2, 15)]
     resumed = plan_study(result.study, 1, result.result_dir)  # (a rerun: nothing left to run)
     assert (resumed.done, resumed.rows) == (2, ())
     out = io.StringIO()
