@@ -417,9 +417,13 @@ def _compare_command(args: argparse.Namespace) -> int:
     plan = plan_study(prepared.config, args.workers, prepared.result_dir)
     check_plan(plan, args.max_minutes or None, prepared.config, sys.stdout)
     path = prepared.study_file
+    start = time.perf_counter()
     with prepared.claim(wait=args.wait, stream=sys.stderr) as lock:  # the lock, then writes
         print(f"{PROG} compare: wrote {path} (rerun or edit it: gpc-compare run {path})")
-        return _run_toml(str(path), prepared.config, args, lock=lock)
+        code = _run_toml(str(path), prepared.config, args, lock=lock)
+    took = time.perf_counter() - start
+    print(f"  took {took:.0f} s in all; the plan estimated {plan.seconds:.0f} s")
+    return code
 
 
 def _prepare(prepare_file_study, args: argparse.Namespace, features):
