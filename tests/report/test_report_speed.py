@@ -98,3 +98,12 @@ def test_profiles_are_cached_and_a_rerun_refits_nothing(tmp_path, fits, drawn) -
         np.testing.assert_allclose(a.log_evidence, b.log_evidence, rtol=0, atol=0)
     write_report(result_dir)
     assert len(fits) == first + 2 * 11
+
+
+def test_evidence_profiles_is_a_boolean_field() -> None:
+    fields = {"name": "p", "datasets": ["crabs"], "engines": {"laplace": {}}}
+    assert study.StudyConfig.from_dict(fields).evidence_profiles is True
+    off = study.StudyConfig.from_dict({**fields, "evidence_profiles": False})
+    assert off.evidence_profiles is False
+    with pytest.raises(study.StudyError, match="evidence_profiles: must be true or false"):
+        study.StudyConfig.from_dict({**fields, "evidence_profiles": "no"})
