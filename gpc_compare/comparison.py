@@ -384,11 +384,10 @@ def prepare_file_study(
     check_label(name, "--name")
     result_dir = Path(output) / name
     study_file = result_dir / "study.toml"
-    here = Path.cwd().resolve()  # relative when both lie below the working directory
-    inside = all(p.resolve().is_relative_to(here) for p in (data, result_dir))
-    relative = (
-        os.path.relpath(data.resolve(), result_dir.resolve()) if inside else str(data.resolve())
-    )
+    try:  # relative to the study's folder: the results and data move together
+        relative = Path(os.path.relpath(data.resolve(), result_dir.resolve())).as_posix()
+    except ValueError:  # (another drive, on Windows: no relative path)
+        relative = str(data.resolve())
     fields = study_fields(relative, target, name=name, label=name, **settings)
     config = StudyConfig.from_dict(fields, study_file)  # (the folder need not exist)
     return PreparedStudy(study_file, config, toml_text(fields), workers, scheduler)

@@ -51,6 +51,8 @@ FILE_KEYS = (
     "categorical",
     "missing",
     "subsample",
+    "sep",
+    "decimal",
 )
 #: The hint for someone who names a file where a bundled data set's name goes.
 FILE_HINT = 'for a file of your own: [[datasets]] file = "data.csv"  target = "COLUMN"'
@@ -100,7 +102,8 @@ def file_dataset(
     item : mapping
         The table: ``file`` and ``target`` (required), ``features``, ``label`` (default:
         the file name without its endings), ``positive``, ``categorical``, ``missing``,
-        ``subsample`` (see :func:`gpc_compare.datasets.files.load_table`).
+        ``subsample``, ``sep`` and ``decimal`` (a CSV file's field separator and decimal
+        mark, one character each) (see :func:`gpc_compare.datasets.files.load_table`).
     base : Path
         The folder a relative ``file`` is taken from.
     likelihood : str
@@ -153,6 +156,13 @@ def file_dataset(
         isinstance(subsample, bool) or not isinstance(subsample, int) or subsample < 10
     ):
         raise ValueError(f"subsample: must be an integer >= 10, got {subsample!r}")
+    csv = {}
+    for key in ("sep", "decimal"):
+        value = item.get(key)
+        if value is not None and (not isinstance(value, str) or len(value) != 1):
+            raise ValueError(f"{key}: must be one character (e.g. ';'), got {value!r}")
+        if value is not None:
+            csv[key] = value
     data = load_table(
         path,
         target,
@@ -161,6 +171,7 @@ def file_dataset(
         categorical=categorical,
         missing=missing,
         name=label,
+        **csv,
     )
     if binary and data.n_classes > 2:
         raise ValueError(
