@@ -281,7 +281,8 @@ def _folder_data(result_dir: Path) -> dict[str, tuple[Path, str | None]]:
 
 def data_provenance(specs: Sequence[DatasetSpec]) -> list[str]:
     """Report lines (markdown) for the data sets read from files: the file, its SHA-256,
-    its size, and every note of what was dropped or encoded."""
+    its size, the inputs used, the rows read and used, and every note of what was dropped
+    (which columns and rows, and why) or encoded."""
     lines = []
     for spec in specs:
         if spec.data is None:
@@ -292,5 +293,13 @@ def data_provenance(specs: Sequence[DatasetSpec]) -> list[str]:
             f"{spec.data.description.split(': ', 1)[-1]}"
             + (f"; subsample {spec.subsample}" if spec.subsample is not None else "")
         )
+        lines.append(f"  - inputs used ({len(info['columns'])}): {_names(info['columns'])}")
+        lines.append(f"  - rows read: {info['rows']}; kept: {spec.data.n_samples}")
         lines += [f"  - note: {note}" for note in info["notes"]]
     return lines
+
+
+def _names(columns: Sequence[str], most: int = 40) -> str:
+    """Column names for the report, the first ``most`` of them."""
+    shown = ", ".join(f"`{c}`" for c in columns[:most])
+    return shown + (f" and {len(columns) - most} more" if len(columns) > most else "")
