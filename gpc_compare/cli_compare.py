@@ -337,6 +337,7 @@ _FLAG_WORDS = (
     (r"^splits\.n_splits: ", "--folds: "),
     (r"^kernel[\w.]*: ", "--kernel: "),
     (r"^engines\.(\w+)\.(\w+): ", r"--engine-option \1.\2: "),
+    (r"^engines\.(\w+): unknown option", r"--engine-option \1.NAME: unknown option"),
     (r"^engines\.(\w+): ", r"--engines (\1): "),
     (r"^engines: ", "--engines: "),
     (r"^seed: ", "--seed: "),

@@ -167,15 +167,18 @@ def compare(
         column names are kept; non-numeric columns need ``categorical="onehot"`` or
         ``"drop"``.
     y : array_like of shape (n,), or pandas.Series
-        Class labels: any two distinct values (the larger sorted one is +1 unless
-        ``positive=`` says otherwise). They are compared as a data file's are
+        Class labels: any two or more distinct values (two: the larger sorted one is +1
+        unless ``positive=`` says otherwise; more need a multi-class ``likelihood``).
+        They are compared as a data file's are
         (:func:`~gpc_compare.datasets.files.load_table`): as text with surrounding
         whitespace stripped (``" yes"`` and ``"yes"`` are one class), numbers by value
         (``1`` and ``1.0`` are one). Different values that the CSV written for the study
         cannot keep apart (the integer ``1`` and the text ``"1"``) are refused.
     engines : sequence of str
         Engines, each with its default options (``engine_options`` adds some).
-    likelihood : {"probit", "logistic"}
+    likelihood : {"probit", "logistic", "softmax", "multinomial_probit", "robustmax"}
+        Two classes: probit or logistic; several: softmax (engines laplace, kl, mcmc,
+        svgp), multinomial_probit (ep) or robustmax (svgp).
     folds : int
         Stratified cross-validation folds (>= 2).
     policy : {"optimize", "fixed", "shared", "full_bayes"}
@@ -210,7 +213,10 @@ def compare(
         The old name of ``random_seed`` (accepted with a DeprecationWarning).
     **data_options
         Of the file data set: ``positive``, ``categorical``, ``missing``, ``features``,
-        ``subsample`` (see :func:`gpc_compare.study.datafiles.file_dataset`).
+        ``subsample`` (see :func:`gpc_compare.study.datafiles.file_dataset`). Each
+        option here is a flag of ``gpc-compare compare`` too (``random_seed`` is
+        ``--seed``, ``engine_options`` ``--engine-option ENGINE.NAME=VALUE``, ``kernel``
+        ``--kernel NAME --ard``).
 
     Returns
     -------
