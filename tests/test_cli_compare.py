@@ -104,11 +104,18 @@ def test_a_semicolon_decimal_comma_file_is_read_with_sep_and_decimal(tmp_path, c
     assert "separated by ';': set --sep ';', and --decimal ','" in err
     from gpc_compare.cli_compare import prepare
 
-    args = _compare_parser().parse_args([*map(str, argv[1:]), "--sep", ";", "--decimal", ","])
+    more = ["--sep", ";", "--decimal", ",", "--subsample", "20", "--kernel", "matern52", "--ard",
+            "--n-restarts", "0", "--engine-option", "mcmc.draws=300", "--engine-option",
+            "ep.schedule=parallel"]  # fmt: skip
+    args = _compare_parser().parse_args([*map(str, argv[1:]), *more])
     prepared = prepare(args)  # checked, nothing written
-    data = prepared.config.datasets[0].data
+    data, config = prepared.config.datasets[0].data, prepared.config
     np.testing.assert_array_equal(data.X, frame[["a", "b"]].to_numpy())
     assert 'sep = ";"' in prepared.text and 'decimal = ","' in prepared.text
+    assert prepared.config.datasets[0].subsample == 20 and config.n_restarts == 0
+    assert config.kernel["name"] == "matern52" and config.kernel["ard"] is True
+    assert config.engines["mcmc"]["draws"] == 300
+    assert config.engines["ep"]["schedule"] == "parallel"
     assert not (tmp_path / "out").exists()
 
 
@@ -122,6 +129,18 @@ def test_an_unnamed_row_index_is_not_an_input_and_is_noted(tmp_path) -> None:
     # listed among the features, it is used
     kept = load_table(tmp_path / "index.csv", "y", features=["Unnamed: 0", "a"])
     assert kept.feature_names == ["Unnamed: 0", "a"]
+    # the report's data lines: the inputs used, the rows read and kept, and why
+    from gpc_compare.study import StudyConfig
+    from gpc_compare.study.datafiles import data_provenance
+
+    frame.loc[3, "b"] = np.nan
+    frame.to_csv(tmp_path / "holes.csv")
+    dataset = {"file": "holes.csv", "target": "y", "missing": "drop"}
+    fields = {"name": "h", "datasets": [dataset], "engines": {"laplace": {}}}
+    lines = data_provenance(StudyConfig.from_dict(fields, tmp_path / "h.toml").datasets)
+    assert lines[1:3] == ["  - inputs used (2): `a`, `b`", "  - rows read: 24; kept: 23"]
+    assert "'Unnamed: 0'" in lines[3]
+    assert "1 of 24 rows dropped for missing values ('b' 1 (first at row 4" in lines[4]
     # an unnamed column whose values repeat is no index: refused, naming it
     frame.assign(g=[0, 1] * 12).rename(columns={"g": ""}).to_csv(tmp_path / "g.csv", index=False)
     with pytest.raises(ValueError, match=r"column 'Unnamed: 3' has no name in the header"):

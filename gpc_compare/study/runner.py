@@ -65,7 +65,11 @@ class _Progress:
         filled = int(width * (self.skipped + finished) / max(self.total, 1))
         bar = "#" * filled + "-" * (width - filled)
         elapsed = time.perf_counter() - self.start
-        eta = "time left unknown" if left is None else f"~{_duration(left)} left"
+        eta = (
+            "time left unknown until a job of each engine has finished"
+            if left is None
+            else f"~{_duration(left)} left"
+        )
         line = (
             f"[{bar}] {self.skipped + finished}/{self.total} jobs: {self.done} done"
             f"{f' + {self.skipped} earlier' if self.skipped else ''}, {self.running} running, "
