@@ -181,6 +181,19 @@ def test_a_job_whose_engine_warned_is_not_converged_and_the_report_lists_it() ->
     assert "--engine-option svgp.max_iter=N" in text
 
 
+def test_a_comparison_table_says_which_jobs_did_not_converge(tmp_path) -> None:
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(30, 2))
+    y = (X[:, 0] + 0.5 * rng.normal(size=30) > 0).astype(int)
+    result = gc.compare(X, y, engines=("laplace", "svgp"), policy="fixed", folds=2,
+                        psis=False, workers=1, output=tmp_path,
+                        engine_options={"svgp": {"max_iter": 3}})  # fmt: skip
+    per_job = result.table.drop_duplicates("job_id").set_index(["engine", "split"])
+    assert not per_job.loc["svgp", "converged"].any() and per_job.loc["laplace", "converged"].all()
+    jobs = pd.read_csv(result.result_dir / "jobs.csv")
+    assert jobs[jobs.engine == "svgp"].warnings.str.contains("SVGP not converged after 3").all()
+
+
 def test_the_report_says_why_an_engine_is_absent_from_against_the_reference() -> None:
     from gpc_compare.report.notices import absent_from_reference
 

@@ -5,13 +5,13 @@ fits that failed their diagnostics."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Any
 
 from ..study.table import convergence_warnings, same_hyperparameters
 from .styles import style
 
-if TYPE_CHECKING:  # (markdown imports this module)
-    from .markdown import Study
+#: The report's :class:`~gpc_compare.report.markdown.Study` (which imports this module).
+Study = Any
 
 __all__ = ["absent_from_reference", "mcmc_advice", "not_converged"]
 
