@@ -348,6 +348,8 @@ _FLAG_WORDS = (
     (r"likelihood = [\"'](\w+)[\"']", r"--likelihood \1"),
     (r"fewer splits \(n_splits\)", "fewer folds (--folds K)"),
     (r"positive = ", "--positive "),
+    (r"use method='(\w+)'", r"use --engines \1"),
+    (r" \(method='\w+'\)", ""),
     (r"sep = [\"'](.)[\"']", r"--sep '\1'"),
     (r"decimal = [\"'](.)[\"']", r"--decimal '\1'"),
 )

@@ -70,6 +70,8 @@ def test_an_unknown_engine_is_refused_in_flag_words(tmp_path, capsys) -> None:
         ([], "set --categorical onehot (one 0/1 column per level) or --categorical drop"),
         (["--categorical", "drop", "--folds", "13"], "use fewer folds (--folds K)"),
         (["--categorical", "drop", "--engine-option", "ep.sweeps=3"], "--engine-option ep."),
+        (["--categorical", "drop", "--engines", "vb"], "--engines (vb): the VB engine does"),
+        (["--categorical", "drop", "--engines", "vb"], "use --engines kl"),
     ],
 )
 def test_refusals_speak_flags_and_name_no_study_file(args, expected, tmp_path, capsys) -> None:
