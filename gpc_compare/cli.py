@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
 import time
 from collections.abc import Sequence
@@ -316,8 +317,6 @@ def _run_toml(path: str, config, args: argparse.Namespace, lock=None) -> int:
 
 def _rerun(path: str, args: argparse.Namespace) -> str:
     """The command that resumes the run of study ``path`` (finished jobs are skipped)."""
-    import shlex
-
     words = [PROG, "run", path, "--output", str(args.output)]
     if args.scheduler:
         words += ["--scheduler", args.scheduler]
@@ -335,7 +334,10 @@ def _compare_command(args: argparse.Namespace) -> int:
     prepared = prepare(args)  # checked, nothing written yet (a refusal speaks flags)
     path = prepared.study_file
     with prepared.claim(wait=args.wait, stream=sys.stderr) as lock:  # the lock, then writes
-        print(f"{PROG} compare: wrote {path} (rerun or edit it: gpc-compare run {path})")
+        again = " ".join(  # (with --output: run's own default is results/)
+            shlex.quote(str(w)) for w in (PROG, "run", path, "--output", args.output)
+        )
+        print(f"{PROG} compare: wrote {path} (rerun or edit it: {again})")
         return _run_toml(str(path), prepared.config, args, lock=lock)
 
 

@@ -31,12 +31,16 @@ def not_converged(study: Study) -> list[str]:
     if not rows:
         return []
     engines = sorted({row[2] for row in rows})
+    config = getattr(study, "config", None)
+    searched = getattr(config, "policy", "optimize") not in ("fixed", "grid")
     lines = [
         "## Fits that did not converge",
         "",
-        f"{len(rows)} job(s) (`converged` is False in `results.csv`): a fit of the job, its "
-        "last or one made during the hyperparameter search, stopped short of its tolerance, "
-        "so its numbers (and the hyperparameters the search selected) may be off.",
+        f"{len(rows)} job(s) (`converged` is False in `results.csv`): a fit of the job"
+        + (", its last or one made during the hyperparameter search," if searched else "")
+        + " stopped short of its tolerance, so its numbers"
+        + (" (and the hyperparameters the search selected)" if searched else "")
+        + " may be off.",
         "",
     ]
     for dataset, split, engine, why in sorted(rows):

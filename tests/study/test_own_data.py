@@ -87,7 +87,8 @@ def test_cli_compare_toml_study_and_gc_compare_give_the_same_table(tmp_path, cap
     )  # fmt: skip
     assert code == 0, capsys.readouterr().err
     written = tmp_path / "cli" / "crabs" / "study.toml"
-    assert "gpc-compare run" in capsys.readouterr().out
+    # the command that reruns it writes to the same folder (run's default is results/)
+    assert f"gpc-compare run {written} --output {tmp_path / 'cli'})" in capsys.readouterr().out
     from_cli = pd.read_csv(tmp_path / "cli" / "crabs" / "results.csv")
 
     # 2. a study file of one's own, the data beside it under a relative path
