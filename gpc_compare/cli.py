@@ -3,7 +3,9 @@
 - ``gpc-compare run studies/NAME.toml`` runs a study (every engine on the same splits of
   the same data sets), resumable, and writes ``results/NAME/`` with its report;
 - ``gpc-compare compare data.csv --target COLUMN`` runs your own data (a CSV, gzip CSV or
-  Parquet file) through the engines, writing the study it ran next to its results;
+  Parquet file) through the engines, writing ``out/NAME/`` with the study it ran next to
+  its results (its flags, one for each option of ``gc.compare``, and its messages are in
+  :mod:`gpc_compare.cli_compare`);
 - ``gpc-compare report results/NAME`` (re)writes the figures and ``report.md``;
 - ``gpc-compare list [datasets|engines|studies]`` shows what there is.
 
