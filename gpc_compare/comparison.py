@@ -449,9 +449,15 @@ def study_fields(
     hyperparameters = {"policy": policy}
     if n_restarts is not None:
         hyperparameters["n_restarts"] = n_restarts
+    description = f"Your own data: {file}, target {target!r}."
+    if not any("reference" in _capabilities(e) for e in engines):
+        description += (
+            " No reference engine among the engines (mcmc): nothing is compared with one, "
+            "so the report has no section 'Against the reference'."
+        )
     fields = {
         "name": name,
-        "description": f"Your own data: {file}, target {target!r}.",
+        "description": description,
         "seed": seed,
         "likelihood": likelihood,
         "datasets": [dataset],
@@ -463,6 +469,17 @@ def study_fields(
         fields["kernel"] = dict(kernel)
     fields["engines"] = {engine: dict(options.get(engine, {})) for engine in engines}
     return plain(fields)
+
+
+def _capabilities(engine: str) -> frozenset[str]:
+    """An engine's capabilities; none for a name that is no engine (the study refuses it,
+    naming it)."""
+    from .engines import capabilities
+
+    try:
+        return capabilities(engine)
+    except ValueError:
+        return frozenset()
 
 
 def study_text(file: str, target: str, **settings: Any) -> str:

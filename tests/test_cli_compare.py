@@ -190,6 +190,7 @@ def test_a_comparison_table_says_which_jobs_did_not_converge(tmp_path) -> None:
     result = gc.compare(X, y, engines=("laplace", "svgp"), policy="fixed", folds=2,
                         psis=False, workers=1, output=tmp_path,
                         engine_options={"svgp": {"max_iter": 3}})  # fmt: skip
+    assert "No reference engine among the engines (mcmc)" in result.study.description
     per_job = result.table.drop_duplicates("job_id").set_index(["engine", "split"])
     assert not per_job.loc["svgp", "converged"].any() and per_job.loc["laplace", "converged"].all()
     jobs = pd.read_csv(result.result_dir / "jobs.csv")
