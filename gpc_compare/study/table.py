@@ -241,7 +241,10 @@ def convergence_warnings(rec: JobRecord) -> list[str]:
 def converged(rec: JobRecord) -> bool:
     """The table's ``converged``: the engine's own test of its last fit passed, and no fit
     of the job warned that it stopped short (:func:`convergence_warnings`). A job whose
-    engine warned is not converged, whatever its last fit says."""
+    engine warned is not converged, whatever its last fit says. A gold-standard evidence
+    job's is its health alone (an EP start that stopped short is only its proposal)."""
+    if rec.evidence is not None:
+        return bool(rec.convergence.converged)
     return bool(rec.convergence.converged) and not convergence_warnings(rec)
 
 
