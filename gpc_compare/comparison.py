@@ -174,15 +174,18 @@ def compare(
         column names are kept; non-numeric columns need ``categorical="onehot"`` or
         ``"drop"``.
     y : array_like of shape (n,), or pandas.Series
-        Class labels: any two distinct values (the larger sorted one is +1 unless
-        ``positive=`` says otherwise). They are compared as a data file's are
+        Class labels: any two or more distinct values (two: the larger sorted one is +1
+        unless ``positive=`` says otherwise; more need a multi-class ``likelihood``).
+        They are compared as a data file's are
         (:func:`~gpc_compare.datasets.files.load_table`): as text with surrounding
         whitespace stripped (``" yes"`` and ``"yes"`` are one class), numbers by value
         (``1`` and ``1.0`` are one). Different values that the CSV written for the study
         cannot keep apart (the integer ``1`` and the text ``"1"``) are refused.
     engines : sequence of str
         Engines, each with its default options (``engine_options`` adds some).
-    likelihood : {"probit", "logistic"}
+    likelihood : {"probit", "logistic", "softmax", "multinomial_probit", "robustmax"}
+        Two classes: probit or logistic; several: softmax (engines laplace, kl, mcmc,
+        svgp), multinomial_probit (ep) or robustmax (svgp).
     folds : int
         Stratified cross-validation folds (>= 2).
     policy : {"optimize", "fixed", "shared", "full_bayes"}
@@ -222,7 +225,10 @@ def compare(
         time; None: never.
     **data_options
         Of the file data set: ``positive``, ``categorical``, ``missing``, ``features``,
-        ``subsample`` (see :func:`gpc_compare.study.datafiles.file_dataset`).
+        ``subsample`` (see :func:`gpc_compare.study.datafiles.file_dataset`). Each
+        option here is a flag of ``gpc-compare compare`` too (``random_seed`` is
+        ``--seed``, ``engine_options`` ``--engine-option ENGINE.NAME=VALUE``, ``kernel``
+        ``--kernel NAME --ard``).
 
     Returns
     -------
@@ -395,11 +401,10 @@ def prepare_file_study(
     check_label(name, "--name")
     result_dir = Path(output) / name
     study_file = result_dir / "study.toml"
-    here = Path.cwd().resolve()  # relative when both lie below the working directory
-    inside = all(p.resolve().is_relative_to(here) for p in (data, result_dir))
-    relative = (
-        os.path.relpath(data.resolve(), result_dir.resolve()) if inside else str(data.resolve())
-    )
+    try:  # relative to the study's folder: the results and data move together
+        relative = Path(os.path.relpath(data.resolve(), result_dir.resolve())).as_posix()
+    except ValueError:  # (another drive, on Windows: no relative path)
+        relative = str(data.resolve())
     fields = study_fields(relative, target, name=name, label=name, **settings)
     config = StudyConfig.from_dict(fields, study_file)  # (the folder need not exist)
     return PreparedStudy(study_file, config, toml_text(fields), workers, scheduler)
@@ -455,9 +460,15 @@ def study_fields(
     hyperparameters = {"policy": policy}
     if n_restarts is not None:
         hyperparameters["n_restarts"] = n_restarts
+    description = f"Your own data: {file}, target {target!r}."
+    if not any("reference" in _capabilities(e) for e in engines):
+        description += (
+            " No reference engine among the engines (mcmc): nothing is compared with one, "
+            "so the report has no section 'Against the reference'."
+        )
     fields = {
         "name": name,
-        "description": f"Your own data: {file}, target {target!r}.",
+        "description": description,
         "seed": seed,
         "likelihood": likelihood,
         "datasets": [dataset],
@@ -470,6 +481,17 @@ def study_fields(
         fields["kernel"] = dict(kernel)
     fields["engines"] = {engine: dict(options.get(engine, {})) for engine in engines}
     return plain(fields)
+
+
+def _capabilities(engine: str) -> frozenset[str]:
+    """An engine's capabilities; none for a name that is no engine (the study refuses it,
+    naming it)."""
+    from .engines import capabilities
+
+    try:
+        return capabilities(engine)
+    except ValueError:
+        return frozenset()
 
 
 def study_text(file: str, target: str, **settings: Any) -> str:

@@ -66,3 +66,15 @@ def test_names_are_imported_on_first_use() -> None:
         assert "no_such_name" in str(exc)
     else:
         raise AssertionError("an unknown name must raise AttributeError")
+
+
+def test_the_help_choices_are_the_librarys() -> None:
+    from gpc_compare import cli_compare
+    from gpc_compare.datasets.files import CATEGORICAL, MISSING
+    from gpc_compare.study.config import LIKELIHOODS
+    from gpc_compare.study.problem import KERNELS
+
+    assert cli_compare.CATEGORICAL_CHOICES == tuple(CATEGORICAL)
+    assert cli_compare.MISSING_CHOICES == tuple(MISSING)
+    assert cli_compare.LIKELIHOOD_CHOICES == tuple(LIKELIHOODS)
+    assert cli_compare.KERNEL_CHOICES == tuple(KERNELS)
