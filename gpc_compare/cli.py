@@ -3,7 +3,9 @@
 - ``gpc-compare run studies/NAME.toml`` runs a study (every engine on the same splits of
   the same data sets), resumable, and writes ``results/NAME/`` with its report;
 - ``gpc-compare compare data.csv --target COLUMN`` runs your own data (a CSV, gzip CSV or
-  Parquet file) through the engines, writing the study it ran next to its results;
+  Parquet file) through the engines, writing ``out/NAME/`` with the study it ran next to
+  its results (its flags, one for each option of ``gc.compare``, and its messages are in
+  :mod:`gpc_compare.cli_compare`);
 - ``gpc-compare report results/NAME`` (re)writes the figures and ``report.md``;
 - ``gpc-compare list [datasets|engines|studies]`` shows what there is.
 
@@ -23,10 +25,13 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+
+from .cli_compare import add_compare, positive_int, prepare
 
 PROG = "gpc-compare"
 
@@ -51,7 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     _add_run(sub)
     _add_report(sub)
-    _add_compare(sub)
+    add_compare(sub).set_defaults(func=_compare_command)
     _add_list(sub)
     return parser
 
@@ -88,7 +93,7 @@ def _add_run(sub) -> None:
     )
     run.add_argument(
         "--workers",
-        type=_positive_int,
+        type=positive_int,
         default=None,
         help="local worker processes (default: the number of CPUs; 1 runs in this process)",
     )
@@ -173,10 +178,10 @@ def main(argv: Sequence[str | os.PathLike[str]] | None = None) -> int:
     import signal
     import threading
 
-    from .study import raise_terminated
-
     parser = build_parser()
     args = parser.parse_args(None if argv is None else [os.fspath(a) for a in argv])
+    from .study import raise_terminated  # (after parsing: --help loads no study machinery)
+
     previous = None
     if threading.current_thread() is threading.main_thread():  # SIGTERM as Ctrl-C
         previous = signal.signal(signal.SIGTERM, raise_terminated)
@@ -191,16 +196,6 @@ def main(argv: Sequence[str | os.PathLike[str]] | None = None) -> int:
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
-    return value
 
 
 def _run_command(args: argparse.Namespace) -> int:
@@ -309,7 +304,7 @@ def _run_toml(path: str, config, args: argparse.Namespace, lock=None) -> int:
     if args.report and not summary.table.empty:
         from .report import write_report
 
-        path = write_report(summary.result_dir)
+        path = write_report(summary.result_dir, progress=sys.stderr)
         print(f"  wrote {path} and {path.parent / 'figures'}/", file=out)
     n_failed = summary.failed + len(summary.failed_earlier)
     if n_failed:
@@ -324,8 +319,6 @@ def _run_toml(path: str, config, args: argparse.Namespace, lock=None) -> int:
 
 def _rerun(path: str, args: argparse.Namespace) -> str:
     """The command that resumes the run of study ``path`` (finished jobs are skipped)."""
-    import shlex
-
     words = [PROG, "run", path, "--output", str(args.output)]
     if args.scheduler:
         words += ["--scheduler", args.scheduler]
@@ -339,92 +332,30 @@ def _interrupted_code(exc: KeyboardInterrupt) -> int:
     return 143 if isinstance(exc, Terminated) else 130
 
 
-def _add_compare(sub) -> None:
-    """The ``compare`` subcommand: a data file through the engines, no study file to write."""
-    cmp = sub.add_parser(
-        "compare",
-        help="compare the engines on your own data file (CSV, .csv.gz, Parquet)",
-        description=(
-            "Run your data through the engines by cross-validation: writes DIR/NAME/study.toml "
-            "(the study it ran: edit it and rerun with `gpc-compare run`), the results and "
-            "the report. Rerunning the same command resumes."
-        ),
-    )
-    cmp.add_argument("data", metavar="DATA", help="a CSV, gzip CSV or Parquet file")
-    cmp.add_argument("--target", required=True, help="the column of class labels")
-    cmp.add_argument(
-        "--engines",
-        default="laplace,ep,mcmc",
-        type=lambda s: [e.strip() for e in s.split(",") if e.strip()],
-        help="comma-separated engines (default: %(default)s)",
-    )
-    cmp.add_argument("--likelihood", default="probit", help="(default: %(default)s)")
-    cmp.add_argument("--folds", type=int, default=5, help="(default: %(default)s)")
-    cmp.add_argument("--policy", default="optimize", help="(default: %(default)s)")
-    cmp.add_argument("--seed", type=int, default=0, help="(default: %(default)s)")
-    cmp.add_argument("--output", default="results", metavar="DIR", help="(default: %(default)s)")
-    cmp.add_argument("--name", default=None, help="study name (default: the file's name)")
-    cmp.add_argument("--positive", default=None, help="the label of the +1 class")
-    cmp.add_argument("--features", default=None, help="comma-separated input columns")
-    cmp.add_argument("--categorical", choices=("onehot", "drop"), default=None)
-    cmp.add_argument("--missing", choices=("error", "drop"), default=None)
-    cmp.add_argument("--workers", type=_positive_int, default=None)
-    cmp.add_argument("--scheduler", default=None, metavar="ADDRESS")
-    cmp.add_argument(
-        "--no-psis",
-        dest="psis",
-        action="store_false",
-        help="skip the Pareto-k check of each Gaussian approximation (and so the report's "
-        "recommendation)",
-    )
-    cmp.add_argument("--no-report", dest="report", action="store_false", help="skip the report")
-    cmp.set_defaults(func=_compare_command, retry_failed=True, wait=False, limits=True)
-
-
 def _compare_command(args: argparse.Namespace) -> int:
-    from .comparison import prepare_file_study
-    from .study import StudyError
+    from .study.plan import check_plan, plan_study
 
-    features = None if args.features is None else [f.strip() for f in args.features.split(",")]
-    try:  # checked, nothing written yet
-        prepared = _prepare(prepare_file_study, args, features)
-    except StudyError as exc:  # the fields of the study are options here
-        raise ValueError(
-            f"{exc} (on the command line: --categorical onehot|drop, --missing drop, "
-            "--features A,B, --positive LABEL, --folds K, --likelihood NAME)"
-        ) from None
+    prepared = prepare(args)  # checked, nothing written yet (a refusal speaks flags)
+    plan = plan_study(prepared.config, args.workers, prepared.result_dir)
+    check_plan(plan, args.max_minutes or None, prepared.config, sys.stdout)
     path = prepared.study_file
+    start = time.perf_counter()
     with prepared.claim(wait=args.wait, stream=sys.stderr) as lock:  # the lock, then writes
-        print(f"{PROG} compare: wrote {path} (rerun or edit it: gpc-compare run {path})")
-        return _run_toml(str(path), prepared.config, args, lock=lock)
-
-
-def _prepare(prepare_file_study, args: argparse.Namespace, features):
-    return prepare_file_study(
-        args.data,
-        args.target,
-        args.output,
-        name=args.name,
-        engines=args.engines,
-        likelihood=args.likelihood,
-        folds=args.folds,
-        policy=args.policy,
-        seed=args.seed,
-        psis=args.psis,
-        positive=args.positive,
-        features=features,
-        categorical=args.categorical,
-        missing=args.missing,
-        workers=args.workers,
-        scheduler=args.scheduler,
-    )
+        again = " ".join(  # (with --output: run's own default is results/)
+            shlex.quote(str(w)) for w in (PROG, "run", path, "--output", args.output)
+        )
+        print(f"{PROG} compare: wrote {path} (rerun or edit it: {again})")
+        code = _run_toml(str(path), prepared.config, args, lock=lock)
+    took = time.perf_counter() - start
+    print(f"  took {took:.0f} s in all; the plan estimated {plan.seconds:.0f} s")
+    return code
 
 
 def _report_command(args: argparse.Namespace) -> int:
     from .report import write_report
     from .study import read_records
 
-    path = write_report(args.results)
+    path = write_report(args.results, progress=sys.stderr)
     print(f"wrote {path} and {path.parent / 'figures'}/")
     damaged = read_records(args.results)[1]
     for bad in damaged:

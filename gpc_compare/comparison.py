@@ -34,6 +34,7 @@ from .study.datafiles import check_label, check_same_data
 from .study.fields import plain
 from .study.lock import Held, output_lock
 from .study.output import atomic_write, copy_results
+from .study.plan import DEFAULT_MAX_MINUTES, plan_data_study
 from .study.studyfile import toml_text
 
 __all__ = [
@@ -63,6 +64,9 @@ class Comparison:
         The study that ran.
     run : RunSummary
         Jobs run, skipped (done earlier) and failed, with the failures' messages.
+    plan : Plan or None
+        The plan made before the run (:mod:`gpc_compare.study.plan`): each engine's jobs,
+        estimated time and memory; ``print(result.plan.text())`` shows it.
     """
 
     def __init__(
@@ -72,12 +76,14 @@ class Comparison:
         study: StudyConfig,
         run: RunSummary,
         keep: Any = None,
+        plan: Any = None,
     ) -> None:
         self.table = table
         self.result_dir = Path(result_dir)
         self.study = study
         self.run = run
         self._keep = keep  # a TemporaryDirectory, removed with this object
+        self.plan = plan
 
     def summary(self) -> pd.DataFrame:
         """Each metric's mean over splits and its 95% interval, per data set and engine, as
@@ -156,6 +162,7 @@ def compare(
     n_restarts: int | None = None,
     psis: bool = True,
     seed: int | None = None,
+    max_minutes: float | None = DEFAULT_MAX_MINUTES,
     **data_options: Any,
 ) -> Comparison:
     """Compare the engines on your data ``(X, y)`` through the study runner.
@@ -167,15 +174,18 @@ def compare(
         column names are kept; non-numeric columns need ``categorical="onehot"`` or
         ``"drop"``.
     y : array_like of shape (n,), or pandas.Series
-        Class labels: any two distinct values (the larger sorted one is +1 unless
-        ``positive=`` says otherwise). They are compared as a data file's are
+        Class labels: any two or more distinct values (two: the larger sorted one is +1
+        unless ``positive=`` says otherwise; more need a multi-class ``likelihood``).
+        They are compared as a data file's are
         (:func:`~gpc_compare.datasets.files.load_table`): as text with surrounding
         whitespace stripped (``" yes"`` and ``"yes"`` are one class), numbers by value
         (``1`` and ``1.0`` are one). Different values that the CSV written for the study
         cannot keep apart (the integer ``1`` and the text ``"1"``) are refused.
     engines : sequence of str
         Engines, each with its default options (``engine_options`` adds some).
-    likelihood : {"probit", "logistic"}
+    likelihood : {"probit", "logistic", "softmax", "multinomial_probit", "robustmax"}
+        Two classes: probit or logistic; several: softmax (engines laplace, kl, mcmc,
+        svgp), multinomial_probit (ep) or robustmax (svgp).
     folds : int
         Stratified cross-validation folds (>= 2).
     policy : {"optimize", "fixed", "shared", "full_bayes"}
@@ -208,9 +218,17 @@ def compare(
         below the threshold on every split.
     seed : int, optional
         The old name of ``random_seed`` (accepted with a DeprecationWarning).
+    max_minutes : float or None
+        Refuse (ValueError, before anything is written) a study whose plan
+        (:mod:`gpc_compare.study.plan`: each engine's time and memory, estimated from n,
+        d and the engine; printed to ``progress``) exceeds this many minutes of wall
+        time; None: never.
     **data_options
         Of the file data set: ``positive``, ``categorical``, ``missing``, ``features``,
-        ``subsample`` (see :func:`gpc_compare.study.datafiles.file_dataset`).
+        ``subsample`` (see :func:`gpc_compare.study.datafiles.file_dataset`). Each
+        option here is a flag of ``gpc-compare compare`` too (``random_seed`` is
+        ``--seed``, ``engine_options`` ``--engine-option ENGINE.NAME=VALUE``, ``kernel``
+        ``--kernel NAME --ard``).
 
     Returns
     -------
@@ -256,9 +274,8 @@ def compare(
         psis=psis,
         **data_options,
     )
-    with tempfile.TemporaryDirectory(prefix="gpc_compare_check_") as scratch:
-        Path(scratch, "data.csv").write_text(text)  # checked before the output is touched
-        StudyConfig.from_dict(fields, Path(scratch, "study.toml"))
+    result_dir = None if output is None else Path(output) / name
+    plan = plan_data_study(fields, text, workers, result_dir, max_minutes, progress)
     keep = None
     if output is None:
         keep = tempfile.TemporaryDirectory(prefix="gpc_compare_")
@@ -282,7 +299,7 @@ def compare(
             RuntimeWarning,
             stacklevel=2,
         )
-    return Comparison(summary.table, result_dir, config, summary, keep)
+    return Comparison(summary.table, result_dir, config, summary, keep, plan)
 
 
 @dataclass(frozen=True)
@@ -384,11 +401,10 @@ def prepare_file_study(
     check_label(name, "--name")
     result_dir = Path(output) / name
     study_file = result_dir / "study.toml"
-    here = Path.cwd().resolve()  # relative when both lie below the working directory
-    inside = all(p.resolve().is_relative_to(here) for p in (data, result_dir))
-    relative = (
-        os.path.relpath(data.resolve(), result_dir.resolve()) if inside else str(data.resolve())
-    )
+    try:  # relative to the study's folder: the results and data move together
+        relative = Path(os.path.relpath(data.resolve(), result_dir.resolve())).as_posix()
+    except ValueError:  # (another drive, on Windows: no relative path)
+        relative = str(data.resolve())
     fields = study_fields(relative, target, name=name, label=name, **settings)
     config = StudyConfig.from_dict(fields, study_file)  # (the folder need not exist)
     return PreparedStudy(study_file, config, toml_text(fields), workers, scheduler)
@@ -444,20 +460,38 @@ def study_fields(
     hyperparameters = {"policy": policy}
     if n_restarts is not None:
         hyperparameters["n_restarts"] = n_restarts
+    description = f"Your own data: {file}, target {target!r}."
+    if not any("reference" in _capabilities(e) for e in engines):
+        description += (
+            " No reference engine among the engines (mcmc): nothing is compared with one, "
+            "so the report has no section 'Against the reference'."
+        )
     fields = {
         "name": name,
-        "description": f"Your own data: {file}, target {target!r}.",
+        "description": description,
         "seed": seed,
         "likelihood": likelihood,
         "datasets": [dataset],
         "splits": {"kind": "kfold", "n_splits": folds},
         "hyperparameters": hyperparameters,
         "psis": bool(psis),
+        "evidence_profiles": False,  # (the report refits nothing: issue 34)
     }
     if kernel:
         fields["kernel"] = dict(kernel)
     fields["engines"] = {engine: dict(options.get(engine, {})) for engine in engines}
     return plain(fields)
+
+
+def _capabilities(engine: str) -> frozenset[str]:
+    """An engine's capabilities; none for a name that is no engine (the study refuses it,
+    naming it)."""
+    from .engines import capabilities
+
+    try:
+        return capabilities(engine)
+    except ValueError:
+        return frozenset()
 
 
 def study_text(file: str, target: str, **settings: Any) -> str:

@@ -1,4 +1,5 @@
-"""``GPClassifier``: the engines as a scikit-learn estimator (binary, or C classes with softmax)."""
+"""``GPClassifier``: the engines as a scikit-learn estimator (two classes, or C with a
+multi-class likelihood)."""
 
 from __future__ import annotations
 
@@ -19,11 +20,12 @@ __all__ = ["GPClassifier"]
 class GPClassifier(ClassifierMixin, BaseEstimator):
     """Gaussian-process classification with any gpc_compare engine.
 
-    Binary with the probit or logistic likelihood; C >= 2 classes with
-    ``likelihood="softmax"`` (one latent GP per class sharing the kernel, R&W section 3.5;
-    methods "laplace" and "mcmc"). scikit-learn's GaussianProcessClassifier handles
-    several classes one-vs-rest; here more than two classes need the softmax, and a
-    binary likelihood refuses them.
+    Every engine (``method``); two classes with the probit or logistic likelihood, C >= 2
+    with a multi-class one, one latent GP per class sharing the kernel (R&W section 3.5):
+    ``likelihood="softmax"`` (methods "laplace", "kl", "mcmc", "svgp"),
+    ``"multinomial_probit"`` ("ep") or ``"robustmax"`` ("svgp"). scikit-learn's
+    GaussianProcessClassifier handles several classes one-vs-rest; here more than two
+    classes need a multi-class likelihood, and a binary likelihood refuses them.
 
     Parameters
     ----------
@@ -33,7 +35,7 @@ class GPClassifier(ClassifierMixin, BaseEstimator):
     kernel : Kernel, optional
         Covariance function; its values are the optimiser's first start.
         Default ``SquaredExponential(1.0, 1.0)``.
-    likelihood : {"probit", "logistic", "softmax"} or Likelihood
+    likelihood : {"probit", "logistic", "softmax", "multinomial_probit", "robustmax"} or Likelihood
         Not the Gaussian likelihood (regression): use :func:`gpc_compare.fit` for that.
     mean : float or None
         Constant prior mean (a hyperparameter when a number), as in :func:`gpc_compare.fit`.

@@ -29,7 +29,7 @@ LAYERS = [
     {"_fit", "estimator", "loo"},
     {"study"},
     {"report"},
-    {"cli", "__main__", "__init__", "comparison"},
+    {"cli", "cli_compare", "__main__", "__init__", "comparison"},
 ]
 
 

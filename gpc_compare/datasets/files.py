@@ -10,7 +10,9 @@ to do (:func:`load_table`); a constant column is dropped and the drop recorded a
 from __future__ import annotations
 
 import hashlib
+import json
 import os
+import re
 import zlib
 from collections.abc import Sequence
 from pathlib import Path
@@ -55,12 +57,15 @@ def data_digest(data: Dataset) -> str:
     return digest.hexdigest()
 
 
-def read_table(path: str | os.PathLike[str]) -> pd.DataFrame:
+def read_table(path: str | os.PathLike[str], *, sep: str = ",", decimal: str = ".") -> pd.DataFrame:
     """Read a CSV (``.csv``, gzip ``.csv.gz``) or Parquet (``.parquet``) file with pandas.
 
     Parameters
     ----------
     path : path
+    sep, decimal : str
+        A CSV file's field separator and decimal mark (``";"`` and ``","`` for a file
+        written with decimal commas); not used for Parquet.
 
     Returns
     -------
@@ -87,12 +92,15 @@ def read_table(path: str | os.PathLike[str]) -> pd.DataFrame:
                     header=None,
                     nrows=1,
                     dtype=str,
+                    sep=sep,
                 )
                 .iloc[0]
                 .tolist()
             )
             _check_unique_columns(path, header)
-            return pd.read_csv(path, compression="infer", skipinitialspace=True)
+            return pd.read_csv(
+                path, compression="infer", skipinitialspace=True, sep=sep, decimal=decimal
+            )
         if name.endswith(PARQUET_SUFFIXES):
             try:
                 import pyarrow  # noqa: F401
@@ -163,6 +171,8 @@ def load_table(
     missing: str = "error",
     name: str | None = None,
     frame: pd.DataFrame | None = None,
+    sep: str = ",",
+    decimal: str = ".",
 ) -> Dataset:
     """A classification data set from a table: ``target`` the labels, the other columns the inputs.
 
@@ -176,7 +186,11 @@ def load_table(
         are one class, ``1``, ``1.0`` and ``"1"`` another; a one-hot column's levels are
         stripped likewise.
     features : sequence of str, optional
-        The input columns, in order (default: every column but ``target``).
+        The input columns, in order (default: every column but ``target`` and a row
+        index: a column without a name in the header, pandas' ``Unnamed: 0``, whose values
+        are all distinct, as ``DataFrame.to_csv`` writes the index and R's ``write.csv``
+        the row names, is not an input (``read_csv(index_col=0)`` would make it the
+        index), and the report notes it; an unnamed column whose values repeat is refused).
     positive : optional
         The label of the +1 class (``y = 1``) of a binary set; compared as text, so
         ``"1"`` and ``1`` are the same. Default: the larger of the two sorted labels.
@@ -190,6 +204,8 @@ def load_table(
         The data set's name (default: the file name without its endings).
     frame : DataFrame, optional
         The table already read from ``path`` (it is not read again).
+    sep, decimal : str
+        A CSV file's field separator and decimal mark (:func:`read_table`).
 
     Returns
     -------
@@ -207,7 +223,9 @@ def load_table(
         column left.
     """
     path = Path(path)
-    df = read_table(path) if frame is None else frame
+    if sep == decimal:
+        raise ValueError(f"{path}: the separator and the decimal mark are both {sep!r}")
+    df = read_table(path, sep=sep, decimal=decimal) if frame is None else frame
     df.columns = [str(c) for c in df.columns]
     if len(df) == 0:
         raise ValueError(
@@ -218,10 +236,12 @@ def load_table(
         raise ValueError(f"categorical must be one of {CATEGORICAL}, got {categorical!r}")
     if missing not in MISSING:
         raise ValueError(f"missing must be one of {MISSING}, got {missing!r}")
+    notes: list[str] = []
+    if features is None:
+        features = _without_row_index(df, path, target, notes)
     features = _select_columns(path, list(df.columns), target, features)
     rows = _Rows(path)
     df = df[[*features, target]]
-    notes: list[str] = []
     n_read = len(df)
     df = _drop_missing(df, path, missing, rows, notes)
     df, features = _encode_text(df, features, path, categorical, rows, notes)
@@ -260,14 +280,48 @@ class _Rows:
         return f"row {i + 1}" + ("" if self.line is None else f" (line {i + 1 + self.line})")
 
 
+#: pandas' name for a column without a name in the header.
+_UNNAMED = re.compile(r"Unnamed: \d+")
+
+
+def _without_row_index(df: pd.DataFrame, path: Path, target: str, notes: list[str]) -> list[str]:
+    """Every column but the target and a row index (an unnamed column of distinct values:
+    pandas' index or R's row names, written to the file with the data); a note says so.
+    An unnamed column whose values repeat is refused (it is neither an index nor named)."""
+    features = []
+    for c in df.columns:
+        if c == target:
+            continue
+        if not _UNNAMED.fullmatch(c):
+            features.append(c)
+            continue
+        if df[c].notna().all() and df[c].is_unique:
+            notes.append(
+                f"column {c!r} (no name in the header, a distinct value in every row: a row "
+                "index, as pandas' DataFrame.to_csv writes it) not used as an input; name it "
+                "in the header, or list it in the features, to use it"
+            )
+            continue
+        raise ValueError(
+            f"{path}: column {c!r} has no name in the header and its values repeat, so it "
+            "is not a row index: give it a name in the header, or list the inputs in "
+            "features = [...]"
+        )
+    return features
+
+
 def _select_columns(
     path: Path, columns: list[str], target: str, features: Sequence[str] | None
 ) -> list[str]:
     """The input columns (every column but the target by default), each checked present."""
     if target not in columns:
         hint = ""
-        if len(columns) == 1 and any(sep in columns[0] for sep in ";\t|"):
-            hint = " (one column: is the file separated by something other than commas?)"
+        found = [s for s in ";\t|" if len(columns) == 1 and s in columns[0]]
+        if found:
+            hint = (
+                f" (one column: the file looks separated by {found[0]!r}: set sep = "
+                f'{json.dumps(found[0])}, and decimal = "," if its numbers have decimal commas)'
+            )
         raise ValueError(f"{path}: no column {target!r} (the target); its columns: {columns}{hint}")
     if features is None:
         features = [c for c in columns if c != target]

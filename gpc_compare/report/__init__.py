@@ -15,6 +15,7 @@ import re
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TextIO
 
 import pandas as pd
 
@@ -145,7 +146,12 @@ def study_differences(result_dir: str | os.PathLike[str]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=[*columns, "n_splits", "verdict", "note"])
 
 
-def write_report(result_dir: str | os.PathLike[str]) -> Path:
+def write_report(
+    result_dir: str | os.PathLike[str],
+    *,
+    profiles: bool | None = None,
+    progress: TextIO | None = None,
+) -> Path:
     """Write ``report.md`` and ``figures/*.png`` for the study results in ``result_dir``.
 
     Parameters
@@ -153,6 +159,12 @@ def write_report(result_dir: str | os.PathLike[str]) -> Path:
     result_dir : path
         ``results/NAME`` as written by :func:`gpc_compare.study.run_study` (with its
         ``study.toml`` and ``jobs/``).
+    profiles : bool, optional
+        Draw the evidence profiles (refits along each hyperparameter, kept in
+        ``profiles.json`` so that a rerun refits nothing: :mod:`.profiles`); default:
+        the study's ``evidence_profiles`` (true, except for ``gc.compare``'s studies).
+    progress : text stream, optional
+        Where a line per step goes (e.g. ``sys.stderr``, as the command line does).
 
     Returns
     -------
@@ -174,9 +186,11 @@ def write_report(result_dir: str | os.PathLike[str]) -> Path:
             f"{result_dir} holds no study results (no study.toml): "
             "run `gpc-compare run studies/NAME.toml` first"
         )
+    say = _say(progress, result_dir.name)
     config = load_study(result_dir / "study.toml")
     study = _load(result_dir, config)
     table, records, datasets = study.table, study.records, study.datasets
+    say(f"{len(records)} finished job(s) read")
     engines = list(config.engines)
     estimators = list(config.evidence)  # gold-standard evidence jobs, shown beside the engines
     set_styles(engines + estimators)
@@ -194,9 +208,15 @@ def write_report(result_dir: str | os.PathLike[str]) -> Path:
         name = f"latent_vs_{config.reference}.png"
         if plot_latent(records, datasets, engines, config.reference, figures / name):
             made.append((name, f"Latent moments against {config.reference}"))
-    profiles = evidence_profiles(config, records, datasets, engines)
+    say("figures: held-out scores, reliability and latent moments drawn")
+    drawn = []
+    if config.evidence_profiles if profiles is None else profiles:
+        cache = result_dir / "profiles.json"
+        drawn = evidence_profiles(
+            config, records, datasets, engines, cache=cache, progress=progress
+        )
     if plot_evidence(
-        records, profiles, datasets, engines + estimators, config.methods, figures / "evidence.png"
+        records, drawn, datasets, engines + estimators, config.methods, figures / "evidence.png"
     ):
         made.append(("evidence.png", "Log evidence along each hyperparameter"))
     plot_timings(table, datasets, engines + estimators, figures / "timings.png")
@@ -204,10 +224,21 @@ def write_report(result_dir: str | os.PathLike[str]) -> Path:
     if plot_mcmc(result_dir, records, datasets, figures / "mcmc_diagnostics.png"):
         made.append(("mcmc_diagnostics.png", "MCMC rank plots (ArviZ)"))
 
+    say("figures: evidence, timings and MCMC diagnostics drawn; writing report.md")
     text = _report_text(result_dir, config, study, made)
     path = result_dir / "report.md"
     atomic_write(path, text.encode())  # (a link there is replaced, not followed)
     return path
+
+
+def _say(stream: TextIO | None, name: str):
+    """A function printing one progress line of the report of ``name`` to ``stream``."""
+
+    def say(line: str) -> None:
+        if stream is not None:
+            print(f"report {name}: {line}", file=stream, flush=True)
+
+    return say
 
 
 def _report_text(

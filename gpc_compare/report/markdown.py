@@ -19,6 +19,7 @@ from ..study.datafiles import data_provenance
 from .cases import Paired
 from .findings import bound_counts, findings, grid_findings, selection_comparison
 from .formatting import fmt, interval_text, markdown_table, reference_estimator
+from .notices import absent_from_reference, mcmc_advice, not_converged
 from .styles import METRICS, REFERENCE_METRICS, style
 from .trust import trust_section
 
@@ -246,15 +247,17 @@ def _against_reference(study: Study) -> list[str]:
     probabilities of each engine against the reference at the same hyperparameters."""
     summary, reference = study.summary, study.config.reference
     ref_present = [m for m in REFERENCE_METRICS if m in set(summary.metric)]
-    if not ref_present:
+    if reference not in study.engines or not (ref_present or len(study.engines) > 1):
         return []
-    rows = []
+    rows, shown = [], set()
     for dataset in study.datasets:
         for engine in study.engines:
             cells = [_cell(summary, dataset, engine, m) for m in ref_present]
             if any(c is not None for c in cells):
                 rows.append([dataset, style(engine)[2], *(c or "n/a" for c in cells)])
+                shown.add(engine)
     header = ["data set", "engine", *[REFERENCE_METRICS[m] for m in ref_present]]
+    table = markdown_table(header, rows) + [""] if rows else []
     return [
         f"## Against the reference ({reference}) at the same hyperparameters",
         "",
@@ -264,8 +267,8 @@ def _against_reference(study: Study) -> list[str]:
         + _reference_evidence(study.records, reference)
         + "); with C classes, the class probabilities at the test inputs.",
         "",
-        *markdown_table(header, rows),
-        "",
+        *table,
+        *([] if study.config.grid else absent_from_reference(study, sorted(shown))),
     ]
 
 
@@ -359,7 +362,7 @@ def _mcmc_diagnostics(study: Study) -> list[str]:
         "divergences",
         "passed",
     ]
-    lines = ["## MCMC diagnostics", "", *markdown_table(header, rows), ""]
+    lines = ["## MCMC diagnostics", "", *markdown_table(header, rows), "", *mcmc_advice(study)]
     for r in diag:  # where nutpie could not start and PyMC's sampler ran instead
         if r.diagnostics.fallback:
             lines.append(f"- {r.dataset} split {r.split}: {r.diagnostics.fallback}")
@@ -423,6 +426,7 @@ SECTIONS = (
     _evidence_section,
     _hyperparameters,
     _mcmc_diagnostics,
+    not_converged,
     _timings_section,
     _skipped,
     _unfinished,

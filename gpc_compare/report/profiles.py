@@ -6,16 +6,22 @@ is a vertical stack. The report therefore refits each engine that computes an ev
 (and holds no draws: AIS is far too slow for a curve) on one split's training fold
 (the first), along each shown hyperparameter, with the others at that engine's values on
 that split (for a grid study, the grid point with its largest evidence). The fits are
-cheap (one Laplace or EP fit per point, from the value used outwards, each warm-started
-from its neighbour's state) and deterministic.
+one Laplace or EP fit per point, from the value used outwards, each warm-started from
+its neighbour's state, and deterministic: each profile is kept in ``profiles.json``
+beside the job records, keyed by its record, hyperparameter and grid, so that a rerun of
+the report refits nothing (and an interrupted one resumes). A study with
+``evidence_profiles = false`` (``gc.compare``'s) draws the recorded evidences only.
 """
 
 from __future__ import annotations
 
+import json
+import time
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import Any, TextIO
 
 import numpy as np
 
@@ -24,6 +30,7 @@ from .._fit import fit
 from ..engines import capabilities, get_engine
 from ..hyperparameters import MEAN_BOUNDS
 from ..study import JobRecord, StudyConfig, expand
+from ..study.output import atomic_write
 from ..study.problem import load_dataset, make_kernel, split_indices, stable_seed
 
 __all__ = ["Profile", "evidence_profiles", "shown_hyperparameters"]
@@ -84,6 +91,8 @@ def evidence_profiles(
     *,
     n_points: int = 11,
     half_width: float = 2.5,
+    cache: str | Path | None = None,
+    progress: TextIO | None = None,
 ) -> list[Profile]:
     """Profiles of the log evidence of every engine that computes one without draws.
 
@@ -99,6 +108,11 @@ def evidence_profiles(
         Points per profile.
     half_width : float
         Each profile spans the value used -/+ this much (log units), bounds included.
+    cache : path, optional
+        A JSON file of computed profiles (``RESULTS/profiles.json``): those found there
+        are not refitted, and each engine's new ones are added as they finish.
+    progress : text stream, optional
+        Where a line per engine's profiles goes (e.g. ``sys.stderr``).
 
     Returns
     -------
@@ -107,6 +121,7 @@ def evidence_profiles(
         evidence, or with draws).
     """
     jobs = {j.id: j for j in expand(config)}
+    store = _read_cache(cache)
     out = []
     for dataset in datasets:
         for engine in engines:
@@ -126,8 +141,64 @@ def evidence_profiles(
                 continue  # (a curve of refits at n = 10^5 would take longer than the study)
             split = min(r.split for r in recs)
             centre = max((r for r in recs if r.split == split), key=lambda r: r.log_evidence)
-            out += _profile(jobs[centre.id], centre, method, n_points, half_width)
+            key = _key(centre, n_points, half_width)
+            if key not in store:
+                args = (jobs[centre.id], centre, method, n_points, half_width)
+                _compute(store, key, args, cache, progress, f"{engine} on {dataset}")
+            out += [_from_json(p) for p in store[key]]
     return out
+
+
+def _compute(
+    store: dict, key: str, args: tuple, cache: Any, progress: TextIO | None, what: str
+) -> None:
+    """Compute one record's profiles into ``store`` (and ``cache``, at once: an
+    interrupted report keeps them), saying so on ``progress``."""
+    start = time.perf_counter()
+    if progress is not None:
+        print(f"  evidence profiles: {what} ...", file=progress, flush=True)
+    store[key] = [_as_json(p) for p in _profile(*args)]
+    if cache is not None:
+        atomic_write(Path(cache), json.dumps(store).encode())
+    if progress is not None:
+        took = time.perf_counter() - start
+        print(f"  evidence profiles: {what}: {took:.1f} s", file=progress, flush=True)
+
+
+def _key(rec: JobRecord, n_points: int, half_width: float) -> str:
+    """What a cached profile is of: the record (its job, and so its data, split, engine
+    and options), the hyperparameters it ran at and the grid."""
+    values = ",".join(f"{v:.17g}" for v in rec.hyperparameters.values)
+    return f"{rec.id}|{values}|{n_points}|{half_width:.17g}"
+
+
+def _read_cache(cache: str | Path | None) -> dict[str, list[dict[str, Any]]]:
+    """The cached profiles, or none when the file is missing or unreadable."""
+    if cache is None:
+        return {}
+    try:
+        store = json.loads(Path(cache).read_text())
+    except (OSError, ValueError, RecursionError):
+        return {}
+    return store if isinstance(store, dict) else {}
+
+
+def _as_json(prof: Profile) -> dict[str, Any]:
+    out = dict(prof.__dict__)
+    out["grid"] = prof.grid.tolist()
+    out["log_evidence"] = [None if np.isnan(v) else float(v) for v in prof.log_evidence]
+    out["bounds"] = list(prof.bounds)
+    return out
+
+
+def _from_json(value: dict[str, Any]) -> Profile:
+    fields = dict(value)
+    fields["grid"] = np.asarray(fields["grid"], dtype=float)
+    fields["log_evidence"] = np.array(
+        [np.nan if v is None else v for v in fields["log_evidence"]], dtype=float
+    )
+    fields["bounds"] = tuple(fields["bounds"])
+    return Profile(**fields)
 
 
 def _profile(job, rec: JobRecord, method: str, n_points: int, half_width: float) -> list[Profile]:

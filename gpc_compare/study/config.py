@@ -22,6 +22,7 @@ from ..hyperparameters import N_RESTARTS
 from .datafiles import FILE_HINT, data_dir, file_dataset
 from .evidence_config import parse_evidence
 from .fields import SPLIT_KINDS, StudyError, plain
+from .fields import boolean as _bool
 from .fields import check_keys as _check_keys
 from .fields import fail as _fail
 from .fields import integer as _int
@@ -75,6 +76,9 @@ class StudyConfig:
     #: The Pareto-k check of every Gaussian approximation (``psis = true`` or a ``[psis]``
     #: table: ``draws``, ``proposal``), as :func:`gpc_compare.psis` takes them; None: off.
     psis: Mapping[str, Any] | None = None
+    #: The report's evidence profiles (``evidence_profiles``; refits, cached in
+    #: ``profiles.json``); ``gc.compare``'s studies set it false.
+    evidence_profiles: bool = True
 
     @classmethod
     def from_dict(
@@ -136,6 +140,7 @@ def load_study(path: str | os.PathLike[str], *, limits: bool = True) -> StudyCon
             psis = true                  # the Pareto-k check of every Gaussian
                                          # approximation: gc.psis (or {draws = 4000,
                                          # proposal = "student_t"}); default false
+            evidence_profiles = true     # the report's refits along each hyperparameter
             datasets = ["ionosphere", "sonar"]   # or [[datasets]] tables:
             # [[datasets]]  name = "breast_cancer"  subsample = 200  (+ loader options)
             # [[datasets]]  file = "data/mine.csv"  target = "label"  (your own CSV, .csv.gz
@@ -204,6 +209,7 @@ TOP_FIELDS = (
     "data_dir",
     "psis",
     "limits",
+    "evidence_profiles",
 )
 #: ``psis = true``: :func:`gpc_compare.psis`'s defaults.
 PSIS_DEFAULTS = {"draws": 4000, "proposal": "gaussian"}
@@ -274,6 +280,7 @@ def _validate(raw: dict[str, Any], p: str, named: bool, limits: bool = True) -> 
         evidence=evidence,
         kernels=kernels,
         psis=_parse_psis(raw.get("psis", False), p),
+        evidence_profiles=_bool(raw.get("evidence_profiles", True), p, "evidence_profiles"),
     )
     check_memory(config, bounds, p)  # (an engine's options beyond this machine's memory)
     return config

@@ -51,6 +51,8 @@ FILE_KEYS = (
     "categorical",
     "missing",
     "subsample",
+    "sep",
+    "decimal",
 )
 #: The hint for someone who names a file where a bundled data set's name goes.
 FILE_HINT = 'for a file of your own: [[datasets]] file = "data.csv"  target = "COLUMN"'
@@ -100,7 +102,8 @@ def file_dataset(
     item : mapping
         The table: ``file`` and ``target`` (required), ``features``, ``label`` (default:
         the file name without its endings), ``positive``, ``categorical``, ``missing``,
-        ``subsample`` (see :func:`gpc_compare.datasets.files.load_table`).
+        ``subsample``, ``sep`` and ``decimal`` (a CSV file's field separator and decimal
+        mark, one character each) (see :func:`gpc_compare.datasets.files.load_table`).
     base : Path
         The folder a relative ``file`` is taken from.
     likelihood : str
@@ -153,6 +156,13 @@ def file_dataset(
         isinstance(subsample, bool) or not isinstance(subsample, int) or subsample < 10
     ):
         raise ValueError(f"subsample: must be an integer >= 10, got {subsample!r}")
+    csv = {}
+    for key in ("sep", "decimal"):
+        value = item.get(key)
+        if value is not None and (not isinstance(value, str) or len(value) != 1):
+            raise ValueError(f"{key}: must be one character (e.g. ';'), got {value!r}")
+        if value is not None:
+            csv[key] = value
     data = load_table(
         path,
         target,
@@ -161,6 +171,7 @@ def file_dataset(
         categorical=categorical,
         missing=missing,
         name=label,
+        **csv,
     )
     if binary and data.n_classes > 2:
         raise ValueError(
@@ -270,7 +281,8 @@ def _folder_data(result_dir: Path) -> dict[str, tuple[Path, str | None]]:
 
 def data_provenance(specs: Sequence[DatasetSpec]) -> list[str]:
     """Report lines (markdown) for the data sets read from files: the file, its SHA-256,
-    its size, and every note of what was dropped or encoded."""
+    its size, the inputs used, the rows read and used, and every note of what was dropped
+    (which columns and rows, and why) or encoded."""
     lines = []
     for spec in specs:
         if spec.data is None:
@@ -281,5 +293,13 @@ def data_provenance(specs: Sequence[DatasetSpec]) -> list[str]:
             f"{spec.data.description.split(': ', 1)[-1]}"
             + (f"; subsample {spec.subsample}" if spec.subsample is not None else "")
         )
+        lines.append(f"  - inputs used ({len(info['columns'])}): {_names(info['columns'])}")
+        lines.append(f"  - rows read: {info['rows']}; kept: {spec.data.n_samples}")
         lines += [f"  - note: {note}" for note in info["notes"]]
     return lines
+
+
+def _names(columns: Sequence[str], most: int = 40) -> str:
+    """Column names for the report, the first ``most`` of them."""
+    shown = ", ".join(f"`{c}`" for c in columns[:most])
+    return shown + (f" and {len(columns) - most} more" if len(columns) > most else "")

@@ -56,6 +56,13 @@ def integer(value: Any, path: str, where: str, minimum: int) -> int:
     return int(value)
 
 
+def boolean(value: Any, path: str, where: str) -> bool:
+    """``value``, a TOML boolean, or a StudyError naming ``where``."""
+    if not isinstance(value, bool):
+        raise fail(path, where, f"must be true or false, got {value!r}")
+    return value
+
+
 def parse_grid(
     value: Any,
     policy: str,

@@ -65,7 +65,11 @@ class _Progress:
         filled = int(width * (self.skipped + finished) / max(self.total, 1))
         bar = "#" * filled + "-" * (width - filled)
         elapsed = time.perf_counter() - self.start
-        eta = "time left unknown" if left is None else f"~{_duration(left)} left"
+        eta = (
+            "time left unknown until a job of each engine has finished"
+            if left is None
+            else f"~{_duration(left)} left"
+        )
         line = (
             f"[{bar}] {self.skipped + finished}/{self.total} jobs: {self.done} done"
             f"{f' + {self.skipped} earlier' if self.skipped else ''}, {self.running} running, "
@@ -302,8 +306,13 @@ class _Jobs:
             self.failures.append(f"{job.describe()}: {record.error}")
 
     def time_left(self) -> float | None:
+        """The estimated seconds to go; None (shown as unknown) while an engine with jobs
+        to run has not finished one: a prior guess of its cost was off by 7x (issue 34:
+        "~1h40m left" at 1 of 15 jobs of a 14-minute run)."""
         now = time.perf_counter()
         in_flight = [(j, now - self.started[j.id]) for j in self.running.values()]
+        if not all(self.cost.seen(j) for j in [*self.pending, *(j for j, _ in in_flight)]):
+            return None
         return self.cost.seconds_left(self.pending, in_flight, self.executor.capacity)
 
     def start_ready(self) -> bool:

@@ -148,6 +148,10 @@ class CostModel:
         data = job.dataset.label + ("" if job.kernel_label is None else f"/{job.kernel_label}")
         return job.engine, data
 
+    def seen(self, job: Job) -> bool:
+        """Whether a job of ``job``'s engine has finished (on any data set)."""
+        return any(e == job.engine for e, _ in self._seconds)
+
     def observe(self, job: Job, seconds: float) -> None:
         """Record that ``job`` took ``seconds``."""
         self._seconds[self._key(job)].append(float(seconds))
@@ -239,7 +243,12 @@ class CostModel:
             if est is None:
                 return None
             estimates[job.id] = est
-        rests = [max(estimates[j.id] - elapsed, 0.0) for j, elapsed in running]
+        # a running job past its estimate is not about to end: having run T, its median
+        # total under a scale-free prior is 2T ("Lindy"), so T is left (never "~0s")
+        rests = [
+            estimates[j.id] - elapsed if estimates[j.id] > elapsed else elapsed
+            for j, elapsed in running
+        ]
         if len(pending) > SIMULATE_MAX:  # many jobs: the work shared among the workers
             work = sum(estimates[j.id] for j in pending) + sum(rests)
             return max(work / max(capacity, 1), max(rests, default=0.0))

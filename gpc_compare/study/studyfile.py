@@ -124,6 +124,8 @@ def toml_text(fields: Mapping[str, Any]) -> str:
     ]
     if "psis" in fields:  # the Pareto-k check of every Gaussian approximation
         lines.append(f"psis = {_toml(fields['psis'])}")
+    if "evidence_profiles" in fields:  # the report's refits (off for gc.compare: issue 34)
+        lines.append(f"evidence_profiles = {_toml(fields['evidence_profiles'])}")
     for dataset in fields["datasets"]:
         lines += ["", "[[datasets]]", *(f"{k} = {_toml(v)}" for k, v in dataset.items())]
     for table in ("splits", "hyperparameters", "kernel"):

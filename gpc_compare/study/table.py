@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,14 @@ from .problem import make_kernel
 from .record import JobRecord
 from .records import load_records
 
-__all__ = ["TABLE_COLUMNS", "TIMING_COLUMNS", "assemble", "same_hyperparameters"]
+__all__ = [
+    "TABLE_COLUMNS",
+    "TIMING_COLUMNS",
+    "assemble",
+    "converged",
+    "convergence_warnings",
+    "same_hyperparameters",
+]
 
 #: Columns of the tidy table, in order (``pandas.read_csv`` reads it without help).
 TABLE_COLUMNS = [
@@ -205,7 +213,7 @@ def _row(
         "hyperparameters": json.dumps(hp.as_dict()),
         "hyperparameters_from": hp.origin,
         "at_bound": at_bound,
-        "converged": conv.converged,
+        "converged": converged(rec),
         "iterations": conv.iterations,
         "fit_seconds": timings.fit_seconds,
         "select_seconds": np.nan if timings.select_seconds is None else timings.select_seconds,
@@ -216,6 +224,28 @@ def _row(
         "job_id": rec.id,
         "versions": json.dumps(dict(rec.versions), sort_keys=True),
     }
+
+
+#: What an engine's warning says when a fit stopped short of its tolerance: "not
+#: converged after 1000 iterations" (SVGP, VB, KL, EP and FITC-EP, Laplace's Newton
+#: iteration), "stalled at iteration ..." (Newton), or a sampler's failed diagnostics.
+_NOT_CONVERGED = re.compile(r"\bnot converged\b|\bstalled\b|MCMC diagnostics")
+
+
+def convergence_warnings(rec: JobRecord) -> list[str]:
+    """The warnings of a job that say a fit did not converge (any fit the job made: the
+    last one or one during the hyperparameter search), as recorded."""
+    return [w for w in rec.warnings if _NOT_CONVERGED.search(w)]
+
+
+def converged(rec: JobRecord) -> bool:
+    """The table's ``converged``: the engine's own test of its last fit passed, and no fit
+    of the job warned that it stopped short (:func:`convergence_warnings`). A job whose
+    engine warned is not converged, whatever its last fit says. A gold-standard evidence
+    job's is its health alone (an EP start that stopped short is only its proposal)."""
+    if rec.evidence is not None:
+        return bool(rec.convergence.converged)
+    return bool(rec.convergence.converged) and not convergence_warnings(rec)
 
 
 def _against_reference(job, rec, jobs, current, config) -> dict[str, float]:

@@ -87,7 +87,8 @@ def test_cli_compare_toml_study_and_gc_compare_give_the_same_table(tmp_path, cap
     )  # fmt: skip
     assert code == 0, capsys.readouterr().err
     written = tmp_path / "cli" / "crabs" / "study.toml"
-    assert "gpc-compare run" in capsys.readouterr().out
+    # the command that reruns it writes to the same folder (run's default is results/)
+    assert f"gpc-compare run {written} --output {tmp_path / 'cli'})" in capsys.readouterr().out
     from_cli = pd.read_csv(tmp_path / "cli" / "crabs" / "results.csv")
 
     # 2. a study file of one's own, the data beside it under a relative path
@@ -314,7 +315,10 @@ def test_malformed_data_is_refused_naming_file_column_row(case, tmp_path, capsys
         args = ["compare", tmp_path / name, "--target", target, "--output", tmp_path / "cmp"]
         assert main(args) == 2
         err = capsys.readouterr().err
-        assert all(f in err for f in fragments[:1]) and "--categorical" in err
+        # it speaks flags (the flag to change), not the fields of a study never written
+        flag = {"missing_target": "its columns", "text_feature": "--categorical onehot"}
+        assert all(f in err for f in fragments[:1]) and flag.get(case, "--missing drop") in err
+        assert "study.toml" not in err and ' = "' not in err
         assert not (tmp_path / "cmp").exists()
 
 
