@@ -405,6 +405,7 @@ def top_finding(pointwise: pd.DataFrame, folds: pd.DataFrame, ep_loo: pd.DataFra
     cav = c[c.method == "cavity"]
     ep = e[(e.engine == "ep") & (e.method == "cavity")]
     psis = c[c.method == "psis"]
+    sums = e[e.method == "psis"].sum_error
     err = ep_loo.cavity_loo - ep_loo.exact_loo
     g = gains(ep_loo)
     reversed_ = sum(len(flips) for _, _, flips in g.values())
@@ -423,7 +424,8 @@ def top_finding(pointwise: pd.DataFrame, folds: pd.DataFrame, ep_loo: pd.DataFra
         f"{_range(ep.sum_error)} nats per fold, at most "
         f"{(ep.sum_error.abs() / ep.elpd_se).max():.2f} times the se of elpd_loo. PSIS from "
         f"draws of q has Pareto k above 0.7 on {100 * (psis.pareto_k > 0.7).mean():.0f}% of "
-        "the cases and its sums are off by up to millions of nats. At results/ep_loo's "
+        f"the cases and its sums are off by up to {sums.abs().max():.2g} nats per fold. At "
+        "results/ep_loo's "
         f"selections cavity - exact is {_range(err)} nats, and it differs between nearby "
         f"selections of one fold on {', '.join(varies)} (by up to {spread.max():.2f}), so the "
         f"cavity objective {verb} what the LOO "

@@ -54,6 +54,8 @@ def test_the_loo_findings_are_computed_from_the_committed_tables() -> None:
             f"{r.mean_abs_error:.4f} | {r.max_abs_error:.3f} | {r.sum_error:+.2f} "
             f"({r.sum_error_se:.2f}) | {r.elpd_se:.2f} |"
         ) in readme
+    top = page_text("README.md")
+    assert " ".join(loo.top_finding(pointwise, folds, ep_loo).split()) in top
     ep_page = page_text("ep_loo/README.md")
     for line in loo.ep_loo_findings(ep_loo):
         assert " ".join(line.split()) in ep_page, line
