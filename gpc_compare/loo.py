@@ -295,7 +295,10 @@ def loo_refits(
         ``gc.fit``'s ``random_seed`` of every refit.
     **options
         The refits' engine options, as for ``loo(..., "exact")`` (warm start from the full
-        fit with case i dropped unless ``warm_start`` is given).
+        fit with case i dropped unless ``warm_start`` is given). EP's fixed point does not
+        depend on the schedule: ``schedule="auto"`` (Anderson-accelerated parallel EP)
+        reaches it from the warm start in 8-11 sweeps where plain parallel EP took 75-95
+        (crabs, n = 160, sigma_f^2 = 1e5; results/loo).
 
     Returns
     -------
