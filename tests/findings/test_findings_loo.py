@@ -24,7 +24,8 @@ def _tables():
 def test_the_loo_tables_are_the_studies_problems() -> None:
     pointwise, folds, ep_loo = _tables()
     loo = study_script("loo")
-    assert sorted(folds.dataset) == sorted(loo.DATASETS) and set(folds.fold) == {0}
+    expected = {(d, f) for d in loo.DATASETS for f in loo.FOLDS}
+    assert set(zip(folds.dataset, folds.fold, strict=True)) == expected and len(folds) == 30
     # the same folds as results/approximations: EP and Laplace refitted at the committed
     # hyperparameters give the committed held-out scores
     for engine in ("ep", "laplace"):
@@ -34,11 +35,15 @@ def test_the_loo_tables_are_the_studies_problems() -> None:
     # and the same problems as results/ep_loo: its records' LOO values reproduced
     np.testing.assert_allclose(ep_loo.cavity_loo, ep_loo.record_loo, atol=1e-4)
     # every case has a cavity and a PSIS value; exact at every case up to FULL_N
-    counts = pointwise.groupby(["dataset", "engine", "method"]).size().unstack()
-    n = folds.set_index("dataset").n
-    for (dataset, _), row in counts.iterrows():
-        assert row.cavity == row.psis == n[dataset]
-        assert row.exact == (n[dataset] if n[dataset] <= loo.FULL_N else loo.SUBSAMPLE)
+    counts = pointwise.groupby(["dataset", "fold", "engine", "method"]).size().unstack()
+    n = folds.set_index(["dataset", "fold"]).n
+    assert len(counts) == 90  # 30 folds x 3 engines
+    for (dataset, fold, _), row in counts.iterrows():
+        m = n[(dataset, fold)]
+        assert row.cavity == row.psis == m
+        assert row.exact == (m if m <= loo.FULL_N else loo.SUBSAMPLE)
+    assert (folds.filter(like="unconverged").to_numpy() == 0).all()
+    assert (ep_loo.unconverged == 0).all()
 
 
 def test_the_loo_findings_are_computed_from_the_committed_tables() -> None:
