@@ -192,7 +192,7 @@ def _append(path: Path, rows: list[dict]) -> None:
     new = pd.DataFrame(rows)
     if path.exists():
         new = pd.concat([pd.read_csv(path), new], ignore_index=True)
-    new.to_csv(path, index=False)
+    new.to_csv(path, index=False, float_format="%.10g")
 
 
 def compute(output: Path, parts: tuple[str, ...] = ("loo", "ep_loo")) -> None:
@@ -240,55 +240,37 @@ LABELS = {
 
 def errors(pointwise: pd.DataFrame, folds: pd.DataFrame) -> pd.DataFrame:
     """One row per data set, fold, engine and approximate method: its error against exact
-    LOO (approximate - exact) per case and of the sum (the difference estimator's, with its
-    standard error, where exact LOO ran on a subsample), and exact elpd_loo's se."""
-    key = ["dataset", "fold", "engine"]
-    exact = pointwise[pointwise.method == "exact"].set_index([*key, "case"]).value.sort_index()
-    n = folds.set_index(["dataset", "fold"]).n
-    rows = []
-    for (dataset, fold, engine, method), g in pointwise.groupby([*key, "method"], sort=False):
-        if method == "exact":
-            continue
-        approx = g.set_index([*key, "case"]).value
-        ex = exact.loc[(dataset, fold, engine)]
-        err = approx.loc[(dataset, fold, engine)].loc[ex.index].to_numpy() - ex.to_numpy()
-        finite = np.isfinite(err)  # (PSIS: arviz gives NaN where its weights overflow)
-        err = err[finite]
-        total, m = int(n[(dataset, fold)]), err.size
-        full = m == total
-        sd = 0.0 if full else total * err.std(ddof=1) / np.sqrt(m) * np.sqrt(1 - m / total)
-        cavity = pointwise[
-            (pointwise.dataset == dataset)
-            & (pointwise.fold == fold)
-            & (pointwise.engine == engine)
-            & (pointwise.method == "cavity")
-        ]
-        rows.append(
-            {
-                "dataset": dataset,
-                "fold": fold,
-                "engine": engine,
-                "method": method,
-                "n": total,
-                "exact_cases": int(finite.size),
-                "not_finite": int((~np.isfinite(g.value)).sum()),
-                "mean_abs_error": float(np.mean(np.abs(err))),
-                "max_abs_error": float(np.max(np.abs(err))),
-                "sum_error": float(total * err.mean()),
-                "sum_error_se": float(sd),
-                # exact elpd_loo's se (sqrt(n) sd, ddof=0): from the cavity's pointwise
-                # values replaced by the exact ones where computed (all at FULL_N and below)
-                "elpd_se": float(np.sqrt(total) * _corrected(cavity, ex).std()),
-                "pareto_k_above": int((g.pareto_k > 0.7).sum()),
-            }
-        )
-    return pd.DataFrame(rows)
-
-
-def _corrected(cavity: pd.DataFrame, exact: pd.Series) -> np.ndarray:
-    out = cavity.set_index("case").value.copy()
-    out[exact.index] = exact.to_numpy()
-    return out.to_numpy()
+    LOO (approximate - exact) per case and of the sum (where exact LOO ran on a subsample,
+    or PSIS gave no finite value at some cases, the difference estimator's: n times the
+    mean error, with its finite-population standard error; Magnusson et al. 2019), and
+    exact elpd_loo's se."""
+    group = ["dataset", "fold", "engine", "method"]
+    c = case_errors(pointwise)
+    ok = c[np.isfinite(c.error)]
+    e = ok.groupby(group, sort=False).error.agg(["mean", "std", "size"])
+    e["mean_abs_error"] = ok.error.abs().groupby([ok[k] for k in group], sort=False).mean()
+    e["max_abs_error"] = ok.error.abs().groupby([ok[k] for k in group], sort=False).max()
+    e["exact_cases"] = c.groupby(group, sort=False).size()
+    approx = pointwise[pointwise.method != "exact"]
+    e["not_finite"] = (~np.isfinite(approx.value)).groupby([approx[k] for k in group]).sum()
+    e["pareto_k_above"] = (approx.pareto_k > 0.7).groupby([approx[k] for k in group]).sum()
+    e = e.reset_index().merge(folds[["dataset", "fold", "n"]], on=["dataset", "fold"])
+    m = e["size"]
+    e["sum_error"] = e.n * e["mean"]
+    fpc = np.sqrt(np.clip(1 - m / e.n, 0.0, None))  # (0 where every case is exact)
+    e["sum_error_se"] = (e.n * e["std"].fillna(0.0) / np.sqrt(m) * fpc).where(m < e.n, 0.0)
+    # exact elpd_loo's se (sqrt(n) sd, ddof=0): the cavity's pointwise values with the
+    # exact ones put in where computed (every case at FULL_N and below)
+    key = ["dataset", "fold", "engine", "case"]
+    exact = pointwise[pointwise.method == "exact"].set_index(key).value.rename("exact")
+    cavity = pointwise[pointwise.method == "cavity"].join(exact, on=key)
+    cavity = cavity.assign(v=cavity.exact.fillna(cavity.value))
+    se = cavity.groupby(["dataset", "fold", "engine"]).v.agg(
+        lambda v: np.sqrt(v.size) * v.std(ddof=0)
+    )
+    e = e.join(se.rename("elpd_se"), on=["dataset", "fold", "engine"])
+    columns = [*group, "n", "exact_cases", "not_finite", "mean_abs_error", "max_abs_error"]
+    return e[[*columns, "sum_error", "sum_error_se", "elpd_se", "pareto_k_above"]]
 
 
 def heldout_gap() -> pd.Series:
@@ -394,7 +376,7 @@ def gains(df: pd.DataFrame) -> dict[str, tuple[pd.Series, pd.Series, pd.Index]]:
     ranking by more than REVERSED nats."""
     w = df.pivot_table(
         index=["dataset", "fold"], columns="engine", values=["cavity_loo", "exact_loo"]
-    )
+    ).dropna()  # (folds with all three selections)
     out = {}
     for engine in ("ep_evidence", "ep_loo_fixed_sites"):
         cav = w.cavity_loo.ep_loo_total - w.cavity_loo[engine]
@@ -481,7 +463,9 @@ def plot(pointwise: pd.DataFrame, path: Path) -> None:
     ax.set_xticks(range(len(DATASETS)), DATASETS)
     ax.set_ylabel("approximate - exact log p(y_i | D_-i) (nats)")
     ax.set_title(
-        "Leave-one-out forms against refits (EP's hyperparameters, every fold)", fontsize=10
+        "Leave-one-out forms against refits (EP's hyperparameters, every fold;\n"
+        "PSIS cases without a finite value not shown)",
+        fontsize=10,
     )
     ax.legend(frameon=False, fontsize=7, markerscale=3)
     fig.tight_layout()
