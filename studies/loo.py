@@ -565,7 +565,8 @@ def run(
     with threadpool_limits(1):  # (one BLAS thread: the refits are many small problems)
         compute(output, parts)
     write_readme(output)
-    write_ep_loo_section(output)
+    if output.resolve() == (ROOT / "results" / "loo").resolve():  # (not into another run's)
+        write_ep_loo_section(output)
 
 
 if __name__ == "__main__":
