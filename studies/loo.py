@@ -484,7 +484,7 @@ def table_rows(pointwise: pd.DataFrame, folds: pd.DataFrame) -> list[str]:
         rows.append(
             f"| {dataset} | {engine} | {method} | {len(g)} | {g.exact_cases.min()} | "
             f"{err.mean():.4g} | {err.max():.3g} | {g.sum_error.min():+.3g} to "
-            f"{g.sum_error.max():+.3g} | {g.elpd_se.mean():.2f} |"
+            f"{g.sum_error.max():+.3g} | {g.sum_error_se.max():.2g} | {g.elpd_se.mean():.2f} |"
         )
     return rows
 
@@ -517,12 +517,13 @@ def write_readme(output: Path) -> None:
         "## Per data set, engine and method (over the folds)",
         "",
         "Mean and largest per-case error over the folds; the error of the sum per fold (its",
-        "range; with a subsample, the difference estimator's); the se of exact elpd_loo (mean",
-        "over the folds).",
+        "range; with a subsample, the difference estimator's, and its largest standard error:",
+        "0 where every case was refitted and every value finite); the se of exact elpd_loo",
+        "(mean over the folds).",
         "",
         "| data set | engine | method | folds | exact cases per fold | mean abs error "
-        "| max abs error | sum error | se of elpd_loo |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| max abs error | sum error | its se (largest) | se of elpd_loo |",
+        "|---|---|---|---|---|---|---|---|---|---|",
         *table_rows(pointwise, folds),
     ]
     text += ["", versions_text(), ""]
