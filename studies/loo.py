@@ -27,10 +27,10 @@ Writes ``results/loo/``: ``pointwise.csv`` (data set, fold, engine, method, case
 Pareto k), ``folds.csv`` (one row per data set and fold: n, the held-out score),
 ``ep_loo.csv`` (one row per ep_loo selection rerun), ``loo_error.png`` and ``README.md``
 (its numbers computed from the tables by :func:`findings`). Resumes: folds already in the
-tables are kept. Run from the repository root: ``gpc-compare run studies/loo.py`` (about
-40 minutes on one core of a loaded 2-core machine; the refits run with one BLAS thread,
-which under load was ten times faster than the default threads), or
-``python studies/loo.py [loo] [ep_loo]`` for one part.
+tables are kept. Run from the repository root: ``gpc-compare run studies/loo.py``, or
+``python studies/loo.py [loo] [ep_loo]`` for one part (run in parallel: 45 and 57 minutes
+on a 2-core machine at load ~15; the refits run with one BLAS thread, which under that load
+was ten times faster than the default threads).
 """
 
 from __future__ import annotations
