@@ -2,9 +2,9 @@
 
 :func:`write_report` reads the job records and the tidy table under ``results/NAME`` and
 writes ``report.md`` (:mod:`.markdown`) and ``figures/*.png`` (:mod:`.figures`: held-out
-metrics, reliability diagrams, latent moments against the reference engine, evidence,
-timings, MCMC rank plots). :func:`summarize` (the intervals across splits) lives in
-:mod:`gpc_compare.metrics` and is re-exported here.
+metrics, reliability diagrams, latent moments against the reference engine, the Pareto-k
+check, evidence, timings, MCMC rank plots). :func:`summarize` (the intervals across
+splits) lives in :mod:`gpc_compare.metrics` and is re-exported here.
 """
 
 from __future__ import annotations
@@ -29,11 +29,13 @@ from .figures import (
     plot_metrics,
     plot_reliability,
     plot_timings,
+    plot_trust,
 )
 from .kernels import by_kernel, kernel_section
 from .markdown import report_markdown
 from .profiles import evidence_profiles
 from .styles import ENGINE_STYLE, METRICS, REFERENCE_METRICS, set_styles
+from .trust import TRUST_CAPTION
 
 __all__ = [
     "ENGINE_STYLE",
@@ -194,6 +196,8 @@ def write_report(result_dir: str | os.PathLike[str]) -> Path:
         name = f"latent_vs_{config.reference}.png"
         if plot_latent(records, datasets, engines, config.reference, figures / name):
             made.append((name, f"Latent moments against {config.reference}"))
+    if plot_trust(records, table, datasets, engines, config.reference, figures / "trust.png"):
+        made.append(("trust.png", TRUST_CAPTION))
     profiles = evidence_profiles(config, records, datasets, engines)
     if plot_evidence(
         records, profiles, datasets, engines + estimators, config.methods, figures / "evidence.png"
