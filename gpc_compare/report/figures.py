@@ -461,13 +461,20 @@ def _samples(method: str | None) -> bool:
 
 
 def _khat_points(records: Records, datasets: Sequence[str], engines: Sequence[str]):
-    """(dataset, split, engine, k-hat) of every Pareto-k check, in the order shown."""
+    """(dataset, split, engine, k-hat) of every Pareto-k check, in the order shown; a NaN
+    k-hat (ArviZ could not fit the tail: all but a few weights underflow) is drawn as inf,
+    the same verdict ("not reliable")."""
     order = {d: i for i, d in enumerate(datasets)}
     return [
-        (r.dataset, r.split, r.engine, float(r.psis["pareto_k"]))
+        (r.dataset, r.split, r.engine, _not_nan(float(r.psis["pareto_k"])))
         for r in records
         if r.psis and "pareto_k" in r.psis and r.dataset in order and r.engine in engines
     ]
+
+
+def _not_nan(k: float) -> float:
+    """k-hat, with NaN (no tail fitted) as inf."""
+    return math.inf if math.isnan(k) else k
 
 
 def _symlog_khat(ax: Any, values: np.ndarray, threshold: float = 0.7) -> tuple[float, float]:
@@ -498,8 +505,8 @@ def plot_trust(
     """``trust.png``: the Pareto-k check (:func:`gpc_compare.psis`) of each engine on each
     data set, one dot per split, with the 0.7 line of Vehtari et al. (2024); beside it,
     where the reference ran, k-hat against the measured mean marginal KL from the
-    reference on the same split. Infinite k-hat (a tail that could not be fitted) is drawn
-    as a triangle at the top, -inf (equal weights: q is the posterior) at the bottom.
+    reference on the same split. Infinite or NaN k-hat (a tail that could not be fitted)
+    is drawn as a triangle at the top, -inf (equal weights: q is the posterior) at the bottom.
     False (nothing written) when no job ran the check."""
     points = _khat_points(records, datasets, engines)
     if not points:
@@ -545,7 +552,10 @@ def plot_trust(
     title = "k-hat per engine and data set (one dot per split)"
     marks = [
         what
-        for value, what in ((np.inf, "inf (top)"), (-np.inf, "-inf (bottom: equal weights)"))
+        for value, what in (
+            (np.inf, "inf or not fitted (top)"),
+            (-np.inf, "-inf (bottom: equal weights)"),
+        )
         if (values == value).any()
     ]
     if marks:
