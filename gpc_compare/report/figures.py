@@ -462,8 +462,9 @@ def _samples(method: str | None) -> bool:
 
 def _khat_points(records: Records, datasets: Sequence[str], engines: Sequence[str]):
     """(dataset, split, engine, k-hat) of every Pareto-k check, in the order shown; a NaN
-    k-hat (ArviZ could not fit the tail: all but a few weights underflow) is drawn as inf,
-    the same verdict ("not reliable")."""
+    k-hat is drawn as inf, the same verdict ("not reliable"): a job record stores an
+    infinite number as NaN (:mod:`gpc_compare.study.record`), and gc.psis's inf is a
+    tail ArviZ could not fit (one draw carrying all the weight)."""
     order = {d: i for i, d in enumerate(datasets)}
     return [
         (r.dataset, r.split, r.engine, _not_nan(float(r.psis["pareto_k"])))

@@ -58,7 +58,7 @@ def drawn(monkeypatch):
 def test_the_figure_shows_every_check(drawn, tmp_path) -> None:
     records, table, datasets = _committed()
     engines = ["laplace", "ep", "kl"]
-    # a tail ArviZ could not fit (NaN): drawn as inf, the same verdict
+    # a NaN (how a job record stores an infinite k-hat): drawn as inf, the same verdict
     records[1] = JobRecord(
         **{**records[1].__dict__, "psis": {**records[1].psis, "pareto_k": np.nan}}
     )
