@@ -22,6 +22,12 @@ def test_the_trust_findings_are_computed_from_the_committed_table() -> None:
     assert len(df) == 90  # six data sets x 5 splits x (Laplace, EP, KL)
     for line in trust.findings(df):
         assert line in readme, line
+    # the reference's held-out score beside each check is the committed MCMC record's
+    src = pd.read_csv(ROOT / "results" / "approximations" / "results.csv")
+    mcmc = src[(src.engine == "mcmc") & (src.metric == "mean_log_predictive")]
+    both = df.merge(mcmc, on=["dataset", "split"], validate="many_to_one")
+    assert len(both) == 90
+    np.testing.assert_allclose(both.mcmc_mean_log_predictive, both.value, rtol=1e-12)
 
 
 def test_the_grid_findings_are_computed_from_the_committed_grid() -> None:
