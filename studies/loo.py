@@ -11,7 +11,7 @@ with elpd_loo = sum_i log p(y_i | x_i, D_-i) computed three ways by :func:`gpc_c
 - ``psis``: Pareto-smoothed importance sampling from 4000 draws of q (Vehtari, Gelman and
   Gabry 2017);
 - ``exact``: the same engine refitted without case i at the same hyperparameters
-  (:func:`gpc_compare.loo.loo_refits`, warm-started from the full fit with site i dropped;
+  (:func:`gpc_compare.loo_refits`, warm-started from the full fit with site i dropped;
   EP's refits by the "auto" schedule, whose fixed point is that of the parallel one the
   studies ran, reached in fewer sweeps). On training sets above ``FULL_N`` cases the exact
   values are computed on a random subsample of ``SUBSAMPLE`` cases per fold, and the error
@@ -44,7 +44,7 @@ import pandas as pd
 from threadpoolctl import threadpool_limits
 
 import gpc_compare as gc
-from gpc_compare.loo import loo_refits
+from gpc_compare import loo_refits
 from gpc_compare.provenance import versions_text
 from gpc_compare.study import expand, load_study, read_records
 from gpc_compare.study.problem import load_dataset, make_kernel, split_indices, stable_seed

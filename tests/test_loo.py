@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 import gpc_compare as gc
+from gpc_compare._loo import gaussian_cavity, loo_refits
 from gpc_compare.kernels import SquaredExponential
 from gpc_compare.likelihoods import Gaussian
-from gpc_compare.loo import gaussian_cavity, loo_refits
 
 from .helpers import toy_data
 
