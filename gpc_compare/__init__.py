@@ -23,10 +23,10 @@ from .provenance import __version__ as __version__
 if TYPE_CHECKING:  # (what the names are, for type checkers and readers)
     from . import annealing, datasets, engines, evidence, kernels, likelihoods, metrics, numerics
     from ._fit import fit
+    from ._loo import LOOResult, loo, loo_refits
     from .comparison import Comparison, compare
     from .estimator import GPClassifier
     from .hyperparameters import OptimizationResult
-    from .loo import LOOResult, loo
     from .posterior import Convergence, GaussianPosterior, Posterior
     from .trust import PSISDiagnosis, psis
 
@@ -36,13 +36,14 @@ _LAZY = {
     "Convergence": "posterior",
     "GPClassifier": "estimator",
     "GaussianPosterior": "posterior",
-    "LOOResult": "loo",
+    "LOOResult": "_loo",
     "OptimizationResult": "hyperparameters",
     "PSISDiagnosis": "trust",
     "Posterior": "posterior",
     "compare": "comparison",
     "fit": "_fit",
-    "loo": "loo",
+    "loo": "_loo",
+    "loo_refits": "_loo",
     "psis": "trust",
 }
 _SUBMODULES = (
@@ -74,6 +75,7 @@ __all__ = [
     "kernels",
     "likelihoods",
     "loo",
+    "loo_refits",
     "metrics",
     "numerics",
     "psis",

@@ -78,3 +78,21 @@ def test_the_help_choices_are_the_librarys() -> None:
     assert cli_compare.MISSING_CHOICES == tuple(MISSING)
     assert cli_compare.LIKELIHOOD_CHOICES == tuple(LIKELIHOODS)
     assert cli_compare.KERNEL_CHOICES == tuple(KERNELS)
+
+
+def test_no_submodule_shadows_a_public_name() -> None:
+    """Importing a submodule binds it on the package: one named like a public function
+    (a module ``gpc_compare/loo.py`` beside the function ``gc.loo``) would replace the
+    function for everyone once anything imported the module. With every submodule
+    imported, no public name of ``_LAZY`` is a module."""
+    code = (
+        "import importlib, pkgutil, types, gpc_compare as gc\n"
+        "for m in pkgutil.walk_packages(gc.__path__, 'gpc_compare.'):\n"
+        "    if not m.name.endswith('__main__'):\n"
+        "        importlib.import_module(m.name)\n"
+        "print([n for n in gc._LAZY if isinstance(getattr(gc, n), types.ModuleType)])\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip().splitlines()[-1] == "[]"

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 import gpc_compare as gc
+from gpc_compare._loo import gaussian_cavity, loo_refits
 from gpc_compare.kernels import SquaredExponential
 from gpc_compare.likelihoods import Gaussian
-from gpc_compare.loo import gaussian_cavity
 
 from .helpers import toy_data
 
@@ -83,6 +83,21 @@ def test_exact_loo_says_which_case_it_could_not_leave_out():
     post = gc.fit(X, y, method="laplace", kernel=K)
     with pytest.raises(ValueError, match="leaving out case 5"):
         gc.loo(post, "exact")
+
+
+def test_loo_refits_of_some_cases_are_those_of_the_exact_loo():
+    """The refits of a subsample (the difference estimator's exact terms) are the exact
+    LOO's values at those cases, in the order given, with a schedule of the caller's."""
+    X, y = toy_data(n=20, d=2, seed=3)
+    post = gc.fit(X, y, method="ep", kernel=K, schedule="parallel")
+    full = gc.loo(post, "exact", schedule="parallel")
+    cases = np.array([17, 2, 9])
+    values, converged = loo_refits(post, cases, schedule="auto")
+    assert converged.all()
+    np.testing.assert_allclose(values, full.pointwise[cases], rtol=0, atol=1e-6)
+    for bad in ([2, 2], [20], [[1]], [0.5]):
+        with pytest.raises(ValueError, match="cases must be"):
+            loo_refits(post, bad)
 
 
 # ---------------------------------------------------------------------------- cavity

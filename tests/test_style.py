@@ -26,7 +26,7 @@ LAYERS = [
     {"diagnostics", "annealing"},
     {"engines"},
     {"hyperparameters", "evidence", "trust"},
-    {"_fit", "estimator", "loo"},
+    {"_fit", "estimator", "_loo"},
     {"study"},
     {"report"},
     {"cli", "cli_compare", "__main__", "__init__", "comparison"},

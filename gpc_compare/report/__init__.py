@@ -2,9 +2,9 @@
 
 :func:`write_report` reads the job records and the tidy table under ``results/NAME`` and
 writes ``report.md`` (:mod:`.markdown`) and ``figures/*.png`` (:mod:`.figures`: held-out
-metrics, reliability diagrams, latent moments against the reference engine, evidence,
-timings, MCMC rank plots). :func:`summarize` (the intervals across splits) lives in
-:mod:`gpc_compare.metrics` and is re-exported here.
+metrics, reliability diagrams, latent moments against the reference engine, the Pareto-k
+check, evidence, timings, MCMC rank plots). :func:`summarize` (the intervals across
+splits) lives in :mod:`gpc_compare.metrics` and is re-exported here.
 """
 
 from __future__ import annotations
@@ -30,11 +30,13 @@ from .figures import (
     plot_metrics,
     plot_reliability,
     plot_timings,
+    plot_trust,
 )
 from .kernels import by_kernel, kernel_section
 from .markdown import report_markdown
 from .profiles import evidence_profiles
 from .styles import ENGINE_STYLE, METRICS, REFERENCE_METRICS, set_styles
+from .trust import TRUST_CAPTION
 
 __all__ = [
     "ENGINE_STYLE",
@@ -208,7 +210,9 @@ def write_report(
         name = f"latent_vs_{config.reference}.png"
         if plot_latent(records, datasets, engines, config.reference, figures / name):
             made.append((name, f"Latent moments against {config.reference}"))
-    say("figures: held-out scores, reliability and latent moments drawn")
+    if plot_trust(records, table, datasets, engines, config.reference, figures / "trust.png"):
+        made.append(("trust.png", TRUST_CAPTION))
+    say("figures: held-out scores, reliability, latent moments and trust drawn")
     drawn = []
     if config.evidence_profiles if profiles is None else profiles:
         cache = result_dir / "profiles.json"

@@ -23,6 +23,9 @@ from .notices import absent_from_reference, mcmc_advice, not_converged
 from .styles import METRICS, REFERENCE_METRICS, style
 from .trust import trust_section
 
+#: Figures drawn inside their section, not again under ``## Figures``.
+INLINE_FIGURES = frozenset({"trust.png"})
+
 __all__ = ["SECTIONS", "Study", "report_markdown"]
 
 #: Job records as :func:`gpc_compare.study.load_records` returns them.
@@ -275,8 +278,14 @@ def _against_reference(study: Study) -> list[str]:
 def _trust(study: Study) -> list[str]:
     """``## Can this approximation be trusted here?`` (:mod:`.trust`), when the study ran
     the Pareto-k check (``psis = true``)."""
+    figure = next((name for name, _ in study.made if name == "trust.png"), None)
     return trust_section(
-        study.records, study.summary, study.datasets, study.engines, study.config.reference
+        study.records,
+        study.summary,
+        study.datasets,
+        study.engines,
+        study.config.reference,
+        figure=figure,
     )
 
 
@@ -412,6 +421,8 @@ def _figures(study: Study) -> list[str]:
     """``## Figures``: each figure written, under its caption."""
     lines = ["## Figures", ""]
     for name, caption in study.made:
+        if name in INLINE_FIGURES:  # (drawn in its own section)
+            continue
         lines += [f"### {caption}", "", f"![{caption}](figures/{name})", ""]
     return lines
 

@@ -19,7 +19,10 @@ from ..study import JobRecord
 from .formatting import fmt, markdown_table
 from .styles import style
 
-__all__ = ["recommendation", "trust_rows", "trust_section"]
+__all__ = ["TRUST_CAPTION", "recommendation", "trust_rows", "trust_section"]
+
+#: The caption of ``figures/trust.png`` (:func:`gpc_compare.report.figures.plot_trust`).
+TRUST_CAPTION = "Pareto k-hat per engine and data set, beside the distance to the reference"
 
 
 def trust_rows(records: Sequence[JobRecord], dataset: str, engine: str) -> dict | None:
@@ -55,8 +58,10 @@ def trust_section(
     datasets: Sequence[str],
     engines: Sequence[str],
     reference: str | None,
+    figure: str | None = None,
 ) -> list[str]:
-    """The section's lines (none when no engine was checked)."""
+    """The section's lines (none when no engine was checked), with ``figures/FIGURE``
+    (:data:`TRUST_CAPTION`) under the table where it was drawn."""
     rows = []
     for dataset in datasets:
         for engine in engines:
@@ -105,6 +110,7 @@ def trust_section(
         "",
         *markdown_table(header, rows),
         "",
+        *([f"![{TRUST_CAPTION}](figures/{figure})", ""] if figure else []),
     ]
 
 

@@ -83,6 +83,10 @@ def test_every_gaussian_approximation_is_checked_and_reported(tmp_path) -> None:
     write_report(tmp_path / "out" / "trusted")
     text = (tmp_path / "out" / "trusted" / "report.md").read_text()
     assert "## Can this approximation be trusted here?" in text
+    # the figure, inside the section (once: not again under ## Figures)
+    assert (tmp_path / "out" / "trusted" / "figures" / "trust.png").stat().st_size > 0
+    section = text.split("## Can this approximation be trusted here?")[1].split("\n## ")[0]
+    assert "](figures/trust.png)" in section and text.count("figures/trust.png") == 1
     assert "**use Laplace: the cheapest approximation" in text or "**use EP:" in text
 
 

@@ -60,7 +60,7 @@ from .engines.laplace import LaplacePosterior
 from .numerics import cho_inverse
 from .posterior import GaussianPosterior, Posterior
 
-__all__ = ["LOO_METHODS", "LOOResult", "gaussian_cavity", "loo"]
+__all__ = ["LOO_METHODS", "LOOResult", "gaussian_cavity", "loo", "loo_refits"]
 
 #: The methods :func:`loo` takes.
 LOO_METHODS = ("cavity", "psis", "exact")
@@ -257,35 +257,8 @@ def _psis(post: Posterior, draws: int, random_seed) -> LOOResult:
 # ----------------------------------------------------------------------------- exact
 def _exact(post: Posterior, random_seed, options: dict[str, Any]) -> LOOResult:
     """n refits without case i, warm-started from the full fit; log p(y_i | x_i, D_-i)."""
-    engine = get_engine(post.method)
     n = post.X.shape[0]
-    warm = getattr(post, "warm_start", None)
-    warm_it = warm is not None and engine.takes_option("warm_start") and "warm_start" not in options
-    if engine.takes_option("inducing") and "inducing" not in options:
-        options = {**options, "inducing": post.inducing}  # the same sparse prior
-    y = getattr(post, "classes_", None)
-    labels = post.y if y is None or post.likelihood.latent_dim == 1 else y[post.y]
-    pointwise, converged = np.empty(n), np.zeros(n, dtype=bool)
-    for i in range(n):
-        keep = np.arange(n) != i
-        opts = {**options, "warm_start": _drop_case(warm, i, n)} if warm_it else options
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # recorded: converged
-            try:
-                refit = fit(
-                    post.X[keep],
-                    labels[keep],
-                    method=post.method,
-                    kernel=post.kernel,
-                    likelihood=post.likelihood,
-                    mean=post.mean,
-                    random_seed=random_seed,
-                    **opts,
-                )
-            except ValueError as exc:
-                raise ValueError(f"leaving out case {i}: {exc}") from exc
-        pointwise[i] = refit.log_predictive(post.X[i : i + 1], labels[i : i + 1])[0]
-        converged[i] = bool(refit.convergence.converged)
+    pointwise, converged = loo_refits(post, np.arange(n), random_seed=random_seed, **options)
     if not converged.all():
         bad = np.flatnonzero(~converged)
         warnings.warn(
@@ -295,6 +268,82 @@ def _exact(post: Posterior, random_seed, options: dict[str, Any]) -> LOOResult:
             stacklevel=3,
         )
     return _result("exact", post, pointwise, n_refits=n, converged=converged)
+
+
+def loo_refits(
+    posterior: Posterior,
+    cases: Any,
+    *,
+    random_seed: int | np.random.Generator | None = None,
+    **options: Any,
+) -> tuple[np.ndarray, np.ndarray]:
+    """log p(y_i | x_i, D_-i) by refitting without case i, for the given cases only.
+
+    ``loo(posterior, "exact")`` is this for every case. For a subsample of the cases it
+    gives the exact terms of the difference estimator of elpd_loo (Magnusson, Andersen,
+    Jonasson and Vehtari 2019, "Bayesian leave-one-out cross-validation for large data",
+    ICML): the cheap form (e.g. the cavity) for every case, corrected by the mean of
+    exact - cheap over a random subsample.
+
+    Parameters
+    ----------
+    posterior : Posterior
+        The full fit, as for ``loo``.
+    cases : array of int
+        The cases to leave out, one refit each (distinct, in 0..n-1).
+    random_seed : int or Generator, optional
+        ``gc.fit``'s ``random_seed`` of every refit.
+    **options
+        The refits' engine options, as for ``loo(..., "exact")`` (warm start from the full
+        fit with case i dropped unless ``warm_start`` is given). EP's fixed point does not
+        depend on the schedule: ``schedule="auto"`` (Anderson-accelerated parallel EP)
+        reaches it from the warm start in 8-11 sweeps where plain parallel EP took 75-95
+        (crabs, n = 160, sigma_f^2 = 1e5; results/loo).
+
+    Returns
+    -------
+    values : ndarray, shape (len(cases),)
+        log p(y_i | x_i, D_-i) per case, in the order of ``cases``.
+    converged : ndarray of bool, shape (len(cases),)
+        Whether each refit's engine reported convergence.
+    """
+    if not isinstance(posterior, Posterior):
+        raise ValueError(f"loo_refits takes a fitted Posterior, got {type(posterior).__name__}")
+    n = posterior.X.shape[0]
+    cases = np.asarray(cases)
+    if cases.ndim != 1 or not np.issubdtype(cases.dtype, np.integer):
+        raise ValueError(f"cases must be a 1-d array of case indices, got {cases!r}")
+    if np.any((cases < 0) | (cases >= n)) or np.unique(cases).size != cases.size:
+        raise ValueError(f"cases must be distinct indices in 0..{n - 1}")
+    engine = get_engine(posterior.method)
+    warm = getattr(posterior, "warm_start", None)
+    warm_it = warm is not None and engine.takes_option("warm_start") and "warm_start" not in options
+    if engine.takes_option("inducing") and "inducing" not in options:
+        options = {**options, "inducing": posterior.inducing}  # the same sparse prior
+    y = getattr(posterior, "classes_", None)
+    labels = posterior.y if y is None or posterior.likelihood.latent_dim == 1 else y[posterior.y]
+    values, converged = np.empty(cases.size), np.zeros(cases.size, dtype=bool)
+    for j, i in enumerate(cases):
+        keep = np.arange(n) != i
+        opts = {**options, "warm_start": _drop_case(warm, i, n)} if warm_it else options
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # recorded: converged
+            try:
+                refit = fit(
+                    posterior.X[keep],
+                    labels[keep],
+                    method=posterior.method,
+                    kernel=posterior.kernel,
+                    likelihood=posterior.likelihood,
+                    mean=posterior.mean,
+                    random_seed=random_seed,
+                    **opts,
+                )
+            except ValueError as exc:
+                raise ValueError(f"leaving out case {i}: {exc}") from exc
+        values[j] = refit.log_predictive(posterior.X[i : i + 1], labels[i : i + 1])[0]
+        converged[j] = bool(refit.convergence.converged)
+    return values, converged
 
 
 def _drop_case(warm: Any, i: int, n: int) -> Any:
