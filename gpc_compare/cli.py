@@ -360,6 +360,12 @@ def _add_compare(sub) -> None:
     )
     cmp.add_argument("--likelihood", default="probit", help="(default: %(default)s)")
     cmp.add_argument("--folds", type=int, default=5, help="(default: %(default)s)")
+    cmp.add_argument(
+        "--repeats",
+        type=_positive_int,
+        default=None,
+        help="repeats of the folds (default: ceil(10 / folds), >= 10 paired splits)",
+    )
     cmp.add_argument("--policy", default="optimize", help="(default: %(default)s)")
     cmp.add_argument("--seed", type=int, default=0, help="(default: %(default)s)")
     cmp.add_argument("--output", default="results", metavar="DIR", help="(default: %(default)s)")
@@ -408,6 +414,7 @@ def _prepare(prepare_file_study, args: argparse.Namespace, features):
         engines=args.engines,
         likelihood=args.likelihood,
         folds=args.folds,
+        n_repeats=args.repeats,
         policy=args.policy,
         seed=args.seed,
         psis=args.psis,
