@@ -248,6 +248,14 @@ def _model_flags(cmp: argparse.ArgumentParser) -> None:
         help="stratified cross-validation folds (>= 2; default: %(default)s)",
     )
     cmp.add_argument(
+        "--repeats",
+        type=_at_least(1),
+        default=None,
+        metavar="R",
+        help="repeats of the folds, each a new split (default: ceil(10 / folds), so that the "
+        "comparison has at least 10 paired splits)",
+    )
+    cmp.add_argument(
         "--seed",
         "--random-seed",
         dest="seed",
@@ -328,6 +336,7 @@ def prepare(args: argparse.Namespace):
             engines=args.engines,
             likelihood=args.likelihood,
             folds=args.folds,
+            n_repeats=args.repeats,
             policy=args.policy,
             seed=args.seed,
             psis=args.psis,

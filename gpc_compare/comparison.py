@@ -163,6 +163,7 @@ def compare(
     psis: bool = True,
     seed: int | None = None,
     max_minutes: float | None = DEFAULT_MAX_MINUTES,
+    n_repeats: int | None = None,
     **data_options: Any,
 ) -> Comparison:
     """Compare the engines on your data ``(X, y)`` through the study runner.
@@ -190,6 +191,10 @@ def compare(
         Stratified cross-validation folds (>= 2).
     policy : {"optimize", "fixed", "shared", "full_bayes"}
         The hyperparameter policy (see :mod:`gpc_compare.study`).
+    n_repeats : int, optional
+        Repeats of the ``folds``-fold split (the study's ``[splits] n_repeats``); default
+        ceil(10 / folds), so that every comparison has at least 10 paired splits for its
+        corrected resampled t-interval (Nadeau and Bengio 2003): 2 repeats of 5 folds.
     random_seed : int
         The study seed (splits, restarts, samplers): the study file's ``seed``.
     output : path, optional
@@ -266,6 +271,7 @@ def compare(
         engines=engines,
         likelihood=likelihood,
         folds=folds,
+        n_repeats=n_repeats,
         policy=policy,
         seed=random_seed,
         kernel=kernel,
@@ -421,6 +427,7 @@ def study_fields(
     folds: int = 5,
     policy: str = "optimize",
     seed: int = 0,
+    n_repeats: int | None = None,
     kernel: Mapping[str, Any] | None = None,
     engine_options: Mapping[str, Mapping[str, Any]] | None = None,
     n_restarts: int | None = None,
@@ -434,8 +441,9 @@ def study_fields(
     ----------
     file : str
         The data file, as the study names it (relative to the study file's folder).
-    target, name, label, engines, likelihood, folds, policy, seed
+    target, name, label, engines, likelihood, folds, policy, seed, n_repeats
         As :func:`compare`; ``label`` names the data set (default: the file's stem).
+        ``n_repeats`` None leaves it out (the study's default, ceil(10 / folds)).
     kernel, engine_options, n_restarts
         The ``[kernel]`` table, per-engine options, optimiser restarts.
     psis : bool
@@ -472,7 +480,8 @@ def study_fields(
         "seed": seed,
         "likelihood": likelihood,
         "datasets": [dataset],
-        "splits": {"kind": "kfold", "n_splits": folds},
+        "splits": {"kind": "kfold", "n_splits": folds}
+        | ({} if n_repeats is None else {"n_repeats": n_repeats}),
         "hyperparameters": hyperparameters,
         "psis": bool(psis),
         "evidence_profiles": False,  # (the report refits nothing: issue 34)

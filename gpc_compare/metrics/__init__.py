@@ -78,9 +78,12 @@ from .multiclass import (
 from .paired import (
     A_BETTER,
     B_BETTER,
+    CANNOT_DECIDE,
+    INDISTINGUISHABLE,
     LOWER_IS_BETTER,
     NO_DIFFERENCE,
     PairedDifference,
+    against_reference,
     paired_difference,
 )
 from .scores import (
@@ -100,11 +103,14 @@ __all__ = [
     "BOOTSTRAP_METRICS",
     "BOOTSTRAP_METRICS_MULTICLASS",
     "B_BETTER",
+    "CANNOT_DECIDE",
+    "INDISTINGUISHABLE",
     "LOWER_IS_BETTER",
     "METRIC_RANGES",
     "NO_DIFFERENCE",
     "SCORE_ECE_BINS",
     "PairedDifference",
+    "against_reference",
     "auc",
     "base_rate_entropy_bits",
     "bootstrap_indices",

@@ -25,9 +25,11 @@ over 20000 seeds (the plain paired t: 26%); on drawn data sets, split by the stu
 code, 2.4% over 2000 seeds (the plain t: 17%), so there the correction is conservative.
 
 In a study, ``[splits] kind = "kfold"`` with ``n_splits = 5`` and ``n_repeats = 2`` gives
-J = 10 paired splits (split index = repeat x 5 + fold); the committed studies' one repeat
-gives J = 5, where the t quantile (2.78 on 4 degrees of freedom) and the correction
-(1/5 + 1/4) make the interval wide. Pass the splits' training- and test-set sizes.
+J = 10 paired splits (split index = repeat x 5 + fold), the default for 5 folds
+(``n_repeats`` = ceil(10 / k)); one repeat gives J = 5, where the t quantile (2.78 on 4
+degrees of freedom) and the correction (1/5 + 1/4) make the interval wide. Pass the
+splits' training- and test-set sizes. Against a sampling reference, :func:`against_reference`
+adds the reference's own Monte Carlo error to the verdict.
 
 Why this statistic and not a hierarchical bootstrap (over repeats, then test cases):
 
@@ -71,9 +73,12 @@ from scipy import stats
 __all__ = [
     "A_BETTER",
     "B_BETTER",
+    "CANNOT_DECIDE",
+    "INDISTINGUISHABLE",
     "LOWER_IS_BETTER",
     "NO_DIFFERENCE",
     "PairedDifference",
+    "against_reference",
     "paired_difference",
 ]
 
@@ -83,6 +88,9 @@ LOWER_IS_BETTER = frozenset(
 )
 #: The verdicts of :func:`paired_difference`.
 A_BETTER, B_BETTER, NO_DIFFERENCE = "a better", "b better", "no difference"
+#: The verdicts :func:`against_reference` adds, where a sampling reference's own Monte Carlo
+#: error is at least the difference.
+INDISTINGUISHABLE, CANNOT_DECIDE = "indistinguishable", "the reference cannot decide"
 
 
 @dataclass(frozen=True)
@@ -219,3 +227,34 @@ def _differences(scores_a, scores_b, n_train, n_test, confidence) -> tuple[np.nd
     if isinstance(confidence, bool) or not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
     return a - b, sizes["n_test"] / sizes["n_train"]
+
+
+def against_reference(difference: PairedDifference, mcse: float | None) -> str:
+    """The verdict on an engine against a sampling reference, given the reference's own
+    Monte Carlo error (issue 29's rule).
+
+    Parameters
+    ----------
+    difference : PairedDifference
+        engine - reference over the splits (:func:`paired_difference`).
+    mcse : float or None
+        The Monte Carlo standard error of the reference's score averaged over the same
+        splits (:func:`~gpc_compare.metrics.mean_log_predictive_mcse` of the splits'); None
+        or NaN where it is unknown.
+
+    Returns
+    -------
+    str
+        Where ``|mean| <= 2 mcse`` (the difference lies within the reference's own Monte
+        Carlo error): :data:`INDISTINGUISHABLE` if the interval includes zero, and
+        :data:`CANNOT_DECIDE` if it excludes zero, for the interval then claims a
+        difference the reference's draws cannot resolve (rerun it with more draws).
+        Otherwise, or without ``mcse``, ``difference.verdict``.
+    """
+    if mcse is None or not np.isfinite(mcse):
+        return difference.verdict
+    if mcse < 0:
+        raise ValueError(f"mcse must be >= 0, got {mcse!r}")
+    if abs(difference.mean) > 2.0 * mcse:
+        return difference.verdict
+    return INDISTINGUISHABLE if difference.verdict == NO_DIFFERENCE else CANNOT_DECIDE

@@ -19,7 +19,7 @@ from typing import TextIO
 
 import pandas as pd
 
-from ..metrics import summarize
+from ..metrics import against_reference, summarize
 from ..study import JobRecord, StudyConfig, assemble, load_study, read_records
 from ..study.output import atomic_write, output_folder
 from .cases import case_intervals
@@ -32,6 +32,7 @@ from .figures import (
     plot_timings,
     plot_trust,
 )
+from .findings import reference_mcse
 from .kernels import by_kernel, kernel_section
 from .markdown import report_markdown
 from .profiles import evidence_profiles
@@ -137,15 +138,27 @@ def study_differences(result_dir: str | os.PathLike[str]) -> pd.DataFrame:
         Columns ``dataset, engine_a, engine_b, metric, difference`` (the mean of a - b over
         the splits), ``low, high`` (its 95% interval), ``n_splits``, ``verdict`` (``"a
         better"``, ``"b better"`` where the interval excludes zero, else ``"no
-        difference"``) and ``note``. Each pair appears in both orders.
+        difference"``), ``reference_mcse`` and ``note``. Each pair appears in both orders.
+        Where one of the pair is the study's sampling reference and its records carry the
+        Monte Carlo standard error of the mean log predictive, ``reference_mcse`` is that
+        error for the mean over the splits (else NaN) and the verdict is
+        :func:`gpc_compare.metrics.against_reference`'s: ``"indistinguishable"`` or
+        ``"the reference cannot decide"`` within twice it, as the findings say.
     """
     result_dir = Path(result_dir)
-    paired = _load(result_dir, load_study(result_dir / "study.toml")).paired
+    config = load_study(result_dir / "study.toml")
+    loaded = _load(result_dir, config)
+    ref = config.reference
+    mcse = reference_mcse(loaded.records, ref)
+    rows = []
+    for (dataset, a, b, metric), p in loaded.paired.items():
+        against = ref in (a, b) and a != b and metric == "mean_log_predictive"
+        error = mcse.get(dataset, float("nan")) if against else float("nan")
+        verdict = against_reference(p, error)
+        rows.append([dataset, a, b, metric, p.mean, p.lower, p.upper, p.n_pairs, verdict])
+        rows[-1] += [error, p.note]
     columns = ["dataset", "engine_a", "engine_b", "metric", "difference", "low", "high"]
-    rows = [
-        [*key, p.mean, p.lower, p.upper, p.n_pairs, p.verdict, p.note] for key, p in paired.items()
-    ]
-    return pd.DataFrame(rows, columns=[*columns, "n_splits", "verdict", "note"])
+    return pd.DataFrame(rows, columns=[*columns, "n_splits", "verdict", "reference_mcse", "note"])
 
 
 def write_report(

@@ -12,14 +12,20 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from ..metrics import A_BETTER
+from ..metrics import A_BETTER, CANNOT_DECIDE, INDISTINGUISHABLE, against_reference
 from ..study import JobRecord
 from .cases import Paired
 from .formatting import fmt, markdown_table, reference_estimator
 from .styles import style
 from .trust import recommendation
 
-__all__ = ["bound_counts", "findings", "grid_findings", "selection_comparison"]
+__all__ = [
+    "bound_counts",
+    "findings",
+    "grid_findings",
+    "reference_mcse",
+    "selection_comparison",
+]
 
 #: Job records as :func:`gpc_compare.study.load_records` returns them.
 Records = list[JobRecord]
@@ -34,8 +40,9 @@ _MCSE_NOTE = (
     "The reference's Monte Carlo error is twice the standard error of its mean log "
     "predictive over the splits, from the effective sample size of each test case's "
     "p(y* | f) over its draws (the delta method; Vehtari et al. 2021). A difference from "
-    "the reference within it is not a difference this reference can resolve: rerun it "
-    "with more draws to decide."
+    "the reference within it is not a difference this reference can resolve: where the "
+    "interval excludes zero, the reference cannot decide (rerun it with more draws: its "
+    "error falls as one over the square root of the draws)."
 )
 _BOUND_NOTE = (
     "A hyperparameter at its bound was stopped by the bound, not by the objective "
@@ -60,7 +67,7 @@ def findings(
     engines are said to be indistinguishable, with the difference and its interval.
     """
     say = _Findings(summary, paired, engines, reference)
-    say.reference_mcse = _reference_mcse(records, reference)
+    say.reference_mcse = reference_mcse(records, reference)
     lines = []
     for dataset in datasets:
         advice = recommendation(records, table, dataset, engines)
@@ -140,12 +147,13 @@ class _Findings:
         if mcse is None or p is None:
             return text
         self.notes["mcse"] = _MCSE_NOTE
-        if abs(p.mean) <= 2.0 * mcse:
-            return (
-                text
-                + f" (within {ref}'s Monte Carlo error {fmt(2.0 * mcse, 4)}: indistinguishable)"
-            )
-        return text + f" ({ref}'s Monte Carlo error {fmt(2.0 * mcse, 4)})"
+        error = f"{ref}'s Monte Carlo error {fmt(2.0 * mcse, 4)}"
+        verdict = against_reference(p, mcse)
+        if verdict == INDISTINGUISHABLE:
+            return text + f" (within {error}: indistinguishable)"
+        if verdict == CANNOT_DECIDE:
+            return text + f" (its interval excludes zero, but within {error}: {verdict})"
+        return text + f" ({error})"
 
     def _best(self, dataset: str, complete: dict, n_max: int) -> str:
         """The best mean log predictive and its lead, or that it is no win."""
@@ -219,10 +227,23 @@ class _Findings:
         return parts
 
 
-def _reference_mcse(records: Records, reference: str | None) -> dict[str, float]:
+def reference_mcse(records: Records, reference: str | None) -> dict[str, float]:
     """Per data set, the Monte Carlo standard error of the reference's mean log predictive
     averaged over its splits, sqrt(sum_s mcse_s^2) / J (the runs are independent), where
-    every split's record has one."""
+    every split's record has one.
+
+    Parameters
+    ----------
+    records : list of JobRecord
+        The study's finished records.
+    reference : str or None
+        The reference engine's label.
+
+    Returns
+    -------
+    dict of str to float
+        Data sets whose every reference record has ``mcse["mean_log_predictive"]``.
+    """
     per: dict[str, list[float]] = {}
     missing: set[str] = set()
     for r in records:

@@ -168,7 +168,9 @@ def _header(study: Study) -> list[str]:
 def _split_text(splits) -> str:
     """How the data were split, in words."""
     if splits["kind"] == "kfold":
-        return f"{splits['n_splits']}-fold stratified cross-validation"
+        folds = f"{splits['n_splits']}-fold stratified cross-validation"
+        repeats = splits.get("n_repeats", 1)
+        return folds if repeats == 1 else f"{folds}, {repeats} repeats (each a new shuffle)"
     if splits["kind"] == "holdout":
         return (
             f"{splits['n_repeats']} stratified train/test splits, test size {splits['test_size']}"

@@ -153,7 +153,8 @@ def load_study(path: str | os.PathLike[str], *, limits: bool = True) -> StudyCon
             [kernels.se]  name = "squared_exponential"
             [kernels.matern52]                    # name defaults to a kernel-name label
             [hyperparameters]  policy = "optimize"  source = "ep"  n_restarts = 2
-            [splits]     kind = "kfold"  n_splits = 5  n_repeats = 1   # r x k splits, or
+            [splits]     kind = "kfold"  n_splits = 5  n_repeats = 2   # r x k splits
+                         # (n_repeats default: ceil(10 / n_splits), >= 10 fold pairs), or
                          # "holdout": test_size, n_repeats; or "none": all train (evidence)
             [engines.laplace]                         # one table per engine, its options
             [engines.ep]       schedule = "parallel"

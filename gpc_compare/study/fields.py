@@ -132,6 +132,18 @@ def is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and np.isfinite(value)
 
 
+MIN_FOLD_PAIRS = 10
+"""Fold pairs a k-fold study makes by default: the corrected resampled t (Nadeau and
+Bengio 2003) of a comparison has r k - 1 degrees of freedom, and one repeat of five folds
+(4) gives intervals too wide to decide much."""
+
+
+def default_repeats(n_splits: int) -> int:
+    """``n_repeats`` of ``[splits] kind = "kfold"`` when the study does not state it:
+    ceil(10 / k), so that r x k >= :data:`MIN_FOLD_PAIRS` (2 repeats of 5 folds, 1 of 10)."""
+    return -(-MIN_FOLD_PAIRS // n_splits)
+
+
 def parse_splits(value: Any, p: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise fail(p, "splits", "must be a table")
@@ -144,14 +156,15 @@ def parse_splits(value: Any, p: str) -> dict[str, Any]:
             why = "kind = 'none' (every case trains, none is held out) has no other fields"
             raise fail(p, "splits", why)
         return {"kind": kind}
-    if kind == "kfold":  # n_repeats kept only above 1: the job ids of one repeat stay the same
+    if kind == "kfold":  # n_repeats kept only above 1 (see default_repeats)
         if "test_size" in value:
             raise fail(p, "splits", "test_size belongs to kind = 'holdout'")
         folds = {
             "kind": kind,
             "n_splits": integer(value.get("n_splits", 5), p, "splits.n_splits", 2),
         }
-        repeats = integer(value.get("n_repeats", 1), p, "splits.n_repeats", 1)
+        default = default_repeats(folds["n_splits"])
+        repeats = integer(value.get("n_repeats", default), p, "splits.n_repeats", 1)
         return folds if repeats == 1 else {**folds, "n_repeats": repeats}
     if "n_splits" in value:
         raise fail(p, "splits.n_splits", "belongs to kind = 'kfold'; use n_repeats")

@@ -158,7 +158,7 @@ def _job(
         "mean": config.mean,
         "policy": config.policy,
         "n_restarts": config.n_restarts,
-        "splits": dict(config.splits),
+        "splits": _split_key(config.splits),
         "seed": [config.seed, seed],
         "depends": depends,
         "version": package_version(),
@@ -203,6 +203,16 @@ def _job(
         kernel_label=label,
         psis=psis,
     )
+
+
+def _split_key(splits: Mapping[str, Any]) -> dict[str, Any]:
+    """What of ``[splits]`` a job's id hashes. A k-fold split ``i`` (fold ``i % k`` of repeat
+    ``i // k``, :func:`~gpc_compare.study.problem.split_indices`) does not depend on how many
+    repeats the study makes, so ``n_repeats`` is left out: the jobs of repeat 0 keep their ids
+    (and their records) when repeats are added."""
+    if splits["kind"] == "kfold":
+        return {k: v for k, v in splits.items() if k != "n_repeats"}
+    return dict(splits)
 
 
 def _psis(config: StudyConfig, method: str, kind: str) -> dict[str, Any] | None:

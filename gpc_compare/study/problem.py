@@ -112,7 +112,7 @@ def split_indices(data: gc_datasets.Dataset, splits: Mapping[str, Any], index: i
     """Train and test indices of split ``index`` (stratified; same for every engine).
 
     ``kind = "none"``: every case trains and the test set is empty (evidence studies).
-    ``kind = "kfold"`` with ``n_repeats`` r (default 1): split ``index`` is fold
+    ``kind = "kfold"`` with ``n_repeats`` r (absent: 1): split ``index`` is fold
     ``index % k`` of repeat ``index // k``; repeat 0 shuffles with ``seed`` (the splits of
     a study without repeats), repeat i > 0 with a seed derived from ``seed`` and i.
     """

@@ -102,6 +102,7 @@ policy = "fixed"
 [splits]
 kind = "kfold"
 n_splits = 2
+n_repeats = 1
 
 [engines.prior]
 [engines.laplace]

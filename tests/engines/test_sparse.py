@@ -340,6 +340,7 @@ def test_a_study_skips_dense_jobs_beyond_memory_and_says_so(tmp_path, monkeypatc
         'datasets = [{name = "breast_cancer", subsample = 120}]\n'
         '[kernel]\nname = "squared_exponential"\nlengthscale = "sqrt_d"\n'
         '[hyperparameters]\npolicy = "fixed"\n[splits]\nkind = "kfold"\nn_splits = 2\n'
+        "n_repeats = 1\n"
         "[engines.laplace]\n[engines.fitc_ep]\ninducing = 10\n"
     )
 
@@ -399,7 +400,8 @@ def test_a_skipped_source_skips_its_dependants_and_a_rerun_keeps_them(tmp_path, 
         'datasets = [{name = "breast_cancer", subsample = 120}]\n'
         '[kernel]\nname = "squared_exponential"\nlengthscale = "sqrt_d"\n'
         '[hyperparameters]\npolicy = "shared"\nsource = "laplace"\nn_restarts = 0\n'
-        '[splits]\nkind = "kfold"\nn_splits = 2\n[engines.laplace]\n[engines.fitc_ep]\n'
+        '[splits]\nkind = "kfold"\nn_splits = 2\nn_repeats = 1\n'
+        "[engines.laplace]\n[engines.fitc_ep]\n"
         "inducing = 10.0\n"  # (a whole-number float is a count)
     )
 

@@ -38,6 +38,7 @@ policy = "fixed"
 [splits]
 kind = "kfold"
 n_splits = 2
+n_repeats = 1
 
 {engines}
 """
@@ -385,6 +386,7 @@ policy = "fixed"
 [splits]
 kind = "kfold"
 n_splits = 4
+n_repeats = 1
 [engines.mcmc]
 draws = 100000
 tune = 500

@@ -41,11 +41,13 @@ policy = "fixed"
 [splits]
 kind = "kfold"
 n_splits = 2
+n_repeats = 1
 
 [engines.laplace]
 """
 PRECIOUS = b"precious: must not change\n"
 COMPARE = ["--target", "sex", "--engines", "laplace", "--policy", "fixed", "--folds", "2"]
+COMPARE += ["--repeats", "1"]
 
 
 def snapshot(root: Path) -> dict[str, bytes | str]:
@@ -198,7 +200,7 @@ def test_compare_never_writes_through_a_link(tmp_path, capsys, name) -> None:
     before = snapshot(away)
     df = pd.read_csv(EXAMPLE)
     crabs = (df.drop(columns="sex"), df["sex"])
-    tiny = {"engines": ("laplace",), "policy": "fixed", "folds": 2, "workers": 1}
+    tiny = {"engines": ("laplace",), "policy": "fixed", "folds": 2, "n_repeats": 1, "workers": 1}
     if name == "data.csv":  # (gc.compare's folder: OUTPUT/NAME, name "compare")
         link = tmp_path / "out" / "compare" / name
         link.parent.mkdir(parents=True)

@@ -39,7 +39,7 @@ datasets = [{{name = "crabs", subsample = 40}}]
 {body}
 """
 FIXED = '[hyperparameters]\npolicy = "fixed"\n'
-TWO_FOLDS = '[splits]\nkind = "kfold"\nn_splits = 2\n'
+TWO_FOLDS = '[splits]\nkind = "kfold"\nn_splits = 2\nn_repeats = 1\n'
 MANY_ENGINES = "".join(f'[engines.l{i}]\nmethod = "laplace"\n' for i in range(21))
 
 #: (what, the study's body, words of the refusal, the [limits] table that lets it through)

@@ -317,7 +317,8 @@ def test_a_file_with_two_columns_of_one_name_is_refused_naming_them(tmp_path, ca
         toml = tmp_path / f"{kind.replace('.', '_')}.toml"
         toml.write_text(
             f'name = "dup"\nlikelihood = "probit"\n[[datasets]]\nfile = "{path.name}"\n'
-            'target = "sex"\n[splits]\nkind = "kfold"\nn_splits = 2\n[hyperparameters]\n'
+            'target = "sex"\n[splits]\nkind = "kfold"\nn_splits = 2\nn_repeats = 1\n'
+            "[hyperparameters]\n"
             'policy = "fixed"\n[engines.laplace]\n'
         )
         with pytest.raises(study.StudyError, match=r"given more than once: 'sex'"):
@@ -366,14 +367,25 @@ def test_labels_are_stripped_on_both_sides_in_files_studies_and_the_cli(tmp_path
     toml = tmp_path / "ws.toml"
     toml.write_text(
         'name = "ws"\nlikelihood = "probit"\n[[datasets]]\nfile = "ws.csv"\n'
-        'target = "label"\n[splits]\nkind = "kfold"\nn_splits = 2\n[hyperparameters]\n'
+        'target = "label"\n[splits]\nkind = "kfold"\nn_splits = 2\nn_repeats = 1\n'
+        "[hyperparameters]\n"
         'policy = "fixed"\n[engines.laplace]\n'
     )
     spec = study.load_study(toml).datasets[0]
     assert spec.data.class_names == ("no", "yes")
     np.testing.assert_array_equal(spec.data.y, data.y)
     args = ["compare", path, "--target", "label", "--engines", "laplace", "--policy", "fixed"]
-    args += ["--folds", "2", "--output", tmp_path / "out", "--workers", "1", "--no-report"]
+    args += [
+        "--folds",
+        "2",
+        "--repeats",
+        "1",
+        "--output",
+        tmp_path / "out",
+        "--workers",
+        "1",
+        "--no-report",
+    ]
     assert main(args) == 0, capsys.readouterr().err
     table = pd.read_csv(tmp_path / "out" / "ws" / "results.csv")
     assert set(table.split) == {0, 1} and (table.n_test == 4).all()
@@ -387,7 +399,7 @@ def test_gc_compare_keeps_the_rule_and_refuses_labels_its_file_would_merge(tmp_p
     refused, naming them. Numbers equal in value (1 and 1.0) are one label."""
     X = np.arange(8.0)[:, None]
     y = np.array([" yes", "yes ", "yes", " no", "no ", "no", "yes", "no"])
-    result = gc.compare(X, y, engines=("laplace",), policy="fixed", folds=2,
+    result = gc.compare(X, y, engines=("laplace",), policy="fixed", folds=2, n_repeats=1,
                         output=tmp_path, workers=1)  # fmt: skip
     assert result.run.failed == 0 and result.study.datasets[0].data.class_names == ("no", "yes")
     np.testing.assert_array_equal(result.study.datasets[0].data.y, [1, 1, 1, 0, 0, 0, 1, 0])
@@ -397,10 +409,13 @@ def test_gc_compare_keeps_the_rule_and_refuses_labels_its_file_would_merge(tmp_p
         (np.array([True, "True", False, False] * 2, dtype=object), "True, 'True'"),
     ]:
         with pytest.raises(ValueError, match="would become one class") as info:
-            gc.compare(X, labels, engines=("laplace",), folds=2, output=tmp_path, workers=1)
+            gc.compare(
+                X, labels, engines=("laplace",), folds=2, n_repeats=1, output=tmp_path, workers=1
+            )
         assert named in str(info.value)
     same = gc.compare(X, np.array([1, 1.0, 2, 2.0] * 2, dtype=object), engines=("laplace",),
-                      policy="fixed", folds=2, output=tmp_path, name="same", workers=1)  # fmt: skip
+                      policy="fixed", folds=2, n_repeats=1, output=tmp_path, name="same",
+                      workers=1)  # fmt: skip
     assert same.study.datasets[0].data.class_names == ("1", "2")
     with pytest.raises(ValueError, match=r"X: column name\(s\) given more than once: \['a'\]"):
         gc.compare(pd.DataFrame(np.ones((8, 2)), columns=["a", "a"]), y, workers=1)
@@ -436,7 +451,7 @@ def test_a_study_on_values_of_1e200_gives_the_table_of_the_unscaled_data(tmp_pat
     multiplied, and once more through the CSV: 1e-12 relative)."""
     df = pd.read_csv(CRABS)
     X, y = df[["FL", "RW", "CL", "CW", "BD"]].to_numpy(), df["sex"].to_numpy()
-    common = {"engines": ("laplace",), "policy": "fixed", "folds": 2, "workers": 1}
+    common = {"engines": ("laplace",), "policy": "fixed", "folds": 2, "n_repeats": 1, "workers": 1}
     common["psis"] = False  # (the scaling is the point here, not the Pareto-k check)
     # the splits derive from the data's content, which the scaling changes: seed both by the
     # name, as the same data under one name would be, so that they share their splits

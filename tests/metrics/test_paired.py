@@ -199,3 +199,29 @@ def test_equal_engines_on_repeated_kfold_of_drawn_data_sets_rarely_win() -> None
         naive += _naive_win(a - b)
     assert corrected / seeds <= NOMINAL + _three_se(seeds), corrected / seeds
     assert naive / seeds > NOMINAL + _three_se(seeds) and naive > 3 * corrected, naive / seeds
+
+
+def test_against_reference_applies_the_reference_monte_carlo_error() -> None:
+    """Issue 29's rule: a difference from a sampling reference within twice its Monte Carlo
+    standard error is indistinguishable (interval includes zero) or undecidable (interval
+    excludes zero: the reference's draws cannot resolve it); beyond it, the t verdict."""
+    n_train, n_test = np.full(10, 160), np.full(10, 40)
+    ref = np.linspace(-0.30, -0.25, 10)
+    offsets = np.array([0.008, 0.012] * 5)  # a - b = +0.010 +- 0.002: the interval > 0
+    win = paired_difference(ref + offsets, ref, n_train, n_test)
+    assert win.verdict == metrics.A_BETTER and win.lower > 0
+    assert win.mean == pytest.approx(0.010)
+    # twice the error 0.012 >= 0.010: the claimed win is not the reference's to decide
+    assert metrics.against_reference(win, 0.006) == metrics.CANNOT_DECIDE
+    assert metrics.against_reference(win, 0.0049) == metrics.A_BETTER  # 0.0098 < 0.010
+    lose = paired_difference(ref, ref + offsets, n_train, n_test)
+    assert metrics.against_reference(lose, 0.0049) == metrics.B_BETTER
+    assert metrics.against_reference(lose, 0.006) == metrics.CANNOT_DECIDE
+    tie = paired_difference(ref + offsets * np.tile([1, -1], 5), ref, n_train, n_test)
+    assert tie.verdict == metrics.NO_DIFFERENCE and abs(tie.mean) < 0.003
+    assert metrics.against_reference(tie, 0.002) == metrics.INDISTINGUISHABLE
+    assert metrics.against_reference(tie, 0.0001) == metrics.NO_DIFFERENCE
+    for unknown in (None, math.nan):
+        assert metrics.against_reference(win, unknown) == metrics.A_BETTER
+    with pytest.raises(ValueError, match="mcse must be >= 0"):
+        metrics.against_reference(win, -0.1)

@@ -85,3 +85,12 @@ def test_sections_with_nothing_to_say_say_nothing(rebuilt, monkeypatch) -> None:
     header = markdown._header(study)
     assert header[0] == "# Study `ep_loo`" and header[-1] == ""
     assert any(line.startswith("- Hyperparameters: policy") for line in header)
+
+
+def test_the_report_says_how_many_repeats_of_the_folds() -> None:
+    from gpc_compare.report.markdown import _split_text
+
+    assert _split_text({"kind": "kfold", "n_splits": 5}) == "5-fold stratified cross-validation"
+    assert _split_text({"kind": "kfold", "n_splits": 5, "n_repeats": 2}) == (
+        "5-fold stratified cross-validation, 2 repeats (each a new shuffle)"
+    )

@@ -44,6 +44,7 @@ n_restarts = 0
 [splits]
 kind = "kfold"
 n_splits = 3
+n_repeats = 1
 
 [engines.laplace]
 [engines.ep]
@@ -172,6 +173,57 @@ def test_a_win_only_when_larger_than_its_interval() -> None:
     assert "best mean log predictive: EP (-0.330 nats over 3 splits; ahead of Laplace by "
     assert "0.1300 [0.1000, 0.1600]" in sonar and "best mean log predictive: EP" in sonar
     assert sum("called a win only" in line for line in lines) == 1  # the caveat, once
+
+
+def test_a_difference_within_the_references_monte_carlo_error_is_not_decided() -> None:
+    """Issue 29: EP - MCMC within twice MCMC's Monte Carlo error (from the records' mcse,
+    combined over the splits) is "indistinguishable" where its interval includes zero and
+    "the reference cannot decide" where it excludes zero; beyond the error, the t verdict."""
+    set_styles(["ep", "mcmc"])
+    summary = pd.DataFrame(
+        [{"dataset": d, "engine": e, "metric": "mean_log_predictive", "n_splits": 4,
+          "mean": -0.3, "low": -0.35, "high": -0.25}
+         for d in ("tie", "undecided", "decided") for e in ("ep", "mcmc")]
+    )  # fmt: skip
+    table = pd.DataFrame(columns=["dataset", "engine", "metric", "split", "value", "job_id"])
+
+    def diff(mean, low, high):
+        verdict = "a better" if low > 0 else "b better" if high < 0 else "no difference"
+        return metrics.PairedDifference(mean, low, high, 4, 3, verdict, 0.0, 0.0, 0.95)
+
+    paired = {}
+    for d, p in [("tie", diff(0.002, -0.001, 0.005)), ("undecided", diff(0.010, 0.006, 0.014)),
+                 ("decided", diff(0.010, 0.006, 0.014))]:  # fmt: skip
+        paired[(d, "ep", "mcmc", "mean_log_predictive")] = p
+        paired[(d, "mcmc", "ep", "mean_log_predictive")] = diff(-p.mean, -p.upper, -p.lower)
+    # per split mcse 0.012 over 4 splits: 0.006 for the mean, twice it 0.012 >= 0.010;
+    # 0.008 per split: 0.004, twice it 0.008 < 0.010
+    per_split = {"tie": 0.012, "undecided": 0.012, "decided": 0.008}
+    records = [
+        study.JobRecord(id=f"{d}__s{s}__mcmc", study="x", dataset=d, split=s, engine="mcmc",
+                        likelihood="probit", policy="optimize", seed=0, versions={},
+                        status="ok", metrics={"mean_log_predictive": -0.3},
+                        mcse={"mean_log_predictive": m})
+        for d, m in per_split.items() for s in range(4)
+    ]  # fmt: skip
+    datasets = list(per_split)
+    lines = findings(summary, table, records, datasets, ["ep", "mcmc"], "mcmc", paired)
+    said = {d: next(line for line in lines if f"**{d}**" in line) for d in datasets}
+    assert (
+        "EP - MCMC = 0.0020 [-0.0010, 0.0050] nats (within MCMC's Monte Carlo error "
+        in (said["tie"])
+    )
+    assert "0.0120: indistinguishable)" in said["tie"]
+    assert (
+        "EP - MCMC = 0.0100 [0.0060, 0.0140] nats (its interval excludes zero, but within "
+        "MCMC's Monte Carlo error 0.0120: the reference cannot decide)" in said["undecided"]
+    )
+    assert (
+        "EP - MCMC = 0.0100 [0.0060, 0.0140] nats (MCMC's Monte Carlo error 0.0080)"
+        in (said["decided"])
+    )
+    assert "cannot decide" not in said["decided"] and "indistinguishable" not in said["decided"]
+    assert sum("rerun it with more draws" in line for line in lines) == 1  # the note, once
 
 
 # --------------------------------------------------------------------------- a study

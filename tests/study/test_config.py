@@ -17,7 +17,7 @@ FIELDS = {
     "seed": 3,
     "datasets": [{"name": "crabs", "subsample": 40}],
     "hyperparameters": {"policy": "fixed"},
-    "splits": {"kind": "kfold", "n_splits": 2},
+    "splits": {"kind": "kfold", "n_splits": 2, "n_repeats": 1},
     "kernel": {"name": "matern52"},
     "engines": {"laplace": {}, "ep": {"schedule": "parallel"}},
 }

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import math
+import os
 import subprocess
 import sys
 import textwrap
@@ -41,6 +42,7 @@ target = "{target}"
 [splits]
 kind = "kfold"
 n_splits = {folds}
+n_repeats = 1
 
 [hyperparameters]
 policy = "fixed"
@@ -83,7 +85,8 @@ def test_cli_compare_toml_study_and_gc_compare_give_the_same_table(tmp_path, cap
     # 1. the shell: gpc-compare compare on the committed CSV
     code = main(
         ["compare", EXAMPLE, "--target", "sex", "--engines", "laplace,ep", "--policy", "fixed",
-         "--folds", "3", "--output", tmp_path / "cli", "--workers", "1", "--no-report"]
+         "--folds", "3", "--repeats", "1", "--output", tmp_path / "cli", "--workers", "1",
+         "--no-report"]
     )  # fmt: skip
     assert code == 0, capsys.readouterr().err
     written = tmp_path / "cli" / "crabs" / "study.toml"
@@ -102,7 +105,7 @@ def test_cli_compare_toml_study_and_gc_compare_give_the_same_table(tmp_path, cap
     # 3. Python, on a DataFrame
     df = pd.read_csv(EXAMPLE)
     result = gc.compare(
-        df[FEATURES], df["sex"], engines=("laplace", "ep"), policy="fixed", folds=3,
+        df[FEATURES], df["sex"], engines=("laplace", "ep"), policy="fixed", folds=3, n_repeats=1,
         output=tmp_path / "py", name="crabs", workers=1,
     )  # fmt: skip
     assert isinstance(result.table, pd.DataFrame)
@@ -133,14 +136,15 @@ def test_the_same_data_under_other_names_give_the_same_numbers(tmp_path, capsys)
     (tmp_path / "mine.csv").write_bytes(EXAMPLE.read_bytes())
     code = main(
         ["compare", tmp_path / "mine.csv", "--target", "sex", "--engines", "laplace",
-         "--policy", "fixed", "--folds", "3", "--seed", "4", "--output", tmp_path / "cli",
-         "--workers", "1", "--no-report"]
+         "--policy", "fixed", "--folds", "3", "--repeats", "1", "--seed", "4", "--output",
+         tmp_path / "cli", "--workers", "1", "--no-report"]
     )  # fmt: skip
     assert code == 0, capsys.readouterr().err
     from_cli = pd.read_csv(tmp_path / "cli" / "mine" / "results.csv")
     df = pd.read_csv(EXAMPLE)
     result = gc.compare(df[FEATURES], df["sex"], engines=("laplace",), policy="fixed",
-                        folds=3, random_seed=4, output=tmp_path / "py", workers=1)  # fmt: skip
+                        folds=3, n_repeats=1, random_seed=4, output=tmp_path / "py",
+                        workers=1)  # fmt: skip
     a, b = (reproducible(t).drop(columns=["dataset", "job_id"]) for t in (from_cli, result.table))
     assert set(from_cli.dataset) == {"mine"} and set(result.table.dataset) == {"compare"}
     pd.testing.assert_frame_equal(a, b)
@@ -151,7 +155,7 @@ def test_differences_are_the_corrected_t_of_the_table(tmp_path) -> None:
     resampled t-interval of the table's per-split scores, recomputed here by hand."""
     df = pd.read_csv(EXAMPLE)
     result = gc.compare(df[FEATURES], df["sex"], engines=("laplace", "ep"), policy="fixed",
-                        folds=3, output=tmp_path, workers=1)  # fmt: skip
+                        folds=3, n_repeats=1, output=tmp_path, workers=1)  # fmt: skip
     diffs = result.differences()
     t = result.table
     for metric, sign in (("mean_log_predictive", 1), ("error_rate", -1)):
@@ -170,19 +174,20 @@ def test_differences_are_the_corrected_t_of_the_table(tmp_path) -> None:
         excludes = row.low > 0 or row.high < 0
         better = "a better" if (row.low > 0) == (sign > 0) else "b better"
         assert row.verdict == (better if excludes else "no difference")
+        assert math.isnan(row.reference_mcse)  # (no sampling reference among these engines)
 
 
 def test_gc_compare_on_arrays_resumes_and_reports(tmp_path) -> None:
     df = pd.read_csv(EXAMPLE)
     X, y = df[FEATURES].to_numpy(), (df["sex"] == "M").to_numpy(dtype=int)
-    first = gc.compare(X, y, engines=("laplace",), policy="fixed", folds=2, output=tmp_path,
-                       workers=1)  # fmt: skip
+    first = gc.compare(X, y, engines=("laplace",), policy="fixed", folds=2, n_repeats=1,
+                       output=tmp_path, workers=1)  # fmt: skip
     assert first.run.done == 2 and first.run.failed == 0
     data = pd.read_csv(tmp_path / "compare" / "data.csv")
     assert list(data.columns) == ["x1", "x2", "x3", "x4", "x5", "y"]
     np.testing.assert_array_equal(data[["x1", "x2", "x3", "x4", "x5"]].to_numpy(), X)
-    again = gc.compare(X, y, engines=("laplace",), policy="fixed", folds=2, output=tmp_path,
-                       workers=1)  # fmt: skip
+    again = gc.compare(X, y, engines=("laplace",), policy="fixed", folds=2, n_repeats=1,
+                       output=tmp_path, workers=1)  # fmt: skip
     assert again.run.skipped == 2 and again.run.done == 0
     pd.testing.assert_frame_equal(first.table, again.table)
     summary = first.summary()
@@ -198,7 +203,7 @@ def test_gc_compare_on_arrays_resumes_and_reports(tmp_path) -> None:
     path = first.report(tmp_path / "copy")
     assert path == tmp_path / "copy" / "report.md" and "Study `compare`" in path.read_text()
     # other data under the same name: new jobs, never the stale ones
-    changed = gc.compare(X, 1 - y, engines=("laplace",), policy="fixed", folds=2,
+    changed = gc.compare(X, 1 - y, engines=("laplace",), policy="fixed", folds=2, n_repeats=1,
                          output=tmp_path, workers=1)  # fmt: skip
     assert changed.run.done == 2
     assert set(changed.table.job_id).isdisjoint(first.table.job_id)
@@ -207,7 +212,7 @@ def test_gc_compare_on_arrays_resumes_and_reports(tmp_path) -> None:
 def test_gc_compare_in_memory_and_its_errors() -> None:
     df = pd.read_csv(EXAMPLE)
     result = gc.compare(df[FEATURES], df["sex"], engines=("laplace",), policy="fixed",
-                        folds=2, workers=1)  # fmt: skip
+                        folds=2, n_repeats=1, workers=1)  # fmt: skip
     assert result.result_dir.is_dir() and set(result.table.dataset) == {"compare"}
     assert "Comparison('compare'" in repr(result)
     with pytest.raises(ValueError, match="has one class"):
@@ -411,14 +416,20 @@ def test_a_script_without_a_main_guard_runs_on_two_workers(tmp_path) -> None:
             df = pd.read_csv({str(EXAMPLE)!r})
             result = gc.compare(
                 df[{FEATURES!r}], df["sex"], engines=("laplace", "ep"), policy="fixed",
-                folds=2, output={str(tmp_path / "out")!r}, workers=2,
+                folds=2, n_repeats=1, output={str(tmp_path / "out")!r}, workers=2,
             )
             print(result.run.done, result.run.failed, len(result.table))
             """
         )
     )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}  # (this checkout's package, not another)
     out = subprocess.run(
-        [sys.executable, str(script)], capture_output=True, text=True, timeout=300, cwd=tmp_path
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+        env=env,
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["4", "0", "50"]  # (30 rows + 20 of the Pareto-k check)
@@ -428,7 +439,13 @@ def test_a_script_without_a_main_guard_runs_on_two_workers(tmp_path) -> None:
 def test_gc_compare_on_a_dask_cluster_gives_the_same_table(tmp_path) -> None:
     distributed = pytest.importorskip("distributed")
     df = pd.read_csv(EXAMPLE)
-    settings = {"engines": ("laplace", "ep"), "policy": "fixed", "folds": 2, "name": "crabs"}
+    settings = {
+        "engines": ("laplace", "ep"),
+        "policy": "fixed",
+        "folds": 2,
+        "n_repeats": 1,
+        "name": "crabs",
+    }
     here = gc.compare(df[FEATURES], df["sex"], output=tmp_path / "here", workers=1, **settings)
     with distributed.LocalCluster(
         n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None

@@ -105,13 +105,36 @@ def test_a_study_with_n_repeats_expands_to_r_times_k_splits(tmp_path: Path) -> N
     assert sum(j.engine == "ep" for j in jobs) == 10
 
 
-def test_n_repeats_of_one_keeps_the_job_ids(tmp_path: Path) -> None:
-    default, one = _load(tmp_path, ""), _load(tmp_path, "n_repeats = 1")
-    assert default.splits == one.splits == {"kind": "kfold", "n_splits": 5}
-    assert [j.id for j in study.expand(default)] == [j.id for j in study.expand(one)]
-    twice = study.expand(_load(tmp_path, "n_repeats = 2"))
-    # the ids hash the splits: repeats give new ids, even for the folds of repeat 0
-    assert not {j.id for j in twice} & {j.id for j in study.expand(default)}
+def test_the_default_makes_at_least_ten_fold_pairs(tmp_path: Path) -> None:
+    """Without ``n_repeats``, ceil(10 / k) repeats (issue 29: >= 10 fold pairs for the
+    corrected resampled t); ``n_repeats = 1`` still gives one repeat."""
+    default = _load(tmp_path, "")
+    assert default.splits == {"kind": "kfold", "n_splits": 5, "n_repeats": 2}
+    assert problem.n_splits(default.splits) == 10
+    for k, r in ((2, 5), (3, 4), (4, 3), (6, 2), (9, 2), (10, 1), (20, 1)):
+        text = STUDY.format(repeats="").replace("n_splits = 5", f"n_splits = {k}")
+        path = tmp_path / f"k{k}.toml"
+        path.write_text(text)
+        splits = study.load_study(path).splits
+        assert splits.get("n_repeats", 1) == r and problem.n_splits(splits) >= 10
+    assert _load(tmp_path, "n_repeats = 1").splits == {"kind": "kfold", "n_splits": 5}
+
+
+def test_repeats_keep_the_job_ids_of_repeat_0(tmp_path: Path) -> None:
+    """The ids hash the splits without ``n_repeats`` (split i is the same fold whatever the
+    number of repeats): adding repeats reuses every record of repeat 0."""
+    one = study.expand(_load(tmp_path, "n_repeats = 1"))
+    assert len(one) == 10
+    for r in (2, 3):
+        more = study.expand(_load(tmp_path, f"n_repeats = {r}"))
+        assert len(more) == 10 * r
+        assert [j.id for j in more if j.split < 5] == [j.id for j in one]
+        assert len({j.id for j in more}) == 10 * r
+    # another number of folds is another split of the same index: a new id
+    other = STUDY.format(repeats="n_repeats = 1").replace("n_splits = 5", "n_splits = 4")
+    (tmp_path / "k4.toml").write_text(other)
+    four = study.expand(study.load_study(tmp_path / "k4.toml"))
+    assert not {j.id for j in four} & {j.id for j in one}
 
 
 @pytest.mark.parametrize(
@@ -127,10 +150,13 @@ def test_bad_kfold_repeats_are_refused(tmp_path: Path, repeats: str, match: str)
         _load(tmp_path, repeats)
 
 
-@pytest.mark.parametrize("name", ["quick", "approximations"])
+@pytest.mark.parametrize(
+    "name", ["quick", "approximations", "approximations_logistic", "kernels", "ep_loo", "iris"]
+)
 def test_committed_kfold_studies_keep_their_job_ids(name: str) -> None:
-    """The committed studies (no ``n_repeats``) expand to the job ids of their committed
-    results, so adding repeats changed none of their jobs."""
+    """The committed studies expand to the job ids of their committed results (their
+    ``n_repeats`` stated: 2 for approximations, whose repeat 0 kept its ids, 1 for the
+    others, which keep their 5 (quick: 3) fold pairs)."""
     jobs = study.expand(study.load_study(ROOT / "studies" / f"{name}.toml"))
     committed = pd.read_csv(ROOT / "results" / name / "jobs.csv")
     assert sorted(j.id for j in jobs) == sorted(committed.job_id)

@@ -40,6 +40,7 @@ n_restarts = 0
 [splits]
 kind = "kfold"
 n_splits = {n_splits}
+n_repeats = 1
 
 [engines.laplace]
 [engines.ep]

@@ -217,7 +217,7 @@ def test_an_evidence_estimator_runs_at_the_source_engines_values(tmp_path: Path)
         .replace("[hyperparameters.grid]\n", "")
         .replace("log_lengthscale = [0.0, 5.0]\n", "")
         .replace("log_variance = {start = 0.0, stop = 10.0, num = 2}\n", "")
-        .replace('kind = "none"', 'kind = "kfold"\nn_splits = 2')
+        .replace('kind = "none"', 'kind = "kfold"\nn_splits = 2\nn_repeats = 1')
     )
     path = tmp_path / "opt.toml"
     path.write_text(text)
@@ -277,7 +277,7 @@ def test_evidence_beside_an_mcmc_reference_and_from_the_prior(tmp_path: Path) ->
         .replace("[hyperparameters.grid]\n", "")
         .replace("log_lengthscale = [0.0, 5.0]\n", "")
         .replace("log_variance = {start = 0.0, stop = 10.0, num = 2}\n", "")
-        .replace('kind = "none"', 'kind = "kfold"\nn_splits = 2')
+        .replace('kind = "none"', 'kind = "kfold"\nn_splits = 2\nn_repeats = 1')
         .replace(
             "[evidence.ais]\n",
             "[engines.mcmc]\ndraws = 200\ntune = 200\nchains = 2\n"

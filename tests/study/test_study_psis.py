@@ -33,6 +33,7 @@ policy = "fixed"
 [splits]
 kind = "kfold"
 n_splits = 2
+n_repeats = 1
 
 [engines.laplace]
 [engines.ep]
