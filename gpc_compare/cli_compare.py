@@ -248,7 +248,9 @@ def _model_flags(cmp: argparse.ArgumentParser) -> None:
         help="stratified cross-validation folds (>= 2; default: %(default)s)",
     )
     cmp.add_argument(
+        "--n-repeats",
         "--repeats",
+        dest="repeats",
         type=_at_least(1),
         default=None,
         metavar="R",

@@ -233,7 +233,8 @@ def test_time_left_is_unknown_until_each_engine_finished_a_job_and_never_zero_wh
     from gpc_compare.study.schedule import CostModel
 
     fields = {"name": "t", "datasets": ["crabs"], "seed": 0,
-              "engines": {"laplace": {}, "mcmc": {}}, "splits": {"kind": "kfold", "n_splits": 3},
+              "engines": {"laplace": {}, "mcmc": {}},
+              "splits": {"kind": "kfold", "n_splits": 3, "n_repeats": 1},
               "hyperparameters": {"policy": "fixed"}}  # fmt: skip
     jobs = expand(StudyConfig.from_dict(fields, tmp_path / "t.toml"))
     laplace = [j for j in jobs if j.engine == "laplace"]
