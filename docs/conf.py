@@ -34,7 +34,8 @@ extensions = [
 ]
 
 source_suffix = {".rst": "restructuredtext", ".md": "myst-nb"}
-exclude_patterns = ["_build", "jupyter_execute", "**.ipynb_checkpoints"]
+# engines/_options: generated lists, included by the engine pages, not pages of their own
+exclude_patterns = ["_build", "jupyter_execute", "**.ipynb_checkpoints", "engines/_options"]
 root_doc = "index"
 
 # API reference: one page per public name, generated from the docstrings
@@ -64,5 +65,7 @@ html_static_path: list[str] = []
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _api import write_api_pages  # noqa: E402
+from _options import write_option_pages  # noqa: E402
 
 write_api_pages(Path(__file__).resolve().parent / "api")
+write_option_pages(Path(__file__).resolve().parent / "engines" / "_options")

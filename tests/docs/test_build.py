@@ -58,3 +58,29 @@ def test_the_tutorials_ran_and_show_their_output(site: Path, tutorial: str) -> N
     html = (site / "tutorials" / f"{tutorial}.html").read_text()
     assert "cell_output" in html  # myst-nb's container for what a cell printed
     assert "Traceback" not in html
+
+
+# the explanation page of each registered engine (docs/engines/)
+ENGINE_PAGES = {
+    "laplace": "laplace",
+    "ep": "ep",
+    "kl": "variational",
+    "vb": "variational",
+    "fitc_laplace": "sparse",
+    "fitc_ep": "sparse",
+    "svgp": "sparse",
+    "mcmc": "mcmc",
+}
+
+
+def test_every_engine_page_lists_its_options(site: Path) -> None:
+    import gpc_compare as gc
+
+    assert set(ENGINE_PAGES) == set(gc.engines.registered())
+    missing = []
+    for name, page in ENGINE_PAGES.items():
+        html = (site / "engines" / f"{page}.html").read_text()
+        for option, _, _ in gc.engines.get_engine(name).Options.describe():
+            if f'<span class="pre">{option}</span>' not in html:
+                missing.append(f"{name}.{option}")
+    assert not missing
