@@ -47,7 +47,7 @@ __all__ = ["GH_NODES", "MULTICLASS_PARAMETERIZATIONS", "multiclass_model", "prob
 #: Gauss-Hermite nodes of the multinomial probit's rule (see the module note).
 GH_NODES = 20
 #: Newton steps for the mode of the rule's integrand (from u = 0; quadratic convergence).
-_NEWTON_STEPS = 12
+_NEWTON_STEPS = 6
 #: The whitening each likelihood takes (its default first).
 MULTICLASS_PARAMETERIZATIONS = {
     "softmax": ("kl", "laplace", "prior"),
