@@ -42,7 +42,13 @@ from .kl_softmax import contrasts
 if TYPE_CHECKING:
     import pymc
 
-__all__ = ["GH_NODES", "MULTICLASS_PARAMETERIZATIONS", "multiclass_model", "probit_log_lik"]
+__all__ = [
+    "GH_NODES",
+    "MULTICLASS_PARAMETERIZATIONS",
+    "check_parameterization",
+    "multiclass_model",
+    "probit_log_lik",
+]
 
 #: Gauss-Hermite nodes of the multinomial probit's rule (see the module note).
 GH_NODES = 20
