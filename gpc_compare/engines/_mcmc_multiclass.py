@@ -130,8 +130,7 @@ def _sites(problem: Problem, codes: np.ndarray, C: int, parameterization: str):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # (an EP short of its tolerance still whitens)
         post = ep.infer(X, codes, kernel, lik)
-    state = post._state
-    return state.site_precision(), state.nu, post
+    return (*post.site_terms, post)
 
 
 def check_parameterization(likelihood: Any, parameterization: str | None) -> str:
