@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from ._validation import check_random_seed, check_Xy
+from ._validation import check_random_seed, check_X, check_Xy
 from .annealing import (
     AISResult,
     SMCResult,
@@ -50,7 +50,7 @@ from .annealing.estimate import (
 )
 from .engines import ep
 from .kernels import Kernel, SquaredExponential
-from .likelihoods import Likelihood, get_likelihood
+from .likelihoods import Likelihood, MultinomialProbit, get_likelihood
 from .numerics import JITTER, cholesky
 
 __all__ = [
@@ -93,10 +93,13 @@ def estimate(
     X : array_like, shape (n, d)
     y : array_like, shape (n,)
         Binary labels ({0, 1}, {-1, +1} or booleans), or real targets with the Gaussian
-        likelihood (whose evidence is exact: a check of the estimators).
+        likelihood (whose evidence is exact: a check of the estimators), or class indices
+        0..C-1 with a multi-class likelihood ("softmax", "multinomial_probit": C latent
+        GPs sharing the kernel; ``start="prior"`` only, no coordinate sweeps, and
+        ``start_log_evidence`` nested EP's log Z for the multinomial probit, else None).
     kernel : Kernel, optional
         Default ``SquaredExponential(1.0, 1.0)``.
-    likelihood : {"probit", "logistic", "gaussian"} or Likelihood
+    likelihood : {"probit", "logistic", "gaussian", "softmax", "multinomial_probit"} or Likelihood
     mean : float, optional
         Constant prior mean (None: zero).
     method : {"auto", "smc", "ais"}
@@ -124,6 +127,11 @@ def estimate(
     """
     record = EvidenceOptions.from_arguments(method, start, options)
     seed = check_random_seed(random_seed)
+    if get_likelihood(likelihood).latent_dim != 1 and start != "prior":
+        raise ValueError(
+            "with a multi-class likelihood the path starts at the prior (the Gaussian "
+            "start's sites are binary): pass start='prior'"
+        )
     problem = prepare(X, y, kernel=kernel, likelihood=likelihood, mean=mean)
     return _annealing.estimate(problem, record, seed)
 
@@ -145,9 +153,16 @@ def prepare(
         For a bad input, or a kernel matrix that is not finite.
     """
     lik = get_likelihood(likelihood)
-    if lik.latent_dim != 1:
-        raise ValueError("the evidence estimators take binary likelihoods or the Gaussian")
-    X, y = check_Xy(X, y, regression=lik.regression)
+    multiclass = lik.latent_dim != 1
+    if multiclass:
+        if mean is not None:
+            raise ValueError(f"the {lik.name} likelihood takes no prior mean (mean=None)")
+        X = check_X(X)
+        y, C = _class_indices(y, lik)
+        if y.size != X.shape[0]:
+            raise ValueError(f"X has {X.shape[0]} rows but y has {y.size} labels")
+    else:
+        X, y = check_Xy(X, y, regression=lik.regression)
     kernel = SquaredExponential(1.0, 1.0) if kernel is None else kernel
     if not isinstance(kernel, Kernel):
         raise ValueError(f"kernel must be a gpc_compare Kernel, got {type(kernel).__name__}")
@@ -160,6 +175,25 @@ def prepare(
         raise ValueError(f"the kernel matrix contains NaN or infinity: {extreme}")
     # K as the MCMC engine holds it: with the jitter its Cholesky factor adds
     L = cholesky(K0, jitter=JITTER, what="kernel matrix K")
+    if multiclass:  # the C n latents class-major, prior I_C (x) K; nested EP's log Z recorded
+        start = None
+        if isinstance(lik, MultinomialProbit) and np.unique(y).size == C:  # (EP's labels)
+            start = ep.infer(X, y, kernel, lik).log_marginal_likelihood
+        big = np.kron(np.eye(C), L)
+        return Prepared.multiclass(big, y, lik, start, time.perf_counter() - t0)
     approx = ep.infer(X, y, kernel, lik, mean)
     m = 0.0 if mean is None else float(mean)
     return Prepared.from_ep(L, m, y, lik, approx, time.perf_counter() - t0)
+
+
+def _class_indices(y: object, likelihood: Likelihood) -> tuple[np.ndarray, int]:
+    """Class indices 0..C-1 (n,) and C: the likelihood's ``n_classes`` where it is set
+    (a class need not occur: p(y | X) is defined all the same), else the largest index + 1."""
+    y = np.asarray(y)
+    codes = y.astype(int) if y.ndim == 1 and np.issubdtype(y.dtype, np.number) else None
+    if codes is None or y.size == 0 or not np.array_equal(codes, y) or codes.min() < 0:
+        raise ValueError(f"the {likelihood.name} likelihood takes y as class indices 0..C-1 (1-D)")
+    C = likelihood.latent_dim or max(int(codes.max()) + 1, 2)
+    if codes.max() >= C:
+        raise ValueError(f"y has class index {codes.max()} but the likelihood has {C} classes")
+    return codes, C

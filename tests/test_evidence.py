@@ -217,7 +217,7 @@ def test_the_coordinate_sweep_leaves_its_target_invariant() -> None:
         ({"cess": 1.5}, r"cess must be in \(0, 1\)"),  # (it would never reach beta = 1)
         ({"particles": 1}, "particles must be a whole number >= 2"),
         ({"method": "ais", "temperatures": 0}, "temperatures must be a whole number >= 1"),
-        ({"likelihood": "softmax"}, "binary likelihoods or the Gaussian"),
+        ({"likelihood": "softmax"}, "multi-class likelihood the path starts at the prior"),
         ({"random_seed": "x"}, "random_seed must be None, an integer"),
     ],
 )

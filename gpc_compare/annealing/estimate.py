@@ -109,8 +109,8 @@ class Prepared:
     mean: float
     y: np.ndarray
     likelihood: Likelihood
-    ep_sites: tuple[np.ndarray, np.ndarray]  # EP's (ttau, tnu) (R&W eqs. 3.56-3.57)
-    ep_log_evidence: float
+    ep_sites: tuple[np.ndarray, np.ndarray] | None  # EP's (ttau, tnu) (R&W eqs. 3.56-3.57)
+    ep_log_evidence: float | None
     seconds: float
 
     @classmethod
@@ -120,6 +120,13 @@ class Prepared:
         return cls(
             L, L @ L.T, mean, y, likelihood, sites, float(ep.log_marginal_likelihood), seconds
         )
+
+    @classmethod
+    def multiclass(cls, L, y, likelihood, log_evidence: float | None, seconds: float) -> Prepared:
+        """A problem with C latent functions: L = I_C (x) chol(K) (class-major), class
+        indices ``y``, no sites (the path starts at the prior) and an approximation's log
+        evidence to record (nested EP's for the multinomial probit), or None."""
+        return cls(L, L @ L.T, 0.0, y, likelihood, None, log_evidence, seconds)
 
 
 def estimate(
@@ -174,7 +181,7 @@ def recheck_reason(first: EvidenceEstimate, options: EvidenceOptions) -> str | N
         if ais:
             return f"degenerate: se {se:.2f} > {policy.se_max}"
         return f"se {se:.3g} > se_max {policy.se_max}"
-    if policy.z is not None and options.start == "ep":
+    if policy.z is not None and options.start == "ep" and first.start_log_evidence is not None:
         gap = abs(first.start_log_evidence - first.log_evidence)
         if gap > policy.z * se and gap > policy.nats:
             return f"|start - estimate| = {gap:.2f} nats" + (f", {gap / se:.1f} se" if se else "")
@@ -186,7 +193,7 @@ def _run(
 ) -> EvidenceEstimate:
     """One estimate with ``options``' settings (its recheck aside); ``seconds`` from ``t0``."""
     p = problem
-    sites = p.ep_sites if options.start == "ep" else None
+    sites = p.ep_sites if options.start == "ep" else None  # (None with C latents)
     args = (p.L, p.mean, p.y, p.likelihood)
     if options.estimator == "smc":
         run = {k: getattr(options, k) for k in OPTIONS["smc"]}

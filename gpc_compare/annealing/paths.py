@@ -234,7 +234,16 @@ def make_path(L, m, y, likelihood, K=None, sites=None, rng=None, reference=None)
     Returns ``(start, path, loglik)``: ``"prior"`` and a :class:`PriorPath` (its moves
     proposing about N(0, K) t^beta when ``reference`` sites are given) without ``sites``,
     else ``"sites"`` and a :class:`GaussianPath` from them. ``K`` defaults to L L^T.
+
+    With a multi-class likelihood (``latent_dim != 1``: C latent GPs) ``y`` holds class
+    indices (n,) and g the C n latent values class-major (index c n + i), their prior
+    N(0, I_C (x) K) given by L = I_C (x) chol(K); the path starts at the prior (the
+    Gaussian path's sites are diagonal, binary only).
     """
+    if likelihood.latent_dim != 1:
+        if sites is not None or reference is not None:
+            raise ValueError("with C latent functions the path starts at the prior (no sites)")
+        return "prior", PriorPath(L, rng), _multiclass_loglik(m, y, likelihood)
     yy = y[:, None]
 
     def loglik(g: np.ndarray) -> np.ndarray:
@@ -245,6 +254,18 @@ def make_path(L, m, y, likelihood, K=None, sites=None, rng=None, reference=None)
         ref = None if reference is None else GaussianPath(K, L, m, *reference, rng)
         return "prior", PriorPath(L, rng, ref), loglik
     return "sites", GaussianPath(K, L, m, sites[0], sites[1], rng), loglik
+
+
+def _multiclass_loglik(m: float, y: np.ndarray, likelihood: Likelihood) -> Callable:
+    """sum_i log p(y_i | f_i) per column of g (C n, k), class-major (see :func:`make_path`)."""
+    n = y.size
+
+    def loglik(g: np.ndarray) -> np.ndarray:
+        k = g.shape[1]
+        F = (m + g).reshape(-1, n, k).transpose(2, 1, 0)  # (k, n, C)
+        return likelihood.log_prob(np.broadcast_to(y, (k, n)), F).sum(axis=1)
+
+    return loglik
 
 
 def _reference_step(g, ll, beta, loglik, mu, sample, log_t, rng):

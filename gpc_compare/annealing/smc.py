@@ -123,7 +123,10 @@ def smc(
     sweeps : int
         Sweeps of one-coordinate elliptical slice steps per temperature
         (:func:`~gpc_compare.annealing.paths.coordinate_sweep`): what moves the particles
-        where the kernel is short-range and sigma_f large.
+        where the kernel is short-range and sigma_f large. Binary only: with C latent
+        functions (a multi-class ``likelihood``, ``y`` class indices, L = I_C (x) chol(K),
+        :func:`~gpc_compare.annealing.paths.make_path`) none are run (``sweeps`` 0 in
+        the result).
     cess : float in (0, 1)
         The conditional ESS each step keeps, as a fraction of the particles: closer to
         1, more and smaller steps.
@@ -138,6 +141,8 @@ def smc(
     """
     rng = np.random.default_rng(random_seed)
     start, path, loglik = make_path(L, m, y, likelihood, K, sites, rng, reference)
+    if likelihood.latent_dim != 1:
+        sweeps = 0  # (the coordinate sweeps are binary: C latents move as whole vectors)
     problem = (y, m, likelihood, sweeps)
     pilot = _Population(path, loglik, 1, particles, rng, problem)
     betas, capped = [0.0], False

@@ -7,7 +7,8 @@
   (f = m + L v, v ~ N(0, I), L = chol(K)).
 - :func:`full_bayes_model`: f = m + chol(K(theta)) v with a normal prior on the log
   hyperparameters (:func:`prior_moments`), sampled jointly.
-- :func:`softmax_model`: C latent GPs sharing the kernel and a categorical likelihood.
+
+The multi-class models (C latent GPs) are :mod:`._mcmc_multiclass`'s.
 
 The likelihood is log Phi(y f) through PyMC's stable log normal CDF (probit),
 -softplus(-y f) (logistic), or a Normal with mean f and the noise variance (Gaussian).
@@ -26,8 +27,7 @@ from ..likelihoods import Gaussian, Likelihood, Logistic, Probit
 from ..numerics import JITTER
 from . import ep, laplace
 from ._engine import Problem
-from ._whitening import laplace_sites, prior_factor, site_whitening, softmax_laplace_whitening
-from .laplace_softmax import infer_softmax
+from ._whitening import laplace_sites, prior_factor, site_whitening
 
 if TYPE_CHECKING:
     import pymc
@@ -39,7 +39,6 @@ __all__ = [
     "fixed_model",
     "full_bayes_model",
     "prior_moments",
-    "softmax_model",
     "whiten",
 ]
 
@@ -238,35 +237,3 @@ def full_bayes_model(
         f = pm.Deterministic("f", m_t + pt.dot(L_t, v), dims="obs")
         _observe(f, problem)
     return model
-
-
-# -------------------------------------------------------------------- softmax model
-def softmax_model(
-    problem: Problem, codes: np.ndarray, C: int, K: np.ndarray, L: np.ndarray, parameterization: str
-) -> tuple[pymc.Model, float | None]:
-    """C latent GPs and a categorical likelihood, and the prior variance dropped (None
-    for "prior").
-
-    "prior": F = L V, V ~ N(0, I) (n, C). "laplace": per class f_c = G u_c with K ~= G G^T
-    as for the binary model, and u = (u_1, ..., u_C) = a + B z whitened by the multi-class
-    Laplace approximation, B B^T = (I + G_blk^T W G_blk)^-1, whose (c, c') block is
-    G^T (delta_cc' D_c - D_c D_c') G since W = D - Pi Pi^T (:mod:`._whitening`).
-    """
-    pm, pt = _pymc()
-    X, kernel, lik = problem.X, problem.kernel, problem.likelihood
-    dropped = None
-    with pm.Model(coords={"obs": np.arange(problem.n), "class": np.arange(C)}) as model:
-        if parameterization == "prior":
-            v = pm.Normal("v", 0.0, 1.0, dims=("obs", "class"))
-            F = pm.Deterministic("f", pt.dot(L, v), dims=("obs", "class"))
-        else:
-            G, dropped = prior_factor(K)
-            r = G.shape[1]
-            a, B = softmax_laplace_whitening(infer_softmax(X, codes, kernel, lik), G)
-            model.add_coord("basis", np.arange(C * r))
-            z = pm.Flat("z", dims="basis")
-            u = a + pt.dot(B, z)
-            pm.Potential("prior", -0.5 * pt.sum(u**2))
-            F = pm.Deterministic("f", pt.dot(G, u.reshape((C, r)).T), dims=("obs", "class"))
-        pm.Categorical("y", logit_p=F, observed=codes, dims="obs")
-    return model, dropped

@@ -2,8 +2,8 @@
 
 On nutpie, the binary model at fixed hyperparameters, whitened, runs with the density
 compiled once in :mod:`._compiled` (nothing compiled per model); full Bayes, the "prior"
-parameterisation and the softmax through ``pm.sample`` (nutpie compiling the PyMC model,
-or PyMC's own sampler).
+parameterisation and the multi-class models through ``pm.sample`` (nutpie compiling the
+PyMC model, or PyMC's own sampler).
 Where nutpie cannot start, PyMC's sampler runs the PyMC model instead and the
 diagnostics say so.
 """

@@ -5,9 +5,10 @@ G (n, r) with K ~= G G^T spans the eigenvectors of K above RANK_TOL times the me
 variance (:func:`prior_factor`), and a, B whiten u = a + B z by a Gaussian approximation of the
 posterior given as site terms t(g) = exp(-1/2 g^T T g + b^T g), g = f - m: EP's own sites
 or Laplace's (:func:`laplace_sites`), so that z is close to N(0, I) a posteriori
-(:func:`site_whitening`; :func:`softmax_laplace_whitening` for the C latent functions of
-the softmax model). A linear change of variables with a constant Jacobian: the posterior
-sampled is the same; NUTS's trajectories are shorter.
+(:func:`site_whitening`; :func:`block_site_whitening` for the C latent functions of the
+multi-class models, whose sites are C x C blocks per case: Laplace's, nested EP's or
+KL's). A linear change of variables with a constant Jacobian: the posterior sampled is the
+same; NUTS's trajectories are shorter.
 """
 
 from __future__ import annotations
@@ -19,9 +20,11 @@ from ..numerics import cholesky
 
 __all__ = [
     "RANK_TOL",
+    "block_site_whitening",
     "laplace_sites",
     "prior_factor",
     "site_whitening",
+    "softmax_laplace_sites",
     "softmax_laplace_whitening",
 ]
 
@@ -85,29 +88,64 @@ def site_whitening(ttau: np.ndarray, b: np.ndarray, G: np.ndarray) -> tuple[np.n
     return a, B
 
 
-def softmax_laplace_whitening(lap, G: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """a and B for the C latent functions, f_c = G u_c, u = (u_1, ..., u_C) = a + B z.
-
-    B B^T = (I + G_blk^T W G_blk)^-1, whose (c, c') block is G^T (delta_cc' D_c - D_c D_c') G
-    since W = D - Pi Pi^T (R&W eq. 3.38); a = G^+ f^, class-major.
+def softmax_laplace_sites(lap) -> tuple[np.ndarray, np.ndarray]:
+    """The multi-class Laplace approximation as C x C site terms per case:
+    T_i = W_i = diag(pi_i) - pi_i pi_i^T (R&W eq. 3.38) and b_i = W_i f^_i + a_i, since
+    (K^-1 + W) f^ = W f^ + a at the mode (K^-1 f^ = a = y - pi, R&W eq. 3.39).
 
     Parameters
     ----------
     lap : SoftmaxLaplacePosterior
-        The multi-class Laplace approximation (``pi``, ``f_hat``).
+        ``pi`` and ``a``, (n, C), and ``f_hat``.
+    """
+    pi = lap.pi
+    T = np.einsum("ic,cd->icd", pi, np.eye(pi.shape[1])) - pi[:, :, None] * pi[:, None, :]
+    return T, np.einsum("icd,id->ic", T, lap.f_hat) + lap.a
+
+
+def block_site_whitening(
+    T: np.ndarray, b: np.ndarray, G: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """a and B for the C latent functions, f_c = G u_c, u = (u_1, ..., u_C) = a + B z
+    (class-major), such that for z ~ N(0, I) u has the Gaussian approximation
+    N(u; 0, I) prod_i exp(-1/2 f_i^T T_i f_i + b_i^T f_i) of C x C site terms per case.
+
+    Its precision is P = I + G_blk^T T G_blk, whose (c, c') block is G^T diag(T_i[c, c']) G,
+    and its mean P^-1 G_blk^T b (the binary :func:`site_whitening` with blocks);
+    B = chol(P)^-T. The sites are Laplace's (:func:`softmax_laplace_sites`), nested EP's
+    (B_i P_i B_i^T, B_i h_i) or KL's (Q Lam_i Q^T, Q b_i).
+
+    Parameters
+    ----------
+    T : ndarray, shape (n, C, C)
+        The site precisions (symmetric; their sum with the prior must be positive
+        definite in the kept directions).
+    b : ndarray, shape (n, C)
     G : ndarray, shape (n, r)
         From :func:`prior_factor`.
     """
-    pi = lap.pi
-    C = pi.shape[1]
+    n, C, _ = T.shape
     r = G.shape[1]
-    GD = [G.T * pi[:, c] for c in range(C)]  # G^T D_c
     P = np.eye(C * r)
     for c in range(C):
         for d in range(C):
-            diagonal = GD[c] @ G if c == d else 0.0
-            P[c * r : (c + 1) * r, d * r : (d + 1) * r] += diagonal - GD[c] @ (pi[:, d, None] * G)
-    LP = cholesky(P, what="matrix I + G^T W G")
+            P[c * r : (c + 1) * r, d * r : (d + 1) * r] += (G.T * T[:, c, d]) @ G
+    LP = cholesky(0.5 * (P + P.T), what="matrix I + G^T T G")
     B = scipy.linalg.solve_triangular(LP.T, np.eye(C * r), lower=False, check_finite=False)
-    a = np.linalg.lstsq(G, lap.f_hat, rcond=None)[0].T.ravel()  # class-major
+    a = scipy.linalg.cho_solve((LP, True), (G.T @ b).T.ravel(), check_finite=False)
     return a, B
+
+
+def softmax_laplace_whitening(lap, G: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`block_site_whitening` by the multi-class Laplace approximation's sites
+    (:func:`softmax_laplace_sites`): B B^T = (I + G_blk^T W G_blk)^-1, whose (c, c') block
+    is G^T (delta_cc' D_c - D_c D_c') G since W = D - Pi Pi^T (R&W eq. 3.38).
+
+    Parameters
+    ----------
+    lap : SoftmaxLaplacePosterior
+        The multi-class Laplace approximation (``pi``, ``a``, ``f_hat``).
+    G : ndarray, shape (n, r)
+        From :func:`prior_factor`.
+    """
+    return block_site_whitening(*softmax_laplace_sites(lap), G)

@@ -288,6 +288,12 @@ class MultinomialProbitEPPosterior(MulticlassPosterior):
         """The sites (P, h, inner sites): pass as ``warm_start`` to start a nearby fit."""
         return self.sites
 
+    @property
+    def site_terms(self) -> tuple[np.ndarray, np.ndarray]:
+        """The sites over each case's C values, t~_i(f_i) = exp(-f_i^T T~_i f_i / 2 +
+        nu~_i^T f_i): (T~ = B_i P_i B_i^T (n, C, C), nu~ = B_i h_i (n, C))."""
+        return self._state.site_precision(), self._state.nu
+
     def _V(self, Ks: np.ndarray) -> np.ndarray:
         """L^-1 G^T (k(X, Xs) (x) I), shape (n(C-1), m, C)."""
         W, L = self._state.W, self._state.L

@@ -22,12 +22,15 @@ an adaptive schedule (``evidence="smc"``, the default) or annealed importance sa
 (``"ais"``; Neal 2001, Kuss and Rasmussen 2005), from EP's approximation or from the prior,
 run by the same function (:func:`gpc_compare.annealing.estimate.estimate`) with the same seed.
 
-With the softmax likelihood (C classes) the model has C latent GPs sharing the kernel,
-F = G U or F = L V column by column, and a categorical likelihood with ``logit_p = F``;
-prediction conditions every draw's C functions on the GP (independent given the draw,
-with the same conditional variance) and integrates the softmax against that Gaussian
-(:class:`~gpc_compare.posterior.SoftmaxSamplePosterior`). Fixed hyperparameters only:
-full Bayes and the evidence are binary only.
+With the softmax or multinomial probit likelihood (C classes) the model has C latent GPs
+sharing the kernel, F = G U or F = L V column by column (:mod:`._mcmc_multiclass`: U
+whitened by the multi-class KL approximation, Laplace's or nested EP's C x C sites), and a
+categorical likelihood with ``logit_p = F`` or the multinomial probit by an adaptive
+Gauss-Hermite rule; prediction conditions every draw's C functions on the GP (independent
+given the draw, with the same conditional variance) and integrates the likelihood against
+that Gaussian (:class:`~gpc_compare.posterior.SoftmaxSamplePosterior`). Fixed
+hyperparameters only: full Bayes and the engine's ``evidence`` are binary only (the
+multi-class evidence is :func:`gpc_compare.evidence.estimate`'s).
 
 Here: the options (:class:`MCMCOptions`), the engine (:class:`MCMCEngine`) and the fit,
 which builds the model (:mod:`._mcmc_models`), runs NUTS (:func:`._sampling.run_nuts`)
@@ -57,7 +60,7 @@ from ..annealing.estimate import METHODS, STARTS, EvidenceOptions, Prepared
 from ..annealing.estimate import estimate as estimate_evidence
 from ..diagnostics import Diagnostics
 from ..kernels import Kernel
-from ..likelihoods import Softmax
+from ..likelihoods import MultinomialProbit, Softmax
 from ..numerics import JITTER, cholesky
 from ..posterior import Convergence, SamplePosterior, SoftmaxSamplePosterior
 from . import ep
@@ -67,9 +70,9 @@ from ._mcmc_models import (
     fixed_model,
     full_bayes_model,
     prior_moments,
-    softmax_model,
     whiten,
 )
+from ._mcmc_multiclass import check_parameterization, multiclass_model
 from ._sampling import NutsSettings, default_sampler, run_nuts
 from .laplace_softmax import check_codes
 
@@ -164,7 +167,7 @@ class MCMCOptions(EngineOptions):
     )
     parameterization: str | None = option(
         None,
-        optional(choice("ep", "laplace", "prior")),
+        optional(choice("ep", "kl", "laplace", "prior")),
         'The coordinates NUTS moves in at fixed hyperparameters. "prior" is the non-centred '
         'f = m + L v, v ~ N(0, I), L = chol(K). "ep" and "laplace" write f = m + G u with '
         "K ~= G G^T from the eigenvectors of K above 1e-8 of the mean prior variance (for "
@@ -174,8 +177,11 @@ class MCMCOptions(EngineOptions):
         "B B^T = (I + G^T W G)^-1. A linear change of variables with a constant Jacobian: "
         "all three sample the same posterior (up to the prior variance of the directions "
         'left out, recorded as idata.attrs["dropped_prior_variance"]: 5.4e-8 in the '
-        'benchmark, whose total prior variance is 300). Default: "ep" ("laplace" for the '
-        "softmax, which has no EP here). Laplace's covariance is far too narrow at large "
+        'benchmark, whose total prior variance is 300). Default: "ep". With C classes '
+        "(f_c = G u_c, u whitened by the approximation's C x C site blocks) the softmax "
+        'takes "kl" (the default: the multi-class KL approximation) or "laplace", the '
+        'multinomial probit "ep" (nested EP, the default); "kl" is multi-class only. '
+        "Laplace's covariance is far too narrow at large "
         "sigma_f (R&W section 3.4; Kuss and Rasmussen 2005), and NUTS then takes tiny "
         'steps in z: on digits 3 vs 5 (n = 292, sigma_f^2 = 1e5) "laplace" gave step size '
         '0.03, R-hat 1.022 and bulk ESS 201 in 82 s, "ep" R-hat 1.007 and bulk ESS 1062 '
@@ -254,6 +260,7 @@ class MCMCEngine(Engine):
         "logistic": _BINARY,
         "gaussian": _BINARY,
         "softmax": frozenset({"draws", "multiclass", "reference"}),
+        "multinomial_probit": frozenset({"draws", "multiclass", "reference"}),
     }
     quick_options = {
         "draws": 100,
@@ -309,11 +316,11 @@ class MCMCEngine(Engine):
         """Sample the latent posterior with NUTS (see :class:`Engine`): at fixed
         hyperparameters, or jointly with them (``full_bayes``).
 
-        With the softmax likelihood ``y`` holds class indices 0..C-1, ``mean`` must be
-        None, and neither ``full_bayes`` nor ``evidence`` is taken.
+        With the softmax or multinomial probit likelihood ``y`` holds class indices
+        0..C-1, ``mean`` must be None, and neither ``full_bayes`` nor ``evidence`` is taken.
         """
-        if isinstance(problem.likelihood, Softmax):
-            return _infer_softmax(problem, options)
+        if isinstance(problem.likelihood, Softmax | MultinomialProbit):
+            return _infer_multiclass(problem, options)
         return _infer_binary(problem, options)
 
 
@@ -390,6 +397,11 @@ def _infer_binary(problem: Problem, options: MCMCOptions) -> SamplePosterior:
     L = cholesky(K, jitter=JITTER, what="kernel matrix K")
     settings = _nuts(options)
     parameterization = options.parameterization or "ep"
+    if parameterization == "kl":
+        raise ValueError(
+            "parameterization='kl' whitens the multi-class models (softmax); binary "
+            "likelihoods take 'ep' (the default), 'laplace' or 'prior'"
+        )
     whitened = compiled = None
     if options.full_bayes:
         parameterization = "full_bayes"
@@ -465,27 +477,24 @@ def _evidence(
     return estimate_evidence(prepared, record, options.random_seed)
 
 
-def _infer_softmax(problem: Problem, options: MCMCOptions) -> SoftmaxSamplePosterior:
-    """C latent GPs and a categorical likelihood, sampled with NUTS at fixed
-    hyperparameters (:func:`._mcmc_models.softmax_model`)."""
-    if options.parameterization == "ep":
-        raise ValueError(
-            "parameterization='ep' needs EP, which is binary here: with the softmax "
-            "likelihood use 'laplace' (the default) or 'prior'"
-        )
-    parameterization = options.parameterization or "laplace"
+def _infer_multiclass(problem: Problem, options: MCMCOptions) -> SoftmaxSamplePosterior:
+    """C latent GPs and a softmax or multinomial probit likelihood, sampled with NUTS at
+    fixed hyperparameters (:func:`._mcmc_multiclass.multiclass_model`)."""
+    lik = problem.likelihood
+    parameterization = check_parameterization(lik, options.parameterization)
     if options.full_bayes or options.evidence:
         raise ValueError(
-            "with the softmax likelihood the MCMC engine samples f at fixed "
-            "hyperparameters only: full_bayes=True and evidence=True are binary only"
+            f"with the {lik.name} likelihood the MCMC engine samples f at fixed "
+            "hyperparameters only: full_bayes=True and evidence=True are binary only "
+            "(the multi-class evidence is gc.evidence.estimate's)"
         )
     if problem.mean is not None:
-        raise ValueError("the softmax likelihood takes no prior mean (mean=None)")
-    X, kernel, lik, n = problem.X, problem.kernel, problem.likelihood, problem.n
+        raise ValueError(f"the {lik.name} likelihood takes no prior mean (mean=None)")
+    X, kernel, n = problem.X, problem.kernel, problem.n
     codes, C = check_codes(problem.y, lik)
     K = check_kernel_matrix(kernel, X)
     L = cholesky(K, jitter=JITTER, what="kernel matrix K")
-    model, dropped = softmax_model(problem, codes, C, K, L, parameterization)
+    model, dropped = multiclass_model(problem, codes, C, K, L, parameterization)
     idata, diagnostics = run_nuts(
         lambda: model,
         codes,

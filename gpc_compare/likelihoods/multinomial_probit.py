@@ -163,6 +163,9 @@ class MultinomialProbit(Likelihood):
         F = np.asarray(F, dtype=float)
         y = np.broadcast_to(np.asarray(y, dtype=int), F.shape[:-1])
         out = np.empty(F.shape[:-1])
+        if F.shape[-1] == 2:  # Phi((f_c - f_j) / sqrt(2)) in closed form (class notes)
+            d = differences(F, 1)[..., 0] / np.sqrt(2.0)
+            return log_phi(np.where(y == 1, d, -d))
         for c in range(F.shape[-1]):
             sel = y == c
             if np.any(sel):

@@ -279,7 +279,7 @@ def test_evidence_options_are_checked_before_sampling(options, message):
 def test_the_softmax_model_has_no_ep_whitening():
     X, y = toy_data(n=12, d=2, seed=0)
     y3 = np.arange(12) % 3
-    with pytest.raises(ValueError, match="parameterization='ep' needs EP, which is binary"):
+    with pytest.raises(ValueError, match="parameterization='ep' is not available with the softmax"):
         gc.fit(X, y3, method="mcmc", likelihood="softmax", parameterization="ep", draws=10)
 
 
@@ -321,14 +321,16 @@ def test_the_options_are_declared_once():
 
 
 def test_capabilities_are_declared_per_likelihood():
-    """Full Bayes (and the evidence) are binary only; the softmax model is multi-class."""
+    """Full Bayes (and the evidence) are binary only; the softmax and multinomial probit
+    models are multi-class."""
     for lik in ("probit", "logistic", "gaussian"):
         assert gc.engines.capabilities("mcmc", lik) == {
             "draws",
             "hyperparameter_sampling",
             "reference",
         }
-    assert gc.engines.capabilities("mcmc", "softmax") == {"draws", "multiclass", "reference"}
+    for lik in ("softmax", "multinomial_probit"):
+        assert gc.engines.capabilities("mcmc", lik) == {"draws", "multiclass", "reference"}
 
 
 def test_repr_shows_the_evidence_where_there_is_one(easy):
