@@ -187,7 +187,7 @@ def test_a_comparison_table_says_which_jobs_did_not_converge(tmp_path) -> None:
     rng = np.random.default_rng(0)
     X = rng.normal(size=(30, 2))
     y = (X[:, 0] + 0.5 * rng.normal(size=30) > 0).astype(int)
-    result = gc.compare(X, y, engines=("laplace", "svgp"), policy="fixed", folds=2,
+    result = gc.compare(X, y, engines=("laplace", "svgp"), policy="fixed", folds=2, n_repeats=1,
                         psis=False, workers=1, output=tmp_path,
                         engine_options={"svgp": {"max_iter": 3}})  # fmt: skip
     assert "No reference engine among the engines (mcmc)" in result.study.description

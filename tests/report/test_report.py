@@ -303,6 +303,7 @@ name = "crabs"
 subsample = 80
 [splits]
 n_splits = 2
+n_repeats = 1
 [hyperparameters]
 n_restarts = 0
 [engines.laplace]

@@ -21,6 +21,7 @@ name = "crabs"
 subsample = 40
 [splits]
 n_splits = 2
+n_repeats = 1
 [hyperparameters]
 n_restarts = 0
 [engines.laplace]
@@ -60,8 +61,8 @@ def test_a_compare_studys_report_performs_no_fit(tmp_path, fits, drawn) -> None:
     rng = np.random.default_rng(0)
     X = rng.normal(size=(30, 2))
     y = (X[:, 0] > 0).astype(int)
-    result = gc.compare(X, y, engines=["laplace"], folds=2, output=tmp_path, workers=1,
-                        psis=False)  # fmt: skip
+    result = gc.compare(X, y, engines=["laplace"], folds=2, n_repeats=1, output=tmp_path,
+                        workers=1, psis=False)  # fmt: skip
     assert not result.study.evidence_profiles
     assert [(r.engine, r.jobs, r.n_train) for r in result.plan.rows] == [("laplace", 2, 15)]
     resumed = plan_study(result.study, 1, result.result_dir)  # (a rerun: nothing left to run)

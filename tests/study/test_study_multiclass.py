@@ -160,6 +160,7 @@ variance_bounds = "fixed"
 n_restarts = 0
 [splits]
 n_splits = 3
+n_repeats = 1
 [engines.laplace]
 [engines.rough]        # the same engine stopped after two Newton steps, at Laplace's values
 method = "laplace"
@@ -281,6 +282,7 @@ source = "laplace"
 n_restarts = 0
 [splits]
 n_splits = 3
+n_repeats = 1
 [engines.laplace]
 [engines.kl]
 """
@@ -357,6 +359,7 @@ variance_bounds = "fixed"
 n_restarts = 0
 [splits]
 n_splits = 2
+n_repeats = 1
 [engines.laplace]
 [engines.svgp]
 inducing = 10
