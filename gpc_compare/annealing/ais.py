@@ -35,7 +35,7 @@ DEFAULT_TEMPERATURES = {"prior": 2000, "sites": 300}
 class AISResult:
     """An AIS estimate of the log evidence.
 
-    Attributes
+    Parameters
     ----------
     log_evidence : float
         log Z_0 + log mean_r w_r.

@@ -54,7 +54,7 @@ __all__ = [
 class EvidenceEstimate:
     """An estimate of log p(y | X, theta) and the record of how it was made.
 
-    Attributes
+    Parameters
     ----------
     log_evidence, standard_error : float
         The estimate and its standard error (across independent runs).

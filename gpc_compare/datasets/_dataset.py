@@ -15,7 +15,7 @@ __all__ = ["Dataset"]
 class Dataset:
     """A classification data set.
 
-    Attributes
+    Parameters
     ----------
     name : str
         Short name, e.g. ``"breast_cancer"`` (the key in :data:`DATASETS`).

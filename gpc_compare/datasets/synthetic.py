@@ -69,7 +69,7 @@ class GaussianMixtureProblem:
     computed from log densities (log-sum-exp over components), so it stays accurate
     where one class's density underflows.
 
-    Attributes
+    Parameters
     ----------
     name : str
     components : tuple of two tuples of MixtureComponent

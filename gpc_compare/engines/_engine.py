@@ -68,7 +68,7 @@ CAPABILITY_NAMES: dict[str, str] = {
 class Problem:
     """What every engine fits: checked training data and the model's parts.
 
-    Attributes
+    Parameters
     ----------
     X : ndarray, shape (n, d)
         Training inputs (finite).

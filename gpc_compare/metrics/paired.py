@@ -89,7 +89,7 @@ A_BETTER, B_BETTER, NO_DIFFERENCE = "a better", "b better", "no difference"
 class PairedDifference:
     """The corrected resampled t-interval of engine a's score minus engine b's.
 
-    Attributes
+    Parameters
     ----------
     mean : float
         Mean over the splits of ``a - b``.

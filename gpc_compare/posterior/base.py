@@ -24,7 +24,7 @@ __all__ = ["Convergence", "OptimizationResult", "Posterior", "Restart"]
 class Convergence(NamedTuple):
     """How an engine's iteration ended; each field means the same for every engine.
 
-    Attributes
+    Parameters
     ----------
     converged : bool
         Whether the engine's stopping criterion was met.
@@ -83,7 +83,7 @@ class Restart:
 class OptimizationResult:
     """The outcome of hyperparameter fitting.
 
-    Attributes
+    Parameters
     ----------
     objective : str
         What was maximised (``"evidence"`` for the log marginal likelihood).

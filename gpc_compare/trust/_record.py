@@ -134,7 +134,7 @@ def _no_options(kwargs: dict[str, Any]) -> None:
 class PSISDiagnosis:
     """The outcome of :func:`gpc_compare.trust.psis` (see there for the method).
 
-    Attributes
+    Parameters
     ----------
     method : str
         The engine diagnosed.

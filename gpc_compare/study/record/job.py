@@ -62,7 +62,7 @@ class JobRecord:
     Build one from JSON with :meth:`from_dict` / :meth:`from_json` (which check the schema:
     see the module's docstring) and write it with :meth:`to_dict` / :meth:`to_json`.
 
-    Attributes
+    Parameters
     ----------
     id : str
         The job's id (its file name): a hash of everything that determines its result.
