@@ -69,7 +69,25 @@ class Convergence(NamedTuple):
 
 @dataclass(frozen=True)
 class Restart:
-    """One L-BFGS-B run: where it started, where it ended and how."""
+    """One L-BFGS-B run: where it started, where it ended and how.
+
+    Parameters
+    ----------
+    start : ndarray, shape (p,)
+        The starting hyperparameters (as ``hyperparameter_names``, log scale for the kernel).
+    theta : ndarray, shape (p,)
+        Where the run ended.
+    value : float
+        The negative objective there (minus the log marginal likelihood, or the engine's
+        bound), which L-BFGS-B minimises.
+    converged : bool
+        Whether L-BFGS-B reported success (True too where the run stopped on reaching
+        where an earlier one ended).
+    n_evaluations : int
+        The objective's evaluations.
+    message : str
+        L-BFGS-B's message.
+    """
 
     start: np.ndarray
     theta: np.ndarray
@@ -116,7 +134,21 @@ class OptimizationResult:
 
 
 class Posterior(ABC):
-    """An approximate (or sampled) posterior over the latent function: the contract above."""
+    """An approximate (or sampled) posterior over the latent function: the contract above.
+
+    Parameters
+    ----------
+    X : ndarray, shape (n, d)
+        The training inputs.
+    y : ndarray, shape (n,)
+        The training targets, checked: binary labels as {-1, +1}, class indices 0..C-1, or
+        real values with the Gaussian likelihood.
+    kernel : Kernel
+        The covariance function, at the hyperparameters of the fit.
+    likelihood : Likelihood
+    mean : float or None
+        The constant prior mean m; None for a zero mean that is not a hyperparameter.
+    """
 
     method: str = "posterior"
 

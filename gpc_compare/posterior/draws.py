@@ -113,6 +113,36 @@ class SamplePosterior(_Draws, Posterior):
     :func:`gpc_compare.evidence.estimate`'s, held whole as ``evidence_estimate``), with
     ``log_marginal_likelihood_se``; it gives no gradient (see
     :attr:`log_marginal_likelihood_gradient`).
+
+    Parameters
+    ----------
+    X : ndarray, shape (n, d)
+        The training inputs.
+    y : ndarray, shape (n,)
+        The training targets, checked: binary labels as {-1, +1}, class indices 0..C-1, or
+        real values with the Gaussian likelihood.
+    kernel : Kernel
+        The covariance function, at the hyperparameters of the fit.
+    likelihood : Likelihood
+    mean : float or None
+        The constant prior mean m; None for a zero mean that is not a hyperparameter.
+    f_draws : ndarray, shape (draws * chains, n)
+        The draws of f at the training inputs.
+    idata : arviz.InferenceData
+        The sampler's whole output (posterior, sample statistics).
+    K : ndarray, shape (n, n)
+        The prior covariance at the training inputs (with the sampler's jitter).
+    L : ndarray, shape (n, n)
+        Its lower Cholesky factor.
+    diagnostics : Diagnostics
+        The sampler's convergence diagnostics (:func:`gpc_compare.diagnostics.diagnose`).
+    evidence : EvidenceEstimate or None
+        The gold-standard evidence estimate, or None (fit without ``evidence``).
+    convergence : Convergence
+        How the engine's iteration ended.
+    theta_draws : ndarray, shape (draws * chains, p), optional
+        The hyperparameters' draws in full Bayes (log scale, as ``hyperparameter_names``);
+        None at fixed hyperparameters.
     """
 
     method = "mcmc"
@@ -327,6 +357,29 @@ class SoftmaxSamplePosterior(_Draws, MulticlassPosterior):
 
     ``f_draws`` has shape (draws * chains, n, C); ``latent_mean`` and ``latent_var`` have
     shape (n, C). No evidence and no gradient (see :class:`SamplePosterior`).
+
+    Parameters
+    ----------
+    X : ndarray, shape (n, d)
+        The training inputs.
+    y : ndarray, shape (n,)
+        The training targets, checked: binary labels as {-1, +1}, class indices 0..C-1, or
+        real values with the Gaussian likelihood.
+    kernel : Kernel
+        The covariance function, at the hyperparameters of the fit.
+    likelihood : Softmax
+    f_draws : ndarray, shape (draws * chains, n, C)
+        The draws of the C latent functions at the training inputs.
+    idata : arviz.InferenceData
+        The sampler's whole output (posterior, sample statistics).
+    K : ndarray, shape (n, n)
+        The prior covariance at the training inputs (with the sampler's jitter).
+    L : ndarray, shape (n, n)
+        Its lower Cholesky factor.
+    diagnostics : Diagnostics
+        The sampler's convergence diagnostics (:func:`gpc_compare.diagnostics.diagnose`).
+    convergence : Convergence
+        How the engine's iteration ended.
     """
 
     method = "mcmc"

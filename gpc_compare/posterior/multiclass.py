@@ -25,6 +25,21 @@ class MulticlassPosterior(Posterior):
     softmax is integrated against: one (Laplace) or one per posterior draw (MCMC), whose
     predictive probabilities are averaged.
 
+    Parameters
+    ----------
+    X : ndarray, shape (n, d)
+        The training inputs.
+    y : ndarray, shape (n,)
+        The training targets, checked: binary labels as {-1, +1}, class indices 0..C-1, or
+        real values with the Gaussian likelihood.
+    kernel : Kernel
+        The covariance function, at the hyperparameters of the fit.
+    likelihood : Likelihood
+    mean : None
+        The multi-class engines take no prior mean.
+    n_classes : int
+        The number of classes C.
+
     Attributes
     ----------
     classes_ : ndarray, shape (C,)
