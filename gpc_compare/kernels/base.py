@@ -320,7 +320,13 @@ class _Combination(Kernel):
 
 
 class Sum(_Combination):
-    """k1 + k2."""
+    """k1 + k2.
+
+    Parameters
+    ----------
+    k1, k2 : Kernel
+        The two kernels; ``theta`` is k1's hyperparameters, then k2's.
+    """
 
     def __call__(self, X: np.ndarray, X2: np.ndarray | None = None) -> np.ndarray:
         return self.k1(X, X2) + self.k2(X, X2)
@@ -364,7 +370,13 @@ class Sum(_Combination):
 
 
 class Product(_Combination):
-    """k1 * k2 (elementwise)."""
+    """k1 * k2 (elementwise).
+
+    Parameters
+    ----------
+    k1, k2 : Kernel
+        The two kernels; ``theta`` is k1's hyperparameters, then k2's.
+    """
 
     def __call__(self, X: np.ndarray, X2: np.ndarray | None = None) -> np.ndarray:
         return self.k1(X, X2) * self.k2(X, X2)

@@ -139,6 +139,11 @@ class MultinomialProbit(Likelihood):
     parts of the base class do not apply: EP's tilted moments are the nested EP's
     (:mod:`gpc_compare.engines.ep_multiclass`). With two classes it is the probit
     Phi((f_1 - f_0) / sqrt(2)).
+
+    Parameters
+    ----------
+    n_classes : int, optional
+        The number of classes C (at least 2); None takes it from the labels.
     """
 
     name = "multinomial_probit"

@@ -33,6 +33,13 @@ class RobustMax(Likelihood):
     Labels are class indices 0..C-1; latent values arrays (..., C). ``RobustMax(n_classes=C)``
     fixes C; ``RobustMax()`` takes it from the labels. Only independent latents are
     integrated: a predictive covariance with off-diagonal entries is refused.
+
+    Parameters
+    ----------
+    n_classes : int, optional
+        The number of classes C (at least 2); None takes it from the labels.
+    epsilon : float
+        The flip probability eps, in (0, 1); GPflow's 1e-3 by default.
     """
 
     name = "robustmax"

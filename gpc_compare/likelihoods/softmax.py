@@ -72,6 +72,11 @@ class Softmax(Likelihood):
 
     Both give rows that sum to one (to rounding): the softmax sums to one at every node
     or sample.
+
+    Parameters
+    ----------
+    n_classes : int, optional
+        The number of classes C (at least 2); None takes it from the labels.
     """
 
     name = "softmax"
