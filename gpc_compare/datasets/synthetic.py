@@ -53,7 +53,17 @@ __all__ = [
 
 # --------------------------------------------------------------------------- mixtures
 class MixtureComponent(NamedTuple):
-    """One bivariate normal of a class-conditional mixture."""
+    """One bivariate normal of a class-conditional mixture.
+
+    Parameters
+    ----------
+    weight : float
+        The component's weight within its class's mixture.
+    mean : (float, float)
+        The mean.
+    cov : ((float, float), (float, float))
+        The covariance matrix.
+    """
 
     weight: float
     mean: tuple[float, float]
