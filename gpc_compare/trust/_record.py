@@ -163,6 +163,16 @@ class PSISDiagnosis:
     smoothed_log_weights : ndarray, shape (draws,)
         PSIS-smoothed and normalised (log-sum-exp zero).
 
+    Other Parameters
+    ----------------
+    _target : Target
+        The posterior's proposal and model (internal, for the corrected predictions).
+    _keep : ndarray
+        What each draw is conditioned on (see the notes).
+    _blocks : tuple
+        The generators of the draws, their block sizes and the Student-t degrees of freedom
+        (None: Gaussian), to draw them again.
+
     Notes
     -----
     For the corrected predictions the record keeps what each draw is conditioned on
