@@ -50,7 +50,50 @@ DEFAULT_SOURCES = ("ep", "laplace")
 @dataclass(frozen=True)
 class StudyConfig:
     """A parsed, validated study: from a file (:func:`load_study`) or built in Python
-    (:meth:`from_dict`)."""
+    (:meth:`from_dict`).
+
+    Parameters
+    ----------
+    name : str
+        The study's name (its result folder's).
+    description : str
+    datasets : tuple of DatasetSpec
+    engines : mapping
+        Engine label -> its options (``[engines.LABEL]``), in the study's order.
+    methods : mapping
+        Engine label -> the engine it runs (a label may name an engine variant: ``method``).
+    likelihood : str
+    kernel : mapping
+        The kernel's specification (``[kernel]``; with a kernel axis, its first kernel).
+    mean : float or None
+        The constant prior mean (a hyperparameter); None: zero.
+    policy : {"fixed", "optimize", "shared", "full_bayes", "grid"}
+        The hyperparameter policy (``[hyperparameters]``).
+    source : str or None
+        The engine whose selected hyperparameters the others run at, where the policy shares
+        them.
+    n_restarts : int
+        Restarts of the hyperparameter optimisation.
+    splits : mapping
+        The splitting scheme (``[splits]``: ``kind`` and its options).
+    seed : int
+        Seeds the splits, restarts and samplers.
+    reference : str or None
+        The engine the others are compared with.
+    path : str
+        The study file, or empty.
+    grid : tuple of mapping
+        The grid points (policy ``"grid"``): hyperparameter name -> value, one dict each.
+    evidence : mapping
+        Gold-standard evidence estimators (``[evidence.NAME]``): label -> options.
+    kernels : mapping
+        A kernel axis (``[kernels.LABEL]``): label -> kernel; empty with one ``[kernel]``.
+    psis : mapping or None
+        The Pareto-k check of every Gaussian approximation (:func:`gpc_compare.psis`'s
+        options); None: off.
+    evidence_profiles : bool
+        Whether the report computes the evidence profiles (refits).
+    """
 
     name: str
     description: str
