@@ -65,8 +65,7 @@ class Comparison:
     run : RunSummary
         Jobs run, skipped (done earlier) and failed, with the failures' messages.
     keep : object, optional
-        Kept alive as long as this object: the TemporaryDirectory holding ``result_dir``
-        when ``output=None``, removed with it.
+        Kept as long as this object: the TemporaryDirectory of ``output=None``'s results.
     plan : Plan or None
         The plan made before the run (:mod:`gpc_compare.study.plan`): each engine's jobs,
         estimated time and memory; ``print(result.plan.text())`` shows it.
