@@ -277,7 +277,7 @@ def loo_refits(
     random_seed: int | np.random.Generator | None = None,
     **options: Any,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """log p(y_i | x_i, D_-i) by refitting without case i, for the given cases only.
+    """``log p(y_i | x_i, D_-i)`` by refitting without case i, for the given cases only.
 
     ``loo(posterior, "exact")`` is this for every case. For a subsample of the cases it
     gives the exact terms of the difference estimator of elpd_loo (Magnusson, Andersen,
@@ -303,7 +303,7 @@ def loo_refits(
     Returns
     -------
     values : ndarray, shape (len(cases),)
-        log p(y_i | x_i, D_-i) per case, in the order of ``cases``.
+        ``log p(y_i | x_i, D_-i)`` per case, in the order of ``cases``.
     converged : ndarray of bool, shape (len(cases),)
         Whether each refit's engine reported convergence.
     """
