@@ -209,7 +209,18 @@ class Posterior(ABC):
     def _predict_latent(self, Xs: np.ndarray) -> tuple[np.ndarray, np.ndarray]: ...
 
     def predict_latent(self, Xs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Mean and variance of the latent f* at new inputs ``Xs`` (n, d)."""
+        """Mean and variance of the latent f* at new inputs ``Xs`` (n, d).
+
+        Parameters
+        ----------
+        Xs : array_like, shape (n, d)
+            Test inputs.
+
+        Returns
+        -------
+        mean, var : ndarray, shape (n,)
+            The latent predictive mean and variance (R&W eqs. 3.21 and 3.24 for Laplace).
+        """
         return self._predict_latent(self._check_Xs(Xs))
 
     def predict_proba(self, Xs: np.ndarray, *, integration: str = "exact") -> np.ndarray:
@@ -222,6 +233,11 @@ class Posterior(ABC):
             How the link is integrated against the Gaussian latent: exactly (closed form
             for probit, quadrature for logistic) or by Bishop's probit approximation
             sigma(kappa(v) m) (4.153, logistic only).
+
+        Returns
+        -------
+        ndarray, shape (n,)
+            The probability of the positive class at each input.
         """
         mean, var = self.predict_latent(Xs)
         return self.likelihood.predict_proba(mean, var, integration=integration)
@@ -229,7 +245,22 @@ class Posterior(ABC):
     def log_predictive(
         self, Xs: np.ndarray, ys: np.ndarray, *, integration: str = "exact"
     ) -> np.ndarray:
-        """log p(y* | x*, data) for test inputs and their labels, computed in log space."""
+        """log p(y* | x*, data) for test inputs and their labels, computed in log space.
+
+        Parameters
+        ----------
+        Xs : array_like, shape (n, d)
+            Test inputs.
+        ys : array_like, shape (n,)
+            Their labels (one class allowed), or real targets with the Gaussian likelihood.
+        integration : {"exact", "probit_approximation"}
+            As for :meth:`predict_proba`.
+
+        Returns
+        -------
+        ndarray, shape (n,)
+            log p(y*_i | x*_i, data) per test case.
+        """
         Xs, ys = self._check_test_set(Xs, ys)
         mean, var = self._predict_latent(Xs)
         return self.likelihood.log_predictive(ys, mean, var, integration=integration)
@@ -245,6 +276,16 @@ class Posterior(ABC):
         draws and seeds only its ``Xs`` predictions). An engine may add keyword-only
         options: ``draws=`` (how many draws a Gaussian posterior makes, 1000 by default),
         ``Xs=`` (a sampled posterior's predictions at new inputs).
+
+        Parameters
+        ----------
+        random_seed : int or Generator, optional
+            Seeds what the export draws.
+
+        Returns
+        -------
+        arviz.InferenceData
+            Groups ``posterior`` (``f``), ``observed_data`` and ``log_likelihood``.
         """
 
     def _draws_inference_data(self, f: np.ndarray, **attrs: Any) -> arviz.InferenceData:
@@ -284,6 +325,12 @@ class Posterior(ABC):
         engine did not estimate it) and ``log_evidence_se`` (None for a deterministic
         approximation); engines add what only they give (EP's ``loo_log_predictive``,
         MCMC's ``diagnostics``).
+
+        Returns
+        -------
+        dict
+            ``convergence``, ``log_evidence`` and ``log_evidence_se``, and the engine's own
+            entries.
         """
         conv = self.convergence
         log_evidence = self._evidence_or_none()

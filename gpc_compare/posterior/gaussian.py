@@ -233,7 +233,19 @@ class GaussianPosterior(Posterior):
         return np.asarray(grads, dtype=float)
 
     def sample_latent(self, draws: int, random_seed: int | np.random.Generator | None = None):
-        """Draws of f at the training inputs from the Gaussian posterior, shape (draws, n)."""
+        """Draws of f at the training inputs from the Gaussian posterior, shape (draws, n).
+
+        Parameters
+        ----------
+        draws : int
+            The number of draws.
+        random_seed : int or Generator, optional
+
+        Returns
+        -------
+        ndarray, shape (draws, n)
+            mean + L_c z, L_c the Cholesky factor of the posterior covariance (with jitter).
+        """
         rng = np.random.default_rng(random_seed)
         Lc = cholesky(self.latent_cov, jitter=JITTER, what="posterior covariance")
         z = rng.standard_normal((draws, self.X.shape[0]))
@@ -250,5 +262,16 @@ class GaussianPosterior(Posterior):
         ``log_likelihood`` (``y``: log p(y_i | f_i) per draw, for ``arviz.loo``);
         ``attrs`` name the method, kernel and likelihood and give the log marginal
         likelihood.
+
+        Parameters
+        ----------
+        random_seed : int or Generator, optional
+            Seeds the draws.
+        draws : int
+            The number of draws.
+
+        Returns
+        -------
+        arviz.InferenceData
         """
         return self._draws_inference_data(self.sample_latent(draws, random_seed))

@@ -97,6 +97,28 @@ def test_every_public_function_and_class_documents_its_parameters_and_return(nam
     assert not problems, f"{name}: " + "; ".join(problems)
 
 
+# the classes whose public methods are held to the same: those a user calls after a fit
+METHOD_CLASSES = [
+    "gpc_compare.GPClassifier",
+    "gpc_compare.Posterior",
+    "gpc_compare.GaussianPosterior",
+]
+METHODS = [
+    (f"{name}.{method}", value)
+    for name, obj in PUBLIC
+    if name in METHOD_CLASSES
+    for method, value in _methods(obj)
+    if inspect.isfunction(value)
+]
+
+
+@pytest.mark.parametrize("name, obj", METHODS, ids=[name for name, _ in METHODS])
+def test_the_fit_s_methods_document_their_parameters_and_return(name, obj) -> None:
+    report = validate(f"{obj.__module__}.{obj.__qualname__}")
+    problems = [f"{c}: {m}" for c, m in report["errors"] if c in {"PR01", "PR02", "RT01"}]
+    assert not problems, f"{name}: " + "; ".join(problems)
+
+
 def test_the_docstring_check_sees_a_missing_parameter() -> None:
     report = validate(f"{__name__}._undocumented_parameter")
     assert "PR01" in {code for code, _ in report["errors"]}
