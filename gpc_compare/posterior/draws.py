@@ -200,7 +200,13 @@ class SamplePosterior(_Draws, Posterior):
 
     def record(self) -> dict[str, Any]:
         """:meth:`Posterior.record`, plus the evidence's standard error and record
-        (``reference_evidence``: method, start, health) and ``diagnostics``."""
+        (``reference_evidence``: method, start, health) and ``diagnostics``.
+
+        Returns
+        -------
+        dict
+            JSON-ready.
+        """
         out = super().record()
         if out["log_evidence"] is not None:
             out["log_evidence_se"] = float(self.log_marginal_likelihood_se)
@@ -244,14 +250,40 @@ class SamplePosterior(_Draws, Posterior):
         return means[idx], (var if var.shape[0] == 1 else var[idx])
 
     def predict_proba(self, Xs: np.ndarray, *, integration: str = "exact") -> np.ndarray:
-        """P(y* = +1 | x*, data): the link integrated against f* | f per draw, averaged."""
+        """P(y* = +1 | x*, data): the link integrated against f* | f per draw, averaged.
+
+        Parameters
+        ----------
+        Xs : array_like, shape (m, d)
+            Test inputs.
+        integration : {"exact", "probit_approximation"}
+            As for :meth:`Posterior.predict_proba`.
+
+        Returns
+        -------
+        ndarray, shape (m,)
+        """
         means, var = self._draws_for_integration(*self._conditional(self._check_Xs(Xs)))
         return self.likelihood.predict_proba(means, var, integration=integration).mean(axis=0)
 
     def log_predictive(
         self, Xs: np.ndarray, ys: np.ndarray, *, integration: str = "exact"
     ) -> np.ndarray:
-        """log p(y* | x*, data) = log mean_s p(y* | f_s), by log-sum-exp over draws."""
+        """log p(y* | x*, data) = log mean_s p(y* | f_s), by log-sum-exp over draws.
+
+        Parameters
+        ----------
+        Xs : array_like, shape (m, d)
+            Test inputs.
+        ys : array_like, shape (m,)
+            Their labels (one class allowed), or real targets with the Gaussian likelihood.
+        integration : {"exact", "probit_approximation"}
+            As for :meth:`Posterior.predict_proba`.
+
+        Returns
+        -------
+        ndarray, shape (m,)
+        """
         Xs, ys = self._check_test_set(Xs, ys)
         means, var = self._draws_for_integration(*self._conditional(Xs))
         lp = self.likelihood.log_predictive(ys[None, :], means, var, integration=integration)
@@ -264,6 +296,15 @@ class SamplePosterior(_Draws, Posterior):
 
         :meth:`log_predictive` is the log of the mean of their exponentials; the
         functions of :mod:`gpc_compare.metrics.mcse` take them for its Monte Carlo error.
+
+        Parameters
+        ----------
+        Xs : array_like, shape (m, d)
+            Test inputs.
+        ys : array_like, shape (m,)
+            Their labels (one class allowed), or real targets with the Gaussian likelihood.
+        integration : {"exact", "probit_approximation"}
+            As for :meth:`Posterior.predict_proba`.
 
         Returns
         -------
@@ -290,6 +331,15 @@ class SamplePosterior(_Draws, Posterior):
         :func:`gpc_compare.metrics.joint_mean_log_predictive_mcse` takes
         :meth:`log_predictive_draws` instead and keeps their correlation through the
         shared draws.
+
+        Parameters
+        ----------
+        Xs : array_like, shape (m, d)
+            Test inputs.
+        ys : array_like, shape (m,)
+            Their labels (one class allowed), or real targets with the Gaussian likelihood.
+        integration : {"exact", "probit_approximation"}
+            As for :meth:`Posterior.predict_proba`.
 
         Returns
         -------
@@ -320,7 +370,20 @@ class SamplePosterior(_Draws, Posterior):
         ``log_likelihood`` group (``y``: log p(y_i | f_i) per draw, for ``arviz.loo`` and
         ``arviz.compare``); with ``Xs``, a ``predictions`` group holding a draw of f* | f
         for every posterior draw, seeded by ``random_seed``. (``Xs`` given first, by
-        position, is the old form: it warns.)"""
+        position, is the old form: it warns.)
+
+        Parameters
+        ----------
+        random_seed : int or Generator, optional
+            Seeds the draws of f* (only with ``Xs``).
+        Xs : array_like, shape (m, d), optional
+            Test inputs for the ``predictions`` group.
+
+        Returns
+        -------
+        arviz.InferenceData
+            A copy of the sampler's, with the groups added.
+        """
         if Xs is None and np.ndim(random_seed) == 2:  # to_inference_data(Xs), the old order
             warnings.warn(
                 "to_inference_data(Xs) is now to_inference_data(Xs=Xs) (the first argument "
@@ -406,7 +469,13 @@ class SoftmaxSamplePosterior(_Draws, MulticlassPosterior):
         raise ValueError("the MCMC engine gives no evidence with the softmax likelihood")
 
     def record(self) -> dict[str, Any]:
-        """:meth:`Posterior.record`, plus ``diagnostics``."""
+        """:meth:`Posterior.record`, plus ``diagnostics``.
+
+        Returns
+        -------
+        dict
+            JSON-ready.
+        """
         return {**super().record(), **self._diagnostics_record()}
 
     @property
@@ -448,5 +517,16 @@ class SoftmaxSamplePosterior(_Draws, MulticlassPosterior):
     def to_inference_data(self, random_seed=None):
         """The sampler's InferenceData (f with dims ``obs``, ``class``) with a
         ``log_likelihood`` group (``y``: log p(y_i | f_i) per draw, dims ``obs``);
-        ``random_seed`` (the shared signature) is not used: nothing is drawn."""
+        ``random_seed`` (the shared signature) is not used: nothing is drawn.
+
+        Parameters
+        ----------
+        random_seed : object, optional
+            Not used.
+
+        Returns
+        -------
+        arviz.InferenceData
+            A copy of the sampler's, with the ``log_likelihood`` group.
+        """
         return _with_log_likelihood(self.idata.copy(), self.likelihood, self.y)

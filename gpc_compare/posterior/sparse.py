@@ -395,7 +395,18 @@ class SparsePosterior(InducingPosterior):
 
     def sample_latent(self, draws: int, random_seed: int | np.random.Generator | None = None):
         """Joint draws of f at the training inputs, shape (draws, n), in O(n M) each:
-        u from q(u), then each f_i given u independently (module note)."""
+        u from q(u), then each f_i given u independently (module note).
+
+        Parameters
+        ----------
+        draws : int
+            The number of draws.
+        random_seed : int or Generator, optional
+
+        Returns
+        -------
+        ndarray, shape (draws, n)
+        """
         rng = np.random.default_rng(random_seed)
         V, Lam, d, sites = self.prior.V, self.prior.Lam, self.sites.d, self.sites
         g = self.latent_mean - self.prior_mean

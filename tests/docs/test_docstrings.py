@@ -102,6 +102,10 @@ METHOD_CLASSES = [
     "gpc_compare.GPClassifier",
     "gpc_compare.Posterior",
     "gpc_compare.GaussianPosterior",
+    "gpc_compare.posterior.MulticlassPosterior",
+    "gpc_compare.posterior.SamplePosterior",
+    "gpc_compare.posterior.SoftmaxSamplePosterior",
+    "gpc_compare.posterior.SparsePosterior",
 ]
 METHODS = [
     (f"{name}.{method}", value)
@@ -110,6 +114,10 @@ METHODS = [
     for method, value in _methods(obj)
     if inspect.isfunction(value)
 ]
+
+
+def test_every_class_named_for_its_methods_has_some() -> None:
+    assert {name.rsplit(".", 1)[0] for name, _ in METHODS} == set(METHOD_CLASSES)
 
 
 @pytest.mark.parametrize("name, obj", METHODS, ids=[name for name, _ in METHODS])
