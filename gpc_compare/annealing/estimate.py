@@ -89,7 +89,13 @@ class EvidenceEstimate:
 
     def record(self) -> dict[str, Any]:
         """The estimate as a JSON-ready dict (e.g. an MCMC job's ``reference_evidence``);
-        ``recheck`` and ``first`` only where it was made again."""
+        ``recheck`` and ``first`` only where it was made again.
+
+        Returns
+        -------
+        dict
+            The fields, ``first`` as its own record.
+        """
         out = asdict(self)
         del out["recheck"], out["first"]
         if self.first is not None:

@@ -131,6 +131,15 @@ class Dataset:
     def true_proba(self, X: np.ndarray) -> np.ndarray:
         """The true p(y = 1 | x) of a synthetic binary set, shape (m,).
 
+        Parameters
+        ----------
+        X : array_like, shape (m, d)
+            Inputs, on the data set's own (unscaled) coordinates.
+
+        Returns
+        -------
+        ndarray, shape (m,)
+
         Raises
         ------
         ValueError
