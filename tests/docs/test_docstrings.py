@@ -98,13 +98,17 @@ def test_every_public_function_and_class_documents_its_parameters_and_return(nam
 
 
 # the classes whose public methods are held to the same: what a fit, a diagnosis, an
-# evidence estimate or a loader returns, and the kernels' and likelihoods' bases
+# evidence estimate or a loader returns, the kernels' and likelihoods' bases and the
+# multi-class likelihoods
 METHOD_CLASSES = [
     "gpc_compare.PSISDiagnosis",
     "gpc_compare.datasets.Dataset",
     "gpc_compare.evidence.EvidenceEstimate",
     "gpc_compare.kernels.Kernel",
     "gpc_compare.likelihoods.Likelihood",
+    "gpc_compare.likelihoods.Softmax",
+    "gpc_compare.likelihoods.MultinomialProbit",
+    "gpc_compare.likelihoods.RobustMax",
     "gpc_compare.GPClassifier",
     "gpc_compare.Posterior",
     "gpc_compare.GaussianPosterior",
