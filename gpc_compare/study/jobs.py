@@ -103,7 +103,12 @@ class Job:
 
     def describe(self) -> str:
         """``dataset/split k/engine`` (or ``dataset/point k/engine``; ``dataset/kernel/...``
-        with a kernel axis) for messages."""
+        with a kernel axis) for messages.
+
+        Returns
+        -------
+        str
+        """
         where = f"split {self.split}" if self.point is None else f"point {self.point}"
         if self.point is not None and self.split:
             where += f"/split {self.split}"
