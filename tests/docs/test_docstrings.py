@@ -134,7 +134,7 @@ def test_every_class_named_for_its_methods_has_some() -> None:
 
 
 @pytest.mark.parametrize("name, obj", METHODS, ids=[name for name, _ in METHODS])
-def test_the_fit_s_methods_document_their_parameters_and_return(name, obj) -> None:
+def test_their_public_methods_document_their_parameters_and_return(name, obj) -> None:
     report = validate(f"{obj.__module__}.{obj.__qualname__}")
     problems = [f"{c}: {m}" for c, m in report["errors"] if c in {"PR01", "PR02", "RT01"}]
     assert not problems, f"{name}: " + "; ".join(problems)
