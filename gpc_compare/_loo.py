@@ -72,7 +72,7 @@ DEFAULT_DRAWS = 4000
 class LOOResult:
     """Leave-one-out predictive performance (:func:`loo`).
 
-    Attributes
+    Parameters
     ----------
     method : {"cavity", "psis", "exact"}
         How it was computed.

@@ -53,7 +53,7 @@ DATA_OPTIONS = ("features", "positive", "categorical", "missing", "subsample")
 class Comparison:
     """What :func:`compare` ran: the tidy table, its summary, and the report on request.
 
-    Attributes
+    Parameters
     ----------
     table : pandas.DataFrame
         The tidy table (``results.csv``): one row per data set, split, engine and metric.
@@ -64,6 +64,8 @@ class Comparison:
         The study that ran.
     run : RunSummary
         Jobs run, skipped (done earlier) and failed, with the failures' messages.
+    keep : object, optional
+        Kept as long as this object: the TemporaryDirectory of ``output=None``'s results.
     plan : Plan or None
         The plan made before the run (:mod:`gpc_compare.study.plan`): each engine's jobs,
         estimated time and memory; ``print(result.plan.text())`` shows it.

@@ -83,7 +83,26 @@ class GPClassifier(ClassifierMixin, BaseEstimator):
         self.engine_options = engine_options
 
     def fit(self, X, y) -> GPClassifier:
-        """Fit the posterior (and, with ``optimizer``, the hyperparameters) to (X, y)."""
+        """Fit the posterior (and, with ``optimizer``, the hyperparameters) to (X, y).
+
+        Parameters
+        ----------
+        X : array_like, shape (n_samples, n_features)
+            Training inputs.
+        y : array_like, shape (n_samples,)
+            Class labels: two classes, or more with a multi-class likelihood.
+
+        Returns
+        -------
+        GPClassifier
+            The estimator itself, fitted (``posterior_``, ``kernel_``, ``classes_``).
+
+        Raises
+        ------
+        ValueError
+            For a bad input, a regression likelihood, or more than two classes with a binary
+            likelihood.
+        """
         lik = get_likelihood(self.likelihood)
         engine = get_engine(self.method)
         engine.check_likelihood(lik)  # (the engine's declaration, as gc.fit's and a study's)
@@ -150,7 +169,18 @@ class GPClassifier(ClassifierMixin, BaseEstimator):
         return get_likelihood(self.likelihood).latent_dim != 1
 
     def predict_proba(self, X) -> np.ndarray:
-        """Class probabilities, shape (n, C), columns in the order of ``classes_``."""
+        """Class probabilities, shape (n, C), columns in the order of ``classes_``.
+
+        Parameters
+        ----------
+        X : array_like, shape (n, n_features)
+            Test inputs.
+
+        Returns
+        -------
+        ndarray, shape (n, C)
+            The rows sum to one.
+        """
         check_is_fitted(self)
         X = validate_data(self, X, dtype=np.float64, reset=False)
         if self._softmax():
@@ -159,7 +189,18 @@ class GPClassifier(ClassifierMixin, BaseEstimator):
         return np.column_stack([1.0 - p1, p1])
 
     def predict_log_proba(self, X) -> np.ndarray:
-        """log class probabilities, shape (n, C), computed in log space (never log(0))."""
+        """log class probabilities, shape (n, C), computed in log space (never log(0)).
+
+        Parameters
+        ----------
+        X : array_like, shape (n, n_features)
+            Test inputs.
+
+        Returns
+        -------
+        ndarray, shape (n, C)
+            log p(y* = c | x*, data).
+        """
         check_is_fitted(self)
         X = validate_data(self, X, dtype=np.float64, reset=False)
         if self._softmax():
@@ -170,7 +211,18 @@ class GPClassifier(ClassifierMixin, BaseEstimator):
         )
 
     def predict(self, X) -> np.ndarray:
-        """The most probable class of each input."""
+        """The most probable class of each input.
+
+        Parameters
+        ----------
+        X : array_like, shape (n, n_features)
+            Test inputs.
+
+        Returns
+        -------
+        ndarray, shape (n,)
+            Labels from ``classes_`` (binary: the second class where its probability exceeds 0.5).
+        """
         if self._softmax():
             best = np.argmax(self.predict_log_proba(X), axis=1)
             return self.classes_[best]

@@ -147,6 +147,24 @@ def prepare(
     """Check the problem and set it up for the estimators (:class:`Prepared`): one Cholesky
     factor of K (with the jitter the MCMC engine adds) and one EP fit (default options).
 
+    Parameters
+    ----------
+    X : array_like, shape (n, d)
+    y : array_like, shape (n,)
+        Binary labels ({0, 1}, {-1, +1} or booleans), or real targets with the Gaussian
+        likelihood.
+    kernel : Kernel, optional
+        Default ``SquaredExponential(1.0, 1.0)``.
+    likelihood : {"probit", "logistic", "gaussian"} or Likelihood
+    mean : float, optional
+        Constant prior mean (None: zero).
+
+    Returns
+    -------
+    Prepared
+        The set-up, for :func:`gpc_compare.annealing.estimate.estimate` (one or several
+        estimates).
+
     Raises
     ------
     ValueError

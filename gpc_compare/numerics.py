@@ -66,6 +66,16 @@ def log_phi(z: np.ndarray | float) -> np.ndarray:
 
     Uses :func:`scipy.special.log_ndtr`, which switches to an asymptotic expansion
     in the lower tail, so ``log_phi(-40) = -804.608...`` rather than ``-inf``.
+
+    Parameters
+    ----------
+    z : float or ndarray
+        The argument, any finite value.
+
+    Returns
+    -------
+    ndarray
+        log Phi(z), elementwise, with z's shape.
     """
     return special.log_ndtr(np.asarray(z, dtype=float))
 
@@ -82,6 +92,11 @@ def probit_ratio(z: np.ndarray | float) -> tuple[np.ndarray, np.ndarray, np.ndar
     of the Mills ratio, Phi(z)/phi(z) = 1/(t + 1/(t + 2/(t + 3/(t + ...)))), t = -z
     (Abramowitz and Stegun 26.2.14): with e_k = k/(t + e_{k+1}),
     r = t + e_1, z + r = e_1, and (z + r)(z + 2r) - 1 = 2 e_1^2 (e_3 - e_2) / (t + e_3).
+
+    Parameters
+    ----------
+    z : float or ndarray
+        The argument, any finite value.
 
     Returns
     -------
@@ -125,6 +140,16 @@ def log_phi_d2(z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     series of the Mills ratio (Abramowitz and Stegun 26.2.12), t R(t) = 1 - u S(u) with
     u = 1/t^2, t = -z, S(u) = 1 - 3u + 15u^2 - ...: z + r = t u S / (1 - u S).
     Every output is accurate to about 1e-13 relative for every finite z.
+
+    Parameters
+    ----------
+    z : ndarray
+        The arguments, any finite values.
+
+    Returns
+    -------
+    log_phi, d1, d2 : ndarray
+        log Phi(z), r(z) and -r(z) (z + r(z)), each with z's shape.
     """
     z = np.asarray(z, dtype=float)
     half_z2 = 0.5 * z * z
@@ -153,6 +178,16 @@ def log_sigmoid_d2(f: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     From ``e = exp(-|f|)`` alone: log sigma(f) = min(f, 0) - log1p(e), sigma(-f) = e / (1 + e)
     for f >= 0 and 1 / (1 + e) otherwise, sigma(f) sigma(-f) = e / (1 + e)^2; each exact to
     a few ulp for every finite f, without overflow.
+
+    Parameters
+    ----------
+    f : ndarray
+        The arguments, any finite values.
+
+    Returns
+    -------
+    log_sigma, d1, d2 : ndarray
+        log sigma(f), sigma(-f) and -sigma(f) sigma(-f), each with f's shape.
     """
     f = np.asarray(f, dtype=float)
     e = np.exp(-np.abs(f))
@@ -162,13 +197,35 @@ def log_sigmoid_d2(f: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def log_sigmoid(f: np.ndarray | float) -> np.ndarray:
-    """log sigma(f) = -log(1 + exp(-f)), exact in both tails (log_sigmoid(-800) = -800)."""
+    """log sigma(f) = -log(1 + exp(-f)), exact in both tails (log_sigmoid(-800) = -800).
+
+    Parameters
+    ----------
+    f : float or ndarray
+        The argument.
+
+    Returns
+    -------
+    ndarray
+        log sigma(f), elementwise, with f's shape.
+    """
     f = np.asarray(f, dtype=float)
     return -np.logaddexp(0.0, -f)
 
 
 def sigmoid(f: np.ndarray | float) -> np.ndarray:
-    """The logistic sigmoid 1 / (1 + exp(-f)) without overflow (scipy's expit)."""
+    """The logistic sigmoid 1 / (1 + exp(-f)) without overflow (scipy's expit).
+
+    Parameters
+    ----------
+    f : float or ndarray
+        The argument.
+
+    Returns
+    -------
+    ndarray
+        sigma(f), elementwise, with f's shape.
+    """
     return special.expit(np.asarray(f, dtype=float))
 
 
@@ -190,6 +247,11 @@ def cholesky(A: np.ndarray, *, jitter: float = 0.0, what: str = "matrix") -> np.
     what : str
         Names the matrix in the error message.
 
+    Returns
+    -------
+    ndarray, shape (n, n)
+        The lower triangular L with L L^T = A (plus the jitter on the diagonal).
+
     Raises
     ------
     numpy.linalg.LinAlgError
@@ -210,6 +272,24 @@ def chol_B(K: np.ndarray, sW: np.ndarray) -> np.ndarray:
     """Lower Cholesky factor of B = I + sW K sW (R&W eq. 3.26), built in one buffer.
 
     B's eigenvalues are at least one, so it needs no jitter (R&W section 3.4.3).
+
+    Parameters
+    ----------
+    K : ndarray, shape (n, n)
+        The prior covariance matrix.
+    sW : ndarray, shape (n,)
+        W^1/2, the square roots of the (non-negative) diagonal of W.
+
+    Returns
+    -------
+    ndarray, shape (n, n)
+        The lower triangular L with L L^T = B.
+
+    Raises
+    ------
+    numpy.linalg.LinAlgError
+        If B is not positive definite in floating point (a kernel scale too large for
+        double precision).
     """
     # B is symmetric: built in Fortran order (from the transposed view of K), LAPACK
     # factorises it in place with no copy
@@ -227,7 +307,20 @@ def chol_B(K: np.ndarray, sW: np.ndarray) -> np.ndarray:
 
 
 def cho_solve(L: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Solve (L L^T) x = b given the lower Cholesky factor L."""
+    """Solve (L L^T) x = b given the lower Cholesky factor L.
+
+    Parameters
+    ----------
+    L : ndarray, shape (n, n)
+        The lower Cholesky factor.
+    b : ndarray, shape (n,) or (n, k)
+        The right-hand side(s).
+
+    Returns
+    -------
+    ndarray
+        x = (L L^T)^-1 b, with b's shape.
+    """
     return scipy.linalg.cho_solve((L, True), b, check_finite=False)
 
 
@@ -247,6 +340,22 @@ def solve_I_plus_WK(K: np.ndarray, sW: np.ndarray, L: np.ndarray, b: np.ndarray)
     form is kept, being as accurate or, with a strongly correlated K, more so
     (sigma_f^2 = 1e4 on 60 points at ell = 1: the other form left Laplace's Newton step at
     6e-6 in f, R&W's at 2e-11).
+
+    Parameters
+    ----------
+    K : ndarray, shape (n, n)
+        The prior covariance matrix.
+    sW : ndarray, shape (n,)
+        W^1/2, the square roots of W's diagonal.
+    L : ndarray, shape (n, n)
+        The lower Cholesky factor of B = I + sW K sW, from :func:`chol_B`.
+    b : ndarray, shape (n,)
+        The right-hand side.
+
+    Returns
+    -------
+    ndarray, shape (n,)
+        (I + W K)^-1 b.
     """
     big = sW * sW * np.diag(K) > CANCELLATION
     if not big.any():
@@ -266,6 +375,21 @@ def cho_inverse(L: np.ndarray) -> np.ndarray:
     LAPACK ``dpotri``: one triangular inverse and one triangular product (``dtrtri`` and
     ``dlauum``), about two Cholesky factorisations' work, where ``cho_solve(L, I)`` costs
     about six.
+
+    Parameters
+    ----------
+    L : ndarray, shape (n, n)
+        The lower Cholesky factor.
+
+    Returns
+    -------
+    ndarray, shape (n, n)
+        (L L^T)^-1, both triangles filled.
+
+    Raises
+    ------
+    numpy.linalg.LinAlgError
+        If L is singular.
     """
     inv, info = scipy.linalg.lapack.dpotri(L, lower=1)
     if info != 0:
@@ -287,7 +411,18 @@ def _mirror_lower(A: np.ndarray, block: int = 128) -> np.ndarray:
 
 def inverse_from_triangular_inverse(Linv: np.ndarray) -> np.ndarray:
     """(L L^T)^-1 = L^-T L^-1, symmetric, from the lower triangular inverse L^-1 (LAPACK
-    ``dlauum``: the second half of :func:`cho_inverse`'s work)."""
+    ``dlauum``: the second half of :func:`cho_inverse`'s work).
+
+    Parameters
+    ----------
+    Linv : ndarray, shape (n, n)
+        L^-1, lower triangular.
+
+    Returns
+    -------
+    ndarray, shape (n, n)
+        (L L^T)^-1, both triangles filled.
+    """
     inv, info = scipy.linalg.lapack.dlauum(Linv, lower=1)
     if info != 0:  # pragma: no cover - dlauum fails only on bad arguments
         raise np.linalg.LinAlgError(f"dlauum failed (info = {info})")
@@ -298,6 +433,27 @@ def add_outer(A: np.ndarray, c: float, x: np.ndarray, y: np.ndarray) -> np.ndarr
     """A += c x y^T in place (BLAS ``dger``: one pass over A, no n x n temporary).
 
     ``A`` must be a C- or Fortran-contiguous float64 array; returned for chaining.
+
+    Parameters
+    ----------
+    A : ndarray, shape (n, m)
+        The matrix updated in place.
+    c : float
+        The scale of the outer product.
+    x : ndarray, shape (n,)
+        The left vector.
+    y : ndarray, shape (m,)
+        The right vector.
+
+    Returns
+    -------
+    ndarray
+        ``A`` itself, updated.
+
+    Raises
+    ------
+    ValueError
+        If ``A`` is neither C- nor Fortran-contiguous.
     """
     x = np.ascontiguousarray(x, dtype=float)
     y = np.ascontiguousarray(y, dtype=float)

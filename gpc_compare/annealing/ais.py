@@ -35,7 +35,7 @@ DEFAULT_TEMPERATURES = {"prior": 2000, "sites": 300}
 class AISResult:
     """An AIS estimate of the log evidence.
 
-    Attributes
+    Parameters
     ----------
     log_evidence : float
         log Z_0 + log mean_r w_r.
@@ -125,6 +125,22 @@ def ais_log_evidence(
 ) -> tuple[float, float]:
     """log p(y) by AIS from the prior: :func:`ais` with ``sites=None``, as a pair.
 
+    Parameters
+    ----------
+    L : ndarray, shape (n, n)
+        Lower Cholesky factor of the prior covariance K (the prior is N(m, L L^T)).
+    m : float
+        Constant prior mean.
+    y : ndarray, shape (n,)
+        Labels in {-1, +1}.
+    likelihood : Likelihood
+        A binary likelihood (its ``log_prob``).
+    temperatures : int
+        The schedule length T.
+    runs : int
+        Independent AIS runs R (vectorised).
+    random_seed : int or Generator, optional
+
     Returns
     -------
     log_z, se : float
@@ -148,6 +164,27 @@ def ais_log_evidence_from_sites(
 ) -> tuple[float, float]:
     """log p(y) by AIS from a Gaussian approximation (EP's sites): :func:`ais` with
     ``K=K, sites=(ttau, tnu)``, as a pair.
+
+    Parameters
+    ----------
+    K : ndarray, shape (n, n)
+        The prior covariance the Gaussian start is formed with.
+    L : ndarray, shape (n, n)
+        Lower Cholesky factor of the prior covariance K (the prior is N(m, L L^T)).
+    m : float
+        Constant prior mean.
+    y : ndarray, shape (n,)
+        Labels in {-1, +1}.
+    likelihood : Likelihood
+        A binary likelihood (its ``log_prob``).
+    ttau, tnu : ndarray, shape (n,)
+        The site precisions (>= 0) and natural means of the Gaussian approximation (EP's
+        ``ttau``, ``tnu``, R&W eqs. 3.56-3.57): the path starts there.
+    temperatures : int
+        The schedule length T.
+    runs : int
+        Independent AIS runs R (vectorised).
+    random_seed : int or Generator, optional
 
     Returns
     -------

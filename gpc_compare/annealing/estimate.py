@@ -54,7 +54,7 @@ __all__ = [
 class EvidenceEstimate:
     """An estimate of log p(y | X, theta) and the record of how it was made.
 
-    Attributes
+    Parameters
     ----------
     log_evidence, standard_error : float
         The estimate and its standard error (across independent runs).
@@ -89,7 +89,13 @@ class EvidenceEstimate:
 
     def record(self) -> dict[str, Any]:
         """The estimate as a JSON-ready dict (e.g. an MCMC job's ``reference_evidence``);
-        ``recheck`` and ``first`` only where it was made again."""
+        ``recheck`` and ``first`` only where it was made again.
+
+        Returns
+        -------
+        dict
+            The fields, ``first`` as its own record.
+        """
         out = asdict(self)
         del out["recheck"], out["first"]
         if self.first is not None:
@@ -102,7 +108,26 @@ class Prepared:
     """A problem set up for the estimators: K's Cholesky factor (with the jitter the MCMC
     engine adds) and L L^T, the constant prior mean, the labels, EP's approximation at
     the same hyperparameters (the start, or SMC's moves' reference) and the seconds the
-    set-up took. Several estimates (a first and a recheck) share one set-up."""
+    set-up took. Several estimates (a first and a recheck) share one set-up.
+
+    Parameters
+    ----------
+    L : ndarray, shape (n, n)
+        The lower Cholesky factor of K (with the MCMC engine's jitter).
+    K : ndarray, shape (n, n)
+        L L^T: the prior covariance the estimators use.
+    mean : float
+        The constant prior mean m.
+    y : ndarray, shape (n,)
+        The labels in {-1, +1} (real targets with the Gaussian likelihood).
+    likelihood : Likelihood
+    ep_sites : (ndarray, ndarray)
+        EP's site parameters (ttau, tnu) (R&W eqs. 3.56-3.57).
+    ep_log_evidence : float
+        EP's log marginal likelihood (R&W eq. 3.65).
+    seconds : float
+        The set-up's wall time.
+    """
 
     L: np.ndarray
     K: np.ndarray  # L L^T: the prior the estimators use (K with that jitter)

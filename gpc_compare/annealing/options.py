@@ -134,6 +134,20 @@ class Recheck:
     estimate is healthy, as a study records). The defaults are a study's evidence jobs':
     ``se_max`` None (the estimator's, :data:`SE_MAX`: SMC 0.1, AIS 0.5), ``z`` 5,
     ``nats`` 0.3, ``runs`` 64, ``temperatures`` 5000.
+
+    Parameters
+    ----------
+    se_max : float, optional
+        The largest healthy standard error (None: the estimator's, SMC 0.1, AIS 0.5).
+    z : float, optional
+        Standard errors from EP's log evidence beyond which the estimate is made again (None:
+        never on this count).
+    nats : float
+        And nats from EP's log evidence beyond which.
+    runs : int
+        SMC: the second estimate's runs (0: never again).
+    temperatures : int
+        AIS: the second estimate's temperatures (0: never again).
     """
 
     se_max: float | None = _option(
@@ -160,6 +174,29 @@ class EvidenceOptions:
     - SMC: ``particles`` 128, ``moves`` 2, ``sweeps`` 2, ``cess`` 0.9, ``max_steps`` 5000;
     - AIS: ``temperatures`` 300 from EP's start, 2000 from the prior;
     - ``recheck`` None: the first estimate is final.
+
+    Parameters
+    ----------
+    estimator : {"smc", "ais"}
+        The estimator.
+    start : {"ep", "prior"}
+        Where the path starts: EP's approximation or the prior.
+    runs : int, optional
+        Independent runs (for the standard error).
+    particles : int, optional
+        SMC: particles per run.
+    moves : int, optional
+        SMC: elliptical slice steps per temperature.
+    sweeps : int, optional
+        SMC: coordinate sweeps per temperature.
+    cess : float, optional
+        SMC: the conditional ESS kept per step, in (0, 1).
+    max_steps : int, optional
+        SMC: the most temperatures of the schedule.
+    temperatures : int, optional
+        AIS: the schedule's length.
+    recheck : Recheck or mapping, optional
+        When to estimate again (None: never).
 
     Raises
     ------

@@ -26,7 +26,18 @@ __all__ = ["GaussianPath", "PriorPath", "coordinate_sweep", "elliptical_slice", 
 
 
 class PriorPath:
-    """pi_0 = N(0, K) = N(0, L L^T), Z_0 = 1: the prior, sampled as L z."""
+    """pi_0 = N(0, K) = N(0, L L^T), Z_0 = 1: the prior, sampled as L z.
+
+    Parameters
+    ----------
+    L : ndarray, shape (n, n)
+        The lower Cholesky factor of the prior covariance K.
+    rng : numpy.random.Generator
+        The draws' source.
+    reference : GaussianPath, optional
+        Sites whose tempered Gaussian :meth:`reference_move` proposes about; None: its moves
+        are :meth:`move`'s.
+    """
 
     log_z0 = 0.0
 
@@ -84,6 +95,19 @@ class GaussianPath:
     beta_(t-1)). Each transition is an elliptical slice step for the Gaussian part
     N(mu_beta, Sigma_beta) ∝ N(0, K) t(g)^(1 - beta) (one Cholesky of B_beta per
     temperature; samples by Matheron's rule) and the likelihood p(y | m + g)^beta.
+
+    Parameters
+    ----------
+    K : ndarray, shape (n, n)
+        The prior covariance.
+    L : ndarray, shape (n, n)
+        Its lower Cholesky factor.
+    m : float
+        The constant prior mean.
+    ttau, tnu : ndarray, shape (n,)
+        The site precisions (>= 0) and natural means (EP's, R&W eqs. 3.56-3.57).
+    rng : numpy.random.Generator
+        The draws' source.
     """
 
     def __init__(self, K, L, m, ttau, tnu, rng: np.random.Generator) -> None:

@@ -35,7 +35,7 @@ __all__ = ["SMCResult", "smc"]
 class SMCResult:
     """An SMC estimate of the log evidence and the record of its health.
 
-    Attributes
+    Parameters
     ----------
     log_evidence : float
         log Z_0 + log mean_r Z_r over the independent runs.

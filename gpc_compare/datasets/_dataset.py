@@ -15,7 +15,7 @@ __all__ = ["Dataset"]
 class Dataset:
     """A classification data set.
 
-    Attributes
+    Parameters
     ----------
     name : str
         Short name, e.g. ``"breast_cancer"`` (the key in :data:`DATASETS`).
@@ -130,6 +130,15 @@ class Dataset:
 
     def true_proba(self, X: np.ndarray) -> np.ndarray:
         """The true p(y = 1 | x) of a synthetic binary set, shape (m,).
+
+        Parameters
+        ----------
+        X : array_like, shape (m, d)
+            Inputs, on the data set's own (unscaled) coordinates.
+
+        Returns
+        -------
+        ndarray, shape (m,)
 
         Raises
         ------

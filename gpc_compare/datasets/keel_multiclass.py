@@ -67,6 +67,12 @@ def load_vehicle() -> Dataset:
     ``Circ``, ``D.Circ``, ... ``Holl.Ra``; integer-valued). Classes: bus 218, opel 212,
     saab 217, van 199 (y in that order); the two cars are hard to tell apart. Equal, value
     for value, to R mlbench's ``Vehicle``. No missing values, no duplicates.
+
+    Returns
+    -------
+    Dataset
+        ``name="vehicle"``, ``kind="real"``; ``y`` holds class indices 0..C-1 into
+        ``class_names``.
     """
     return _build("vehicle", _same("bus opel saab van"), "Statlog vehicle silhouettes (UCI)")
 
@@ -80,6 +86,12 @@ def load_segment() -> Dataset:
     window, path, grass (KEEL's labels 1-7 in UCI's order: sky has the smallest centroid
     row and the largest intensity, grass and path the largest rows). 224 rows repeat an
     earlier one (with the same label); no missing values.
+
+    Returns
+    -------
+    Dataset
+        ``name="segment"``, ``kind="real"``; ``y`` holds class indices 0..C-1 into
+        ``class_names``.
     """
     classes = "brickface sky foliage cement window path grass".split()
     labels = {str(k + 1): c for k, c in enumerate(classes)}
@@ -94,6 +106,12 @@ def load_satimage() -> Dataset:
     order; UCI's class 6, "mixture", has no cases): red soil 1533, cotton crop 703, grey soil
     1358, damp grey soil 626, vegetation stubble 707, very damp grey soil 1508. Equal, value
     for value, to R mlbench's ``Satellite``. No missing values, no duplicates.
+
+    Returns
+    -------
+    Dataset
+        ``name="satimage"``, ``kind="real"``; ``y`` holds class indices 0..C-1 into
+        ``class_names``.
     """
     labels = {
         "1": "red soil",
@@ -112,6 +130,12 @@ def load_optdigits() -> Dataset:
     n = 5620 (UCI's 3823 training + 1797 test rows), d = 64 (``pixel_<row>_<col>``, counts
     0-16 of a 4x4 block of a 32x32 bitmap). Classes ``0``-``9``, 554-572 each. scikit-learn's
     ``load_digits`` is UCI's test part: its 1797 rows are all here. No missing values.
+
+    Returns
+    -------
+    Dataset
+        ``name="optdigits"``, ``kind="real"``; ``y`` holds class indices 0..C-1 into
+        ``class_names``.
     """
     return _build("optdigits", _same("0 1 2 3 4 5 6 7 8 9"), "Optdigits (UCI)")
 
@@ -122,6 +146,12 @@ def load_penbased() -> Dataset:
     n = 10992 (UCI's 7494 training + 3498 test rows) digits written on a tablet by 44
     writers, d = 16: the pen trajectory resampled to 8 points (``x1, y1, ..., x8, y8``,
     integers 0-100). Classes ``0``-``9``, 1055-1144 each. No missing values, no duplicates.
+
+    Returns
+    -------
+    Dataset
+        ``name="penbased"``, ``kind="real"``; ``y`` holds class indices 0..C-1 into
+        ``class_names``.
     """
     return _build("penbased", _same("0 1 2 3 4 5 6 7 8 9"), "Pendigits (UCI)")
 
@@ -134,6 +164,12 @@ def load_letter() -> Dataset:
     ``onpix``, ... ``yegvx``). Classes ``A``-``Z``, 734-813 each. Equal, value for value, to
     R mlbench's ``LetterRecognition``. 1332 rows repeat an earlier one (same letter); no
     missing values. The largest of these sets: the sparse engines' problem.
+
+    Returns
+    -------
+    Dataset
+        ``name="letter"``, ``kind="real"``; ``y`` holds class indices 0..C-1 into
+        ``class_names``.
     """
     return _build(
         "letter",
@@ -151,6 +187,12 @@ def load_vowel() -> Dataset:
     also holds the training/test flag (``TT``: speakers 0-7 train, 528 rows), the speaker and
     the sex; they are ``info["TT"]``, ``info["SpeakerNumber"]`` and ``info["Sex"]``, not
     inputs. R mlbench's ``Vowel`` has the same rows but drops ``F1``. No missing values.
+
+    Returns
+    -------
+    Dataset
+        ``name="vowel"``, ``kind="real"``; ``y`` holds class indices 0..C-1 into
+        ``class_names``.
     """
     names, X, _ = _read("vowel.csv")
     info = {k: X[:, names.index(k)].astype(int) for k in ("TT", "SpeakerNumber", "Sex")}
@@ -166,6 +208,12 @@ def load_wine() -> Dataset:
     ... ``proline``; scales from 0.1 to 1680). Classes: cultivar 1 (59), cultivar 2 (71),
     cultivar 3 (48). Equal, value for value, to scikit-learn's ``load_wine``. No missing
     values, no duplicates.
+
+    Returns
+    -------
+    Dataset
+        ``name="wine"``, ``kind="real"``; ``y`` holds class indices 0..C-1 into
+        ``class_names``.
     """
     labels = {"1": "cultivar 1", "2": "cultivar 2", "3": "cultivar 3"}
     return _build("wine", labels, "Wine recognition (UCI)")

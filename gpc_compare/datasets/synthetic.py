@@ -53,7 +53,17 @@ __all__ = [
 
 # --------------------------------------------------------------------------- mixtures
 class MixtureComponent(NamedTuple):
-    """One bivariate normal of a class-conditional mixture."""
+    """One bivariate normal of a class-conditional mixture.
+
+    Parameters
+    ----------
+    weight : float
+        The component's weight within its class's mixture.
+    mean : (float, float)
+        The mean.
+    cov : ((float, float), (float, float))
+        The covariance matrix.
+    """
 
     weight: float
     mean: tuple[float, float]
@@ -69,7 +79,7 @@ class GaussianMixtureProblem:
     computed from log densities (log-sum-exp over components), so it stays accurate
     where one class's density underflows.
 
-    Attributes
+    Parameters
     ----------
     name : str
     components : tuple of two tuples of MixtureComponent
@@ -315,6 +325,21 @@ def twonorm_log_proba(X: np.ndarray) -> np.ndarray:
     """twonorm's exact log p(y = k | x), k = 0, 1, shape (m, 2): log odds -2 a sum(x).
 
     Class 0 has mean +a (1, ..., 1) and class 1 mean -a (1, ..., 1), DELVE's coding.
+
+    Parameters
+    ----------
+    X : array_like, shape (m, 20)
+        Inputs, on twonorm's own (unscaled) coordinates.
+
+    Returns
+    -------
+    ndarray, shape (m, 2)
+        log p(y = 0 | x) and log p(y = 1 | x) for each row.
+
+    Raises
+    ------
+    ValueError
+        If ``X`` is not a finite 2-D array with 20 columns.
     """
     return _log_proba_from_log_odds(-2.0 * TWONORM_A * _breiman_X(X, "twonorm").sum(axis=1))
 
@@ -325,6 +350,21 @@ def ringnorm_log_proba(X: np.ndarray) -> np.ndarray:
     Log odds ``t(x) = -(3/8)|x|^2 + a sum(x) + 20 log 2 - 2`` (class 1 N(a 1, I) against class 0
     N(0, 4 I), equal priors), turned into log probabilities by ``log_expit``: finite
     wherever ``|x|^2`` is, however far out x lies.
+
+    Parameters
+    ----------
+    X : array_like, shape (m, 20)
+        Inputs, on ringnorm's own (unscaled) coordinates.
+
+    Returns
+    -------
+    ndarray, shape (m, 2)
+        log p(y = 0 | x) and log p(y = 1 | x) for each row.
+
+    Raises
+    ------
+    ValueError
+        If ``X`` is not a finite 2-D array with 20 columns.
     """
     X = _breiman_X(X, "ringnorm")
     t = -0.375 * np.einsum("ij,ij->i", X, X) + RINGNORM_A * X.sum(axis=1) + _RINGNORM_T0

@@ -85,7 +85,18 @@ def register(engine: Engine | type[Engine], *, replace: bool = False) -> Engine:
 
 
 def unregister(name: str) -> None:
-    """Remove a registered engine (not a built-in one)."""
+    """Remove a registered engine (not a built-in one).
+
+    Parameters
+    ----------
+    name : str
+        The engine's registry name; an unknown name is ignored.
+
+    Raises
+    ------
+    ValueError
+        If ``name`` is a built-in engine.
+    """
     if name in _BUILT_IN:
         raise ValueError(f"{name!r} is a built-in engine")
     ENGINES.pop(name, None)
@@ -104,14 +115,36 @@ def _load_entry_points() -> None:
 
 def registered() -> dict[str, Engine]:
     """The registered engines by name (the built-in ones, those :func:`register` added and
-    those installed packages provide), in registration order."""
+    those installed packages provide), in registration order.
+
+    Returns
+    -------
+    dict of str to Engine
+        A copy of the registry: changing it changes nothing registered.
+    """
     _load_entry_points()
     return dict(ENGINES)
 
 
 def get_engine(method: str | Engine) -> Engine:
     """The engine called ``method`` (or ``method`` itself, an Engine), or a ValueError
-    listing those available."""
+    listing those available.
+
+    Parameters
+    ----------
+    method : str or Engine
+        An engine name (case-insensitive), or an engine, returned as it is.
+
+    Returns
+    -------
+    Engine
+        The registered engine.
+
+    Raises
+    ------
+    ValueError
+        For an unknown name, listing the registered ones.
+    """
     if isinstance(method, Engine):
         return method
     _load_entry_points()
@@ -146,7 +179,21 @@ def capabilities(method: str, likelihood: str | None = None) -> frozenset[str]:
 
 def engines_with(capability: str, likelihood: str | None = None) -> list[str]:
     """The names of the engines that declare ``capability`` (with ``likelihood``, if
-    given), in registry order."""
+    given), in registry order.
+
+    Parameters
+    ----------
+    capability : str
+        One of :data:`CAPABILITY_NAMES`.
+    likelihood : str, optional
+        Only engines taking this likelihood, with the capability for it; by default any
+        engine declaring the capability for some likelihood.
+
+    Returns
+    -------
+    list of str
+        Engine names.
+    """
     _load_entry_points()
     return [
         name

@@ -68,7 +68,7 @@ CAPABILITY_NAMES: dict[str, str] = {
 class Problem:
     """What every engine fits: checked training data and the model's parts.
 
-    Attributes
+    Parameters
     ----------
     X : ndarray, shape (n, d)
         Training inputs (finite).
@@ -107,6 +107,11 @@ def option(default: Any, check: OptionCheck, doc: str) -> Any:
     doc : str
         One or a few sentences: what the option does (shown by ``gpc-compare list engines``
         and in the options class's docstring).
+
+    Returns
+    -------
+    dataclasses.Field
+        The field, to assign to the option's name in an :class:`EngineOptions` subclass.
     """
     return field(default=default, metadata={"check": check, "doc": doc})
 
@@ -196,7 +201,13 @@ _O = TypeVar("_O", bound=EngineOptions)
 def engine_options(cls: type[_O]) -> type[_O]:
     """Make ``cls`` (a subclass of :class:`EngineOptions` whose fields are declared with
     :func:`option`) a frozen dataclass, its docstring listing every option with its default
-    and doc (numpydoc "Attributes")."""
+    and doc (numpydoc "Attributes").
+
+    Returns
+    -------
+    type
+        ``cls`` itself, made a frozen dataclass with the longer docstring.
+    """
     cls = dataclass(frozen=True, eq=False)(cls)
     lines = ["", "Attributes", "----------"]
     for name, default, doc in cls.describe():

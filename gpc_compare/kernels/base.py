@@ -99,7 +99,23 @@ class Kernel(ABC):
         return np.array(rows).reshape(-1, 2)
 
     def with_theta(self, theta: np.ndarray) -> Kernel:
-        """A copy of this kernel with the free hyperparameters set to ``exp(theta)``."""
+        """A copy of this kernel with the free hyperparameters set to ``exp(theta)``.
+
+        Parameters
+        ----------
+        theta : array_like, shape (p,)
+            The free log hyperparameters, in ``hyperparameter_names`` order.
+
+        Returns
+        -------
+        Kernel
+            A new kernel; this one is unchanged.
+
+        Raises
+        ------
+        ValueError
+            If ``theta`` has the wrong shape or is not finite.
+        """
         theta = np.asarray(theta, dtype=float)
         if theta.shape != (self.n_hyperparameters,):
             raise ValueError(
@@ -123,11 +139,31 @@ class Kernel(ABC):
 
     @abstractmethod
     def diag(self, X: np.ndarray) -> np.ndarray:
-        """The diagonal k(x_i, x_i), shape (n,)."""
+        """The diagonal k(x_i, x_i), shape (n,).
+
+        Parameters
+        ----------
+        X : ndarray, shape (n, d)
+            Inputs.
+
+        Returns
+        -------
+        ndarray, shape (n,)
+        """
 
     @abstractmethod
     def gradient(self, X: np.ndarray) -> np.ndarray:
-        """dK(X, X)/d theta_j for the free log hyperparameters, shape (p, n, n)."""
+        """dK(X, X)/d theta_j for the free log hyperparameters, shape (p, n, n).
+
+        Parameters
+        ----------
+        X : ndarray, shape (n, d)
+            Inputs.
+
+        Returns
+        -------
+        ndarray, shape (p, n, n)
+        """
 
     def gradient_terms(
         self,
@@ -204,7 +240,17 @@ class Kernel(ABC):
         )
 
     def diag_gradient(self, X: np.ndarray) -> np.ndarray:
-        """d k(x_i, x_i) / d theta_j for the free hyperparameters, shape (p, n)."""
+        """d k(x_i, x_i) / d theta_j for the free hyperparameters, shape (p, n).
+
+        Parameters
+        ----------
+        X : ndarray, shape (n, d)
+            Inputs.
+
+        Returns
+        -------
+        ndarray, shape (p, n)
+        """
         columns = [self.gradient(X[i : i + 1])[:, 0, 0] for i in range(X.shape[0])]
         return np.array(columns, dtype=float).T.reshape(self.n_hyperparameters, X.shape[0])
 
@@ -223,7 +269,18 @@ class Kernel(ABC):
 
     def extra_matrices(self, optimize: bool = False) -> float:
         """n x n matrices beyond the squared exponential's that a fit with this kernel
-        holds at its peak (``optimize``: one that takes evidence gradients too)."""
+        holds at its peak (``optimize``: one that takes evidence gradients too).
+
+        Parameters
+        ----------
+        optimize : bool
+            Whether the fit takes evidence gradients.
+
+        Returns
+        -------
+        float
+            The declared ``extra_dense_matrices`` entry, or 2 p + 4 (gradients) and 2.
+        """
         declared = self.extra_dense_matrices[bool(optimize)]
         if declared is not None:
             return float(declared)
@@ -231,7 +288,24 @@ class Kernel(ABC):
 
     def symbolic(self, X: np.ndarray, theta):
         """K(X, X) as a PyTensor expression of ``theta``, the free log hyperparameters in
-        ``hyperparameter_names`` order (used to sample hyperparameters with PyMC)."""
+        ``hyperparameter_names`` order (used to sample hyperparameters with PyMC).
+
+        Parameters
+        ----------
+        X : ndarray, shape (n, d)
+            Inputs.
+        theta : pytensor.tensor.TensorVariable, shape (p,)
+            The free log hyperparameters.
+
+        Returns
+        -------
+        pytensor.tensor.TensorVariable, shape (n, n)
+
+        Raises
+        ------
+        NotImplementedError
+            For a kernel without a symbolic form.
+        """
         raise NotImplementedError(f"{type(self).__name__} has no symbolic form")
 
     def _symbolic_params(self, theta) -> list:
@@ -248,7 +322,18 @@ class Kernel(ABC):
         return out
 
     def check_input_dim(self, d: int) -> None:
-        """Raise ValueError if the kernel cannot take inputs with ``d`` columns."""
+        """Raise ValueError if the kernel cannot take inputs with ``d`` columns.
+
+        Parameters
+        ----------
+        d : int
+            The number of input columns.
+
+        Raises
+        ------
+        ValueError
+            If the kernel cannot take them.
+        """
         if d < 1:
             raise ValueError(f"inputs need at least one column, got {d}")
 
@@ -320,7 +405,13 @@ class _Combination(Kernel):
 
 
 class Sum(_Combination):
-    """k1 + k2."""
+    """k1 + k2.
+
+    Parameters
+    ----------
+    k1, k2 : Kernel
+        The two kernels; ``theta`` is k1's hyperparameters, then k2's.
+    """
 
     def __call__(self, X: np.ndarray, X2: np.ndarray | None = None) -> np.ndarray:
         return self.k1(X, X2) + self.k2(X, X2)
@@ -364,7 +455,13 @@ class Sum(_Combination):
 
 
 class Product(_Combination):
-    """k1 * k2 (elementwise)."""
+    """k1 * k2 (elementwise).
+
+    Parameters
+    ----------
+    k1, k2 : Kernel
+        The two kernels; ``theta`` is k1's hyperparameters, then k2's.
+    """
 
     def __call__(self, X: np.ndarray, X2: np.ndarray | None = None) -> np.ndarray:
         return self.k1(X, X2) * self.k2(X, X2)

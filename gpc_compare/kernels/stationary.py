@@ -287,6 +287,16 @@ class Matern32(_Stationary):
     """Matern nu = 3/2: sigma_f^2 (1 + u) exp(-u), u = sqrt(3) r (R&W eq. 4.17).
 
     Parameters as for :class:`SquaredExponential`.
+
+    Parameters
+    ----------
+    lengthscale : float or array_like
+        ell; an array gives one length-scale per input dimension (ARD).
+    variance : float
+        The signal variance sigma_f^2.
+    lengthscale_bounds, variance_bounds : (float, float) or "fixed"
+        Bounds on the natural scale, used by hyperparameter optimisation; ``"fixed"``
+        holds the value and drops it from ``theta``.
     """
 
     extra_dense_matrices = (2.0, 2.0)  # (r, u and exp(-u) beside K: measured)
@@ -303,6 +313,16 @@ class Matern52(_Stationary):
     """Matern nu = 5/2: sigma_f^2 (1 + u + u^2/3) exp(-u), u = sqrt(5) r (R&W eq. 4.17).
 
     Parameters as for :class:`SquaredExponential`.
+
+    Parameters
+    ----------
+    lengthscale : float or array_like
+        ell; an array gives one length-scale per input dimension (ARD).
+    variance : float
+        The signal variance sigma_f^2.
+    lengthscale_bounds, variance_bounds : (float, float) or "fixed"
+        Bounds on the natural scale, used by hyperparameter optimisation; ``"fixed"``
+        holds the value and drops it from ``theta``.
     """
 
     extra_dense_matrices = (2.0, 4.0)  # (r, u and exp(-u) beside K: measured)

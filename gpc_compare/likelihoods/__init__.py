@@ -58,7 +58,23 @@ _LIKELIHOODS: dict[str, type[Likelihood]] = {
 def get_likelihood(likelihood: str | Likelihood) -> Likelihood:
     """A likelihood object from its name ("probit", "logistic", "softmax",
     "multinomial_probit", "robustmax", "gaussian": the last with variance 1.0) or the
-    object."""
+    object.
+
+    Parameters
+    ----------
+    likelihood : str or Likelihood
+        A name (case-insensitive), or a likelihood, returned as it is.
+
+    Returns
+    -------
+    Likelihood
+        A new likelihood object for a name.
+
+    Raises
+    ------
+    ValueError
+        For an unknown name, listing the known ones.
+    """
     if isinstance(likelihood, Likelihood):
         return likelihood
     if isinstance(likelihood, str) and likelihood.lower() in _LIKELIHOODS:

@@ -70,13 +70,38 @@ class Likelihood(ABC):
 
     @abstractmethod
     def log_prob(self, y: np.ndarray, f: np.ndarray) -> np.ndarray:
-        """log p(y_i | f_i), elementwise."""
+        """log p(y_i | f_i), elementwise.
+
+        Parameters
+        ----------
+        y : array_like
+            Labels in {-1, +1} (real targets for the Gaussian likelihood).
+        f : array_like
+            Latent values, broadcast against ``y``.
+
+        Returns
+        -------
+        ndarray
+        """
 
     @abstractmethod
     def derivatives(
         self, y: np.ndarray, f: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """log p(y | f) and its first three derivatives with respect to f, elementwise."""
+        """log p(y | f) and its first three derivatives with respect to f, elementwise.
+
+        Parameters
+        ----------
+        y : array_like
+            Labels in {-1, +1} (real targets for the Gaussian likelihood).
+        f : array_like
+            Latent values, broadcast against ``y``.
+
+        Returns
+        -------
+        log_p, d1, d2, d3 : ndarray
+            log p(y | f) and d^k/df^k log p(y | f), k = 1, 2, 3.
+        """
 
     # ------------------------------------------------------------ integrals against N
     def log_predictive(
@@ -100,6 +125,11 @@ class Likelihood(ABC):
             quadrature (:meth:`quadrature`) accurate to about 1e-13 relative.
             "probit_approximation" uses sigma(kappa(var) mean) with
             kappa = (1 + pi var / 8)^(-1/2) (Bishop 4.153); exact for probit.
+
+        Returns
+        -------
+        ndarray
+            The log predictive probability (density, for real targets), elementwise.
         """
         y, mean, var = _broadcast(y, mean, var)
         if integration not in _INTEGRATIONS:
@@ -111,7 +141,19 @@ class Likelihood(ABC):
     def predict_proba(
         self, mean: np.ndarray, var: np.ndarray, *, integration: str = "exact"
     ) -> np.ndarray:
-        """P(y = +1) = int p(y = +1 | f) N(f | mean, var) df."""
+        """P(y = +1) = int p(y = +1 | f) N(f | mean, var) df.
+
+        Parameters
+        ----------
+        mean, var : array_like
+            Moments of the Gaussian latent.
+        integration : {"exact", "probit_approximation"}
+            As for :meth:`log_predictive`.
+
+        Returns
+        -------
+        ndarray
+        """
         return np.exp(self.log_predictive(1.0, mean, var, integration=integration))
 
     def tilted_moments(
@@ -120,6 +162,18 @@ class Likelihood(ABC):
         """log Z, mean and variance of the tilted distribution p(y | f) N(f | mean, var).
 
         Used by EP (R&W eqs. 3.56-3.58); ``var`` must be positive.
+
+        Parameters
+        ----------
+        y : array_like
+            Labels in {-1, +1}.
+        mean, var : array_like
+            Moments of the Gaussian (the cavity, for EP).
+
+        Returns
+        -------
+        log_z, mean, var : ndarray
+            log Z and the tilted distribution's mean and variance, elementwise.
         """
         y, mean, var = _broadcast(y, mean, var)
         return self._tilted_moments(y, mean, var)
@@ -221,6 +275,18 @@ class Likelihood(ABC):
         about 1e4 (the node count is capped at 2 * 4096 + 1 per point; beyond that the
         step widens and accuracy degrades gracefully). Sums are taken in log space.
         Where var is zero the distribution is a point mass and Z = p(y | mean).
+
+        Parameters
+        ----------
+        y : array_like
+            Labels in {-1, +1}.
+        mean, var : array_like
+            Moments of the Gaussian (the cavity, for EP).
+
+        Returns
+        -------
+        log_z, mean, var : ndarray
+            log Z and the tilted distribution's mean and variance, elementwise.
         """
         y, mean, var = _broadcast(y, mean, var)
         shape = mean.shape

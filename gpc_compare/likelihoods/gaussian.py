@@ -78,7 +78,20 @@ class Gaussian(Likelihood):
 
     def predict_proba(self, mean, var, *, integration: str = "exact"):
         """Not defined: there are no classes. Use ``predict_latent`` (the latent mean and
-        variance; add ``variance`` for y*) or ``log_predictive``."""
+        variance; add ``variance`` for y*) or ``log_predictive``.
+
+        Parameters
+        ----------
+        mean, var : array_like
+            Unused.
+        integration : str
+            Unused.
+
+        Raises
+        ------
+        ValueError
+            Always.
+        """
         raise ValueError(
             "the Gaussian likelihood is for regression: there is no class probability; "
             "use predict_latent (add the noise variance for y*) or log_predictive"
@@ -91,6 +104,13 @@ class Gaussian(Likelihood):
 
         E = log N(y | mean, s2) - var / (2 s2), dE/dmean = (y - mean) / s2,
         dE/dvar = -1 / (2 s2).
+
+        Parameters
+        ----------
+        y : array_like
+            Real targets.
+        mean, var : array_like
+            Moments of the Gaussian q(f), broadcast against ``y``.
 
         Returns
         -------

@@ -139,6 +139,11 @@ class MultinomialProbit(Likelihood):
     parts of the base class do not apply: EP's tilted moments are the nested EP's
     (:mod:`gpc_compare.engines.ep_multiclass`). With two classes it is the probit
     Phi((f_1 - f_0) / sqrt(2)).
+
+    Parameters
+    ----------
+    n_classes : int, optional
+        The number of classes C (at least 2); None takes it from the labels.
     """
 
     name = "multinomial_probit"
@@ -154,12 +159,35 @@ class MultinomialProbit(Likelihood):
         return self.n_classes
 
     def check_n_classes(self, C: int) -> None:
-        """Refuse labels with C classes when this likelihood was built for another number."""
+        """Refuse labels with C classes when this likelihood was built for another number.
+
+        Parameters
+        ----------
+        C : int
+            The labels' number of classes.
+
+        Raises
+        ------
+        ValueError
+            If the likelihood was built for another number of classes.
+        """
         if self.n_classes is not None and C != self.n_classes:
             raise ValueError(f"the labels have {C} classes but the likelihood is {self!r}")
 
     def log_prob(self, y: np.ndarray, F: np.ndarray) -> np.ndarray:
-        """log p(y_i | f_i) for class indices y (n,) and F (n, C) (the 1-D rule above)."""
+        """log p(y_i | f_i) for class indices y (n,) and F (n, C) (the 1-D rule above).
+
+        Parameters
+        ----------
+        y : array_like of int, shape (n,)
+            Class indices 0..C-1.
+        F : array_like, shape (n, C)
+            Latent values.
+
+        Returns
+        -------
+        ndarray, shape (n,)
+        """
         F = np.asarray(F, dtype=float)
         y = np.broadcast_to(np.asarray(y, dtype=int), F.shape[:-1])
         out = np.empty(F.shape[:-1])
@@ -173,13 +201,33 @@ class MultinomialProbit(Likelihood):
         return out
 
     def log_proba(self, F: np.ndarray) -> np.ndarray:
-        """log p(y = c | f) for every class c, shape (..., C)."""
+        """log p(y = c | f) for every class c, shape (..., C).
+
+        Parameters
+        ----------
+        F : array_like, shape (..., C)
+            Latent values.
+
+        Returns
+        -------
+        ndarray, shape (..., C)
+        """
         F = np.asarray(F, dtype=float)
         C = F.shape[-1]
         return np.stack([log_gauss_probit_integral(differences(F, c)) for c in range(C)], -1)
 
     def proba(self, F: np.ndarray) -> np.ndarray:
-        """p(y = c | f) for every class c, shape (..., C)."""
+        """p(y = c | f) for every class c, shape (..., C).
+
+        Parameters
+        ----------
+        F : array_like, shape (..., C)
+            Latent values.
+
+        Returns
+        -------
+        ndarray, shape (..., C)
+        """
         return np.exp(self.log_proba(F))
 
     # ------------------------------------------------------- the predictive integral
@@ -206,6 +254,13 @@ class MultinomialProbit(Likelihood):
             The Monte Carlo draws ("mc" only); the default seed makes it repeatable.
         return_se : bool
             Also return each probability's standard error (0 for the quadrature).
+
+        Returns
+        -------
+        log_p : ndarray, shape (..., C)
+            The log predictive probability of each class.
+        se : ndarray, shape (..., C)
+            Each probability's standard error (``return_se`` only).
         """
         mean, cov, shape = _check_moments(mean, cov)
         C = mean.shape[-1]
@@ -225,13 +280,43 @@ class MultinomialProbit(Likelihood):
         return (out, se) if return_se else out
 
     def predict_proba(self, mean: np.ndarray, cov: np.ndarray, **kwargs) -> np.ndarray:
-        """int p(y = c | f) N(f | mean, cov) df, shape (..., C)."""
+        """int p(y = c | f) N(f | mean, cov) df, shape (..., C).
+
+        Parameters
+        ----------
+        mean : array_like, shape (..., C)
+            The Gaussian latent's mean.
+        cov : array_like, shape (..., C, C)
+            Its covariance.
+        **kwargs
+            The integration options of :meth:`log_predictive_all`.
+
+        Returns
+        -------
+        ndarray, shape (..., C)
+        """
         return np.exp(self.log_predictive_all(mean, cov, **kwargs))
 
     def log_predictive(
         self, y: np.ndarray, mean: np.ndarray, cov: np.ndarray, **kwargs
     ) -> np.ndarray:
-        """log p(y | data) for class indices ``y`` (...,), in log space."""
+        """log p(y | data) for class indices ``y`` (...,), in log space.
+
+        Parameters
+        ----------
+        y : array_like of int
+            Class indices, broadcast against ``mean``'s leading shape.
+        mean : array_like, shape (..., C)
+            The Gaussian latent's mean.
+        cov : array_like, shape (..., C, C)
+            Its covariance.
+        **kwargs
+            The integration options of :meth:`log_predictive_all`.
+
+        Returns
+        -------
+        ndarray, shape (...)
+        """
         lp = self.log_predictive_all(mean, cov, **kwargs)
         y = np.broadcast_to(np.asarray(y, dtype=int), lp.shape[:-1])
         return np.take_along_axis(lp, y[..., None], axis=-1)[..., 0]

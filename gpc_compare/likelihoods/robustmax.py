@@ -33,6 +33,13 @@ class RobustMax(Likelihood):
     Labels are class indices 0..C-1; latent values arrays (..., C). ``RobustMax(n_classes=C)``
     fixes C; ``RobustMax()`` takes it from the labels. Only independent latents are
     integrated: a predictive covariance with off-diagonal entries is refused.
+
+    Parameters
+    ----------
+    n_classes : int, optional
+        The number of classes C (at least 2); None takes it from the labels.
+    epsilon : float
+        The flip probability eps, in (0, 1); GPflow's 1e-3 by default.
     """
 
     name = "robustmax"
@@ -53,7 +60,18 @@ class RobustMax(Likelihood):
         return self.n_classes
 
     def check_n_classes(self, C: int) -> None:
-        """Refuse labels with C classes when this likelihood was built for another number."""
+        """Refuse labels with C classes when this likelihood was built for another number.
+
+        Parameters
+        ----------
+        C : int
+            The labels' number of classes.
+
+        Raises
+        ------
+        ValueError
+            If the likelihood was built for another number of classes.
+        """
         if self.n_classes is not None and C != self.n_classes:
             raise ValueError(f"the labels have {C} classes but the likelihood is {self!r}")
 
@@ -62,14 +80,36 @@ class RobustMax(Likelihood):
         return float(np.log(self.epsilon / (C - 1))), float(np.log1p(-self.epsilon))
 
     def log_prob(self, y: np.ndarray, F: np.ndarray) -> np.ndarray:
-        """log p(y_i | f_i) for class indices y (n,) and latent values F (n, C)."""
+        """log p(y_i | f_i) for class indices y (n,) and latent values F (n, C).
+
+        Parameters
+        ----------
+        y : array_like of int, shape (n,)
+            Class indices 0..C-1.
+        F : array_like, shape (n, C)
+            Latent values.
+
+        Returns
+        -------
+        ndarray, shape (n,)
+        """
         F = np.asarray(F, dtype=float)
         off, on = self._levels(F.shape[-1])
         hit = np.argmax(F, axis=-1) == np.asarray(y, dtype=int)
         return np.where(hit, on, off)
 
     def proba(self, F: np.ndarray) -> np.ndarray:
-        """p(y = c | f) for every class, along the last axis."""
+        """p(y = c | f) for every class, along the last axis.
+
+        Parameters
+        ----------
+        F : array_like, shape (..., C)
+            Latent values.
+
+        Returns
+        -------
+        ndarray, shape (..., C)
+        """
         F = np.asarray(F, dtype=float)
         off, on = self._levels(F.shape[-1])
         hit = np.arange(F.shape[-1]) == np.argmax(F, axis=-1)[..., None]
@@ -87,7 +127,23 @@ class RobustMax(Likelihood):
     ) -> DiagonalExpectation:
         """E_q[log p(y_i | f_i)] under q(f_i) = N(mean_i, diag(var_i)) with its derivatives
         in mean and var (n, C), by the one-dimensional quadrature (``integration`` None or
-        "quadrature"; no Monte Carlo, so ``variance`` is None and its options are unused)."""
+        "quadrature"; no Monte Carlo, so ``variance`` is None and its options are unused).
+
+        Parameters
+        ----------
+        y : array_like of int, shape (n,)
+            Class indices 0..C-1.
+        mean, var : ndarray, shape (n, C)
+            The independent latents' means and variances.
+        integration : {"quadrature"}, optional
+            As above.
+        **_
+            The Monte Carlo options other likelihoods take, unused.
+
+        Returns
+        -------
+        DiagonalExpectation
+        """
         if integration not in (None, "quadrature"):
             raise ValueError(
                 f"the robust-max expectation is a one-dimensional quadrature: integration "
@@ -110,7 +166,28 @@ class RobustMax(Likelihood):
     ) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
         """log p(y* = c | data) for every class c, shape (..., C), for f* ~ N(mean, cov)
         with a diagonal ``cov`` (..., C, C): by quadrature only (``integration`` None or
-        "quadrature"; its error is below 1e-12, so ``return_se`` gives zeros)."""
+        "quadrature"; its error is below 1e-12, so ``return_se`` gives zeros).
+
+        Parameters
+        ----------
+        mean : array_like, shape (..., C)
+            The Gaussian latent's mean.
+        cov : array_like, shape (..., C, C)
+            Its covariance, diagonal.
+        integration : {"quadrature"}, optional
+            As above.
+        return_se : bool
+            Also return the standard errors (zeros).
+        **_
+            The Monte Carlo options other likelihoods take, unused.
+
+        Returns
+        -------
+        log_p : ndarray, shape (..., C)
+            The log predictive probability of each class.
+        se : ndarray, shape (..., C)
+            Zeros (``return_se`` only).
+        """
         if integration not in (None, "quadrature"):
             raise ValueError(
                 f"the robust-max predictive is a one-dimensional quadrature: integration must "
@@ -143,13 +220,43 @@ class RobustMax(Likelihood):
         return (lp, np.zeros_like(lp)) if return_se else lp
 
     def predict_proba(self, mean: np.ndarray, cov: np.ndarray, **kwargs) -> np.ndarray:
-        """p(y* = c | data), shape (..., C) (see :meth:`log_predictive_all`)."""
+        """p(y* = c | data), shape (..., C) (see :meth:`log_predictive_all`).
+
+        Parameters
+        ----------
+        mean : array_like, shape (..., C)
+            The Gaussian latent's mean.
+        cov : array_like, shape (..., C, C)
+            Its covariance.
+        **kwargs
+            The integration options of :meth:`log_predictive_all`.
+
+        Returns
+        -------
+        ndarray, shape (..., C)
+        """
         return np.exp(self.log_predictive_all(mean, cov, **kwargs))
 
     def log_predictive(
         self, y: np.ndarray, mean: np.ndarray, cov: np.ndarray, **kwargs
     ) -> np.ndarray:
-        """log p(y | data) for class indices ``y`` (...,)."""
+        """log p(y | data) for class indices ``y`` (...,).
+
+        Parameters
+        ----------
+        y : array_like of int
+            Class indices, broadcast against ``mean``'s leading shape.
+        mean : array_like, shape (..., C)
+            The Gaussian latent's mean.
+        cov : array_like, shape (..., C, C)
+            Its covariance.
+        **kwargs
+            The integration options of :meth:`log_predictive_all`.
+
+        Returns
+        -------
+        ndarray, shape (...)
+        """
         lp = self.log_predictive_all(mean, cov, **kwargs)
         y = np.broadcast_to(np.asarray(y, dtype=int), lp.shape[:-1])
         return np.take_along_axis(lp, y[..., None], axis=-1)[..., 0]

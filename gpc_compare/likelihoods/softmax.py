@@ -72,6 +72,11 @@ class Softmax(Likelihood):
 
     Both give rows that sum to one (to rounding): the softmax sums to one at every node
     or sample.
+
+    Parameters
+    ----------
+    n_classes : int, optional
+        The number of classes C (at least 2); None takes it from the labels.
     """
 
     name = "softmax"
@@ -87,23 +92,66 @@ class Softmax(Likelihood):
         return self.n_classes
 
     def check_n_classes(self, C: int) -> None:
-        """Refuse labels with C classes when this likelihood was built for another number."""
+        """Refuse labels with C classes when this likelihood was built for another number.
+
+        Parameters
+        ----------
+        C : int
+            The labels' number of classes.
+
+        Raises
+        ------
+        ValueError
+            If the likelihood was built for another number of classes.
+        """
         if self.n_classes is not None and C != self.n_classes:
             raise ValueError(f"the labels have {C} classes but the likelihood is {self!r}")
 
     def log_prob(self, y: np.ndarray, F: np.ndarray) -> np.ndarray:
-        """log p(y_i | f_i) = f_i,y_i - log sum_c exp f_i,c, for indices y (n,) and F (n, C)."""
+        """log p(y_i | f_i) = f_i,y_i - log sum_c exp f_i,c, for indices y (n,) and F (n, C).
+
+        Parameters
+        ----------
+        y : array_like of int, shape (n,)
+            Class indices 0..C-1.
+        F : array_like, shape (n, C)
+            Latent values.
+
+        Returns
+        -------
+        ndarray, shape (n,)
+        """
         F = np.asarray(F, dtype=float)
         y = np.asarray(y, dtype=int)
         return np.take_along_axis(F, y[..., None], axis=-1)[..., 0] - logsumexp(F, axis=-1)
 
     def log_proba(self, F: np.ndarray) -> np.ndarray:
-        """log softmax(F) along the last axis."""
+        """log softmax(F) along the last axis.
+
+        Parameters
+        ----------
+        F : array_like, shape (..., C)
+            Latent values.
+
+        Returns
+        -------
+        ndarray, shape (..., C)
+        """
         F = np.asarray(F, dtype=float)
         return F - logsumexp(F, axis=-1, keepdims=True)
 
     def proba(self, F: np.ndarray) -> np.ndarray:
-        """softmax(F) along the last axis (R&W eq. 3.34)."""
+        """softmax(F) along the last axis (R&W eq. 3.34).
+
+        Parameters
+        ----------
+        F : array_like, shape (..., C)
+            Latent values.
+
+        Returns
+        -------
+        ndarray, shape (..., C)
+        """
         return np.exp(self.log_proba(F))
 
     # ------------------------------------------------------- the predictive integral
@@ -176,13 +224,43 @@ class Softmax(Likelihood):
         return (out, se) if return_se else out
 
     def predict_proba(self, mean: np.ndarray, cov: np.ndarray, **kwargs) -> np.ndarray:
-        """int softmax(f) N(f | mean, cov) df, shape (..., C) (see :meth:`log_predictive_all`)."""
+        """int softmax(f) N(f | mean, cov) df, shape (..., C) (see :meth:`log_predictive_all`).
+
+        Parameters
+        ----------
+        mean : array_like, shape (..., C)
+            The Gaussian latent's mean.
+        cov : array_like, shape (..., C, C)
+            Its covariance.
+        **kwargs
+            The integration options of :meth:`log_predictive_all`.
+
+        Returns
+        -------
+        ndarray, shape (..., C)
+        """
         return np.exp(self.log_predictive_all(mean, cov, **kwargs))
 
     def log_predictive(
         self, y: np.ndarray, mean: np.ndarray, cov: np.ndarray, **kwargs
     ) -> np.ndarray:
-        """log p(y | data) for class indices ``y`` (...,), in log space."""
+        """log p(y | data) for class indices ``y`` (...,), in log space.
+
+        Parameters
+        ----------
+        y : array_like of int
+            Class indices, broadcast against ``mean``'s leading shape.
+        mean : array_like, shape (..., C)
+            The Gaussian latent's mean.
+        cov : array_like, shape (..., C, C)
+            Its covariance.
+        **kwargs
+            The integration options of :meth:`log_predictive_all`.
+
+        Returns
+        -------
+        ndarray, shape (...)
+        """
         lp = self.log_predictive_all(mean, cov, **kwargs)
         y = np.broadcast_to(np.asarray(y, dtype=int), lp.shape[:-1])
         return np.take_along_axis(lp, y[..., None], axis=-1)[..., 0]
@@ -206,6 +284,23 @@ class Softmax(Likelihood):
         input seeded by the integer ``random_seed``, with the estimate's variance; the
         default for C >= 4). See the section "E_q[log softmax] under independent latents"
         below.
+
+        Parameters
+        ----------
+        y : array_like of int, shape (n,)
+            Class indices 0..C-1.
+        mean, var : ndarray, shape (n, C)
+            The independent latents' means and variances.
+        integration : {"quadrature", "mc"}, optional
+            As above.
+        n_samples : int
+            Antithetic Monte Carlo draws per input ("mc" only).
+        random_seed : int
+            Seeds them.
+
+        Returns
+        -------
+        DiagonalExpectation
         """
         if integration is None:
             integration = "quadrature" if mean.shape[1] <= 3 else "mc"

@@ -93,7 +93,20 @@ def top_label(y: object, proba: object) -> tuple[np.ndarray, np.ndarray]:
 
 def multiclass_error_rate(y: object, proba: object) -> float:
     """The fraction of cases whose most probable class is not the label (see the module
-    notes); in [0, 1]."""
+    notes); in [0, 1].
+
+    Parameters
+    ----------
+    y : array_like of int, shape (n,)
+        Class indices 0..C-1.
+    proba : array_like, shape (n, C)
+        Predicted class probabilities, rows summing to one.
+
+    Returns
+    -------
+    float
+        The error rate, in [0, 1].
+    """
     correct, _ = top_label(y, proba)
     return float(1.0 - correct.mean())
 
@@ -124,6 +137,15 @@ def top_label_ece(y: object, proba: object, n_bins: int = SCORE_ECE_BINS) -> flo
     top label is right and conf_b their mean confidence; the bins are those of
     :func:`~gpc_compare.metrics.expected_calibration_error` (right-closed, empty bins skipped).
 
+    Parameters
+    ----------
+    y : array_like of int, shape (n,)
+        Class indices 0..C-1.
+    proba : array_like, shape (n, C)
+        Predicted class probabilities, rows summing to one.
+    n_bins : int
+        The number of equal-width bins of the confidence.
+
     Returns
     -------
     float
@@ -138,7 +160,26 @@ def top_label_reliability_curve(
 ) -> pd.DataFrame:
     """The top-label reliability diagram's data: per bin of the confidence, the fraction of
     right top labels (:func:`~gpc_compare.metrics.reliability_curve` of the correctness
-    against the confidence, with its Jeffreys intervals; ``positives`` counts right labels)."""
+    against the confidence, with its Jeffreys intervals; ``positives`` counts right labels).
+
+    Parameters
+    ----------
+    y : array_like of int, shape (n,)
+        Class indices 0..C-1.
+    proba : array_like, shape (n, C)
+        Predicted class probabilities, rows summing to one.
+    n_bins : int
+        The number of equal-width bins of the confidence.
+    confidence : float
+        The level of the Jeffreys intervals of each bin's fraction of right labels.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per non-empty bin, with the columns of
+        :func:`~gpc_compare.metrics.reliability_curve` (``mean_predicted`` the mean
+        confidence, ``observed_frequency`` the fraction of right top labels).
+    """
     correct, conf = top_label(y, proba)
     return reliability_curve(correct, conf, n_bins=n_bins, confidence=confidence)
 
@@ -150,6 +191,18 @@ def multiclass_auc(y: object, proba: object) -> float:
     ``sklearn.metrics.roc_auc_score(y, proba, multi_class="ovr", average="macro")``: for each
     class c, the probability that a case of class c gets a higher p_c than a case of another
     class (ties one half), averaged over c.
+
+    Parameters
+    ----------
+    y : array_like of int, shape (n,)
+        Class indices 0..C-1.
+    proba : array_like, shape (n, C)
+        Predicted class probabilities, rows summing to one.
+
+    Returns
+    -------
+    float
+        The macro-averaged one-vs-rest AUC, in [0, 1], or NaN when a class is absent.
     """
     yi, P = _class_problem(y, proba)
     if np.unique(yi).size < P.shape[1]:
@@ -162,7 +215,23 @@ def multiclass_auc(y: object, proba: object) -> float:
 
 
 def class_entropy_bits(rates: object) -> float:
-    """Entropy in bits of a class distribution, -sum_c pi_c log2 pi_c (0 log 0 = 0)."""
+    """Entropy in bits of a class distribution, -sum_c pi_c log2 pi_c (0 log 0 = 0).
+
+    Parameters
+    ----------
+    rates : array_like, shape (C,)
+        Class frequencies, non-negative and summing to one.
+
+    Returns
+    -------
+    float
+        H(pi) in bits, in [0, log2 C].
+
+    Raises
+    ------
+    ValueError
+        If ``rates`` is not a distribution over classes.
+    """
     pi = np.asarray(rates, dtype=float)
     if pi.ndim != 1 or np.any(pi < 0.0) or not np.isclose(pi.sum(), 1.0):
         raise ValueError(f"rates must be class frequencies summing to one, got {rates!r}")

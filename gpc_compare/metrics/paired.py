@@ -97,7 +97,7 @@ INDISTINGUISHABLE, CANNOT_DECIDE = "indistinguishable", "the reference cannot de
 class PairedDifference:
     """The corrected resampled t-interval of engine a's score minus engine b's.
 
-    Attributes
+    Parameters
     ----------
     mean : float
         Mean over the splits of ``a - b``.

@@ -24,7 +24,7 @@ __all__ = ["Convergence", "OptimizationResult", "Posterior", "Restart"]
 class Convergence(NamedTuple):
     """How an engine's iteration ended; each field means the same for every engine.
 
-    Attributes
+    Parameters
     ----------
     converged : bool
         Whether the engine's stopping criterion was met.
@@ -69,7 +69,25 @@ class Convergence(NamedTuple):
 
 @dataclass(frozen=True)
 class Restart:
-    """One L-BFGS-B run: where it started, where it ended and how."""
+    """One L-BFGS-B run: where it started, where it ended and how.
+
+    Parameters
+    ----------
+    start : ndarray, shape (p,)
+        The starting hyperparameters (as ``hyperparameter_names``, log scale for the kernel).
+    theta : ndarray, shape (p,)
+        Where the run ended.
+    value : float
+        The negative objective there (minus the log marginal likelihood, or the engine's
+        bound), which L-BFGS-B minimises.
+    converged : bool
+        Whether L-BFGS-B reported success (True too where the run stopped on reaching
+        where an earlier one ended).
+    n_evaluations : int
+        The objective's evaluations.
+    message : str
+        L-BFGS-B's message.
+    """
 
     start: np.ndarray
     theta: np.ndarray
@@ -83,7 +101,7 @@ class Restart:
 class OptimizationResult:
     """The outcome of hyperparameter fitting.
 
-    Attributes
+    Parameters
     ----------
     objective : str
         What was maximised (``"evidence"`` for the log marginal likelihood).
@@ -116,7 +134,21 @@ class OptimizationResult:
 
 
 class Posterior(ABC):
-    """An approximate (or sampled) posterior over the latent function: the contract above."""
+    """An approximate (or sampled) posterior over the latent function: the contract above.
+
+    Parameters
+    ----------
+    X : ndarray, shape (n, d)
+        The training inputs.
+    y : ndarray, shape (n,)
+        The training targets, checked: binary labels as {-1, +1}, class indices 0..C-1, or
+        real values with the Gaussian likelihood.
+    kernel : Kernel
+        The covariance function, at the hyperparameters of the fit.
+    likelihood : Likelihood
+    mean : float or None
+        The constant prior mean m; None for a zero mean that is not a hyperparameter.
+    """
 
     method: str = "posterior"
 
@@ -177,7 +209,18 @@ class Posterior(ABC):
     def _predict_latent(self, Xs: np.ndarray) -> tuple[np.ndarray, np.ndarray]: ...
 
     def predict_latent(self, Xs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Mean and variance of the latent f* at new inputs ``Xs`` (n, d)."""
+        """Mean and variance of the latent f* at new inputs ``Xs`` (n, d).
+
+        Parameters
+        ----------
+        Xs : array_like, shape (n, d)
+            Test inputs.
+
+        Returns
+        -------
+        mean, var : ndarray, shape (n,)
+            The latent predictive mean and variance (R&W eqs. 3.21 and 3.24 for Laplace).
+        """
         return self._predict_latent(self._check_Xs(Xs))
 
     def predict_proba(self, Xs: np.ndarray, *, integration: str = "exact") -> np.ndarray:
@@ -190,6 +233,11 @@ class Posterior(ABC):
             How the link is integrated against the Gaussian latent: exactly (closed form
             for probit, quadrature for logistic) or by Bishop's probit approximation
             sigma(kappa(v) m) (4.153, logistic only).
+
+        Returns
+        -------
+        ndarray, shape (n,)
+            The probability of the positive class at each input.
         """
         mean, var = self.predict_latent(Xs)
         return self.likelihood.predict_proba(mean, var, integration=integration)
@@ -197,7 +245,22 @@ class Posterior(ABC):
     def log_predictive(
         self, Xs: np.ndarray, ys: np.ndarray, *, integration: str = "exact"
     ) -> np.ndarray:
-        """log p(y* | x*, data) for test inputs and their labels, computed in log space."""
+        """log p(y* | x*, data) for test inputs and their labels, computed in log space.
+
+        Parameters
+        ----------
+        Xs : array_like, shape (n, d)
+            Test inputs.
+        ys : array_like, shape (n,)
+            Their labels (one class allowed), or real targets with the Gaussian likelihood.
+        integration : {"exact", "probit_approximation"}
+            As for :meth:`predict_proba`.
+
+        Returns
+        -------
+        ndarray, shape (n,)
+            log p(y*_i | x*_i, data) per test case.
+        """
         Xs, ys = self._check_test_set(Xs, ys)
         mean, var = self._predict_latent(Xs)
         return self.likelihood.log_predictive(ys, mean, var, integration=integration)
@@ -213,6 +276,16 @@ class Posterior(ABC):
         draws and seeds only its ``Xs`` predictions). An engine may add keyword-only
         options: ``draws=`` (how many draws a Gaussian posterior makes, 1000 by default),
         ``Xs=`` (a sampled posterior's predictions at new inputs).
+
+        Parameters
+        ----------
+        random_seed : int or Generator, optional
+            Seeds what the export draws.
+
+        Returns
+        -------
+        arviz.InferenceData
+            Groups ``posterior`` (``f``), ``observed_data`` and ``log_likelihood``.
         """
 
     def _draws_inference_data(self, f: np.ndarray, **attrs: Any) -> arviz.InferenceData:
@@ -252,6 +325,12 @@ class Posterior(ABC):
         engine did not estimate it) and ``log_evidence_se`` (None for a deterministic
         approximation); engines add what only they give (EP's ``loo_log_predictive``,
         MCMC's ``diagnostics``).
+
+        Returns
+        -------
+        dict
+            ``convergence``, ``log_evidence`` and ``log_evidence_se``, and the engine's own
+            entries.
         """
         conv = self.convergence
         log_evidence = self._evidence_or_none()

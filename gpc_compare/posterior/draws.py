@@ -113,6 +113,36 @@ class SamplePosterior(_Draws, Posterior):
     :func:`gpc_compare.evidence.estimate`'s, held whole as ``evidence_estimate``), with
     ``log_marginal_likelihood_se``; it gives no gradient (see
     :attr:`log_marginal_likelihood_gradient`).
+
+    Parameters
+    ----------
+    X : ndarray, shape (n, d)
+        The training inputs.
+    y : ndarray, shape (n,)
+        The training targets, checked: binary labels as {-1, +1}, class indices 0..C-1, or
+        real values with the Gaussian likelihood.
+    kernel : Kernel
+        The covariance function, at the hyperparameters of the fit.
+    likelihood : Likelihood
+    mean : float or None
+        The constant prior mean m; None for a zero mean that is not a hyperparameter.
+    f_draws : ndarray, shape (draws * chains, n)
+        The draws of f at the training inputs.
+    idata : arviz.InferenceData
+        The sampler's whole output (posterior, sample statistics).
+    K : ndarray, shape (n, n)
+        The prior covariance at the training inputs (with the sampler's jitter).
+    L : ndarray, shape (n, n)
+        Its lower Cholesky factor.
+    diagnostics : Diagnostics
+        The sampler's convergence diagnostics (:func:`gpc_compare.diagnostics.diagnose`).
+    evidence : EvidenceEstimate or None
+        The gold-standard evidence estimate, or None (fit without ``evidence``).
+    convergence : Convergence
+        How the engine's iteration ended.
+    theta_draws : ndarray, shape (draws * chains, p), optional
+        The hyperparameters' draws in full Bayes (log scale, as ``hyperparameter_names``);
+        None at fixed hyperparameters.
     """
 
     method = "mcmc"
@@ -170,7 +200,13 @@ class SamplePosterior(_Draws, Posterior):
 
     def record(self) -> dict[str, Any]:
         """:meth:`Posterior.record`, plus the evidence's standard error and record
-        (``reference_evidence``: method, start, health) and ``diagnostics``."""
+        (``reference_evidence``: method, start, health) and ``diagnostics``.
+
+        Returns
+        -------
+        dict
+            JSON-ready.
+        """
         out = super().record()
         if out["log_evidence"] is not None:
             out["log_evidence_se"] = float(self.log_marginal_likelihood_se)
@@ -214,14 +250,40 @@ class SamplePosterior(_Draws, Posterior):
         return means[idx], (var if var.shape[0] == 1 else var[idx])
 
     def predict_proba(self, Xs: np.ndarray, *, integration: str = "exact") -> np.ndarray:
-        """P(y* = +1 | x*, data): the link integrated against f* | f per draw, averaged."""
+        """P(y* = +1 | x*, data): the link integrated against f* | f per draw, averaged.
+
+        Parameters
+        ----------
+        Xs : array_like, shape (m, d)
+            Test inputs.
+        integration : {"exact", "probit_approximation"}
+            As for :meth:`Posterior.predict_proba`.
+
+        Returns
+        -------
+        ndarray, shape (m,)
+        """
         means, var = self._draws_for_integration(*self._conditional(self._check_Xs(Xs)))
         return self.likelihood.predict_proba(means, var, integration=integration).mean(axis=0)
 
     def log_predictive(
         self, Xs: np.ndarray, ys: np.ndarray, *, integration: str = "exact"
     ) -> np.ndarray:
-        """log p(y* | x*, data) = log mean_s p(y* | f_s), by log-sum-exp over draws."""
+        """log p(y* | x*, data) = log mean_s p(y* | f_s), by log-sum-exp over draws.
+
+        Parameters
+        ----------
+        Xs : array_like, shape (m, d)
+            Test inputs.
+        ys : array_like, shape (m,)
+            Their labels (one class allowed), or real targets with the Gaussian likelihood.
+        integration : {"exact", "probit_approximation"}
+            As for :meth:`Posterior.predict_proba`.
+
+        Returns
+        -------
+        ndarray, shape (m,)
+        """
         Xs, ys = self._check_test_set(Xs, ys)
         means, var = self._draws_for_integration(*self._conditional(Xs))
         lp = self.likelihood.log_predictive(ys[None, :], means, var, integration=integration)
@@ -234,6 +296,15 @@ class SamplePosterior(_Draws, Posterior):
 
         :meth:`log_predictive` is the log of the mean of their exponentials; the
         functions of :mod:`gpc_compare.metrics.mcse` take them for its Monte Carlo error.
+
+        Parameters
+        ----------
+        Xs : array_like, shape (m, d)
+            Test inputs.
+        ys : array_like, shape (m,)
+            Their labels (one class allowed), or real targets with the Gaussian likelihood.
+        integration : {"exact", "probit_approximation"}
+            As for :meth:`Posterior.predict_proba`.
 
         Returns
         -------
@@ -260,6 +331,15 @@ class SamplePosterior(_Draws, Posterior):
         :func:`gpc_compare.metrics.joint_mean_log_predictive_mcse` takes
         :meth:`log_predictive_draws` instead and keeps their correlation through the
         shared draws.
+
+        Parameters
+        ----------
+        Xs : array_like, shape (m, d)
+            Test inputs.
+        ys : array_like, shape (m,)
+            Their labels (one class allowed), or real targets with the Gaussian likelihood.
+        integration : {"exact", "probit_approximation"}
+            As for :meth:`Posterior.predict_proba`.
 
         Returns
         -------
@@ -290,7 +370,20 @@ class SamplePosterior(_Draws, Posterior):
         ``log_likelihood`` group (``y``: log p(y_i | f_i) per draw, for ``arviz.loo`` and
         ``arviz.compare``); with ``Xs``, a ``predictions`` group holding a draw of f* | f
         for every posterior draw, seeded by ``random_seed``. (``Xs`` given first, by
-        position, is the old form: it warns.)"""
+        position, is the old form: it warns.)
+
+        Parameters
+        ----------
+        random_seed : int or Generator, optional
+            Seeds the draws of f* (only with ``Xs``).
+        Xs : array_like, shape (m, d), optional
+            Test inputs for the ``predictions`` group.
+
+        Returns
+        -------
+        arviz.InferenceData
+            A copy of the sampler's, with the groups added.
+        """
         if Xs is None and np.ndim(random_seed) == 2:  # to_inference_data(Xs), the old order
             warnings.warn(
                 "to_inference_data(Xs) is now to_inference_data(Xs=Xs) (the first argument "
@@ -327,6 +420,29 @@ class SoftmaxSamplePosterior(_Draws, MulticlassPosterior):
 
     ``f_draws`` has shape (draws * chains, n, C); ``latent_mean`` and ``latent_var`` have
     shape (n, C). No evidence and no gradient (see :class:`SamplePosterior`).
+
+    Parameters
+    ----------
+    X : ndarray, shape (n, d)
+        The training inputs.
+    y : ndarray, shape (n,)
+        The training targets, checked: binary labels as {-1, +1}, class indices 0..C-1, or
+        real values with the Gaussian likelihood.
+    kernel : Kernel
+        The covariance function, at the hyperparameters of the fit.
+    likelihood : Softmax
+    f_draws : ndarray, shape (draws * chains, n, C)
+        The draws of the C latent functions at the training inputs.
+    idata : arviz.InferenceData
+        The sampler's whole output (posterior, sample statistics).
+    K : ndarray, shape (n, n)
+        The prior covariance at the training inputs (with the sampler's jitter).
+    L : ndarray, shape (n, n)
+        Its lower Cholesky factor.
+    diagnostics : Diagnostics
+        The sampler's convergence diagnostics (:func:`gpc_compare.diagnostics.diagnose`).
+    convergence : Convergence
+        How the engine's iteration ended.
     """
 
     method = "mcmc"
@@ -353,7 +469,13 @@ class SoftmaxSamplePosterior(_Draws, MulticlassPosterior):
         raise ValueError("the MCMC engine gives no evidence with the softmax likelihood")
 
     def record(self) -> dict[str, Any]:
-        """:meth:`Posterior.record`, plus ``diagnostics``."""
+        """:meth:`Posterior.record`, plus ``diagnostics``.
+
+        Returns
+        -------
+        dict
+            JSON-ready.
+        """
         return {**super().record(), **self._diagnostics_record()}
 
     @property
@@ -395,5 +517,16 @@ class SoftmaxSamplePosterior(_Draws, MulticlassPosterior):
     def to_inference_data(self, random_seed=None):
         """The sampler's InferenceData (f with dims ``obs``, ``class``) with a
         ``log_likelihood`` group (``y``: log p(y_i | f_i) per draw, dims ``obs``);
-        ``random_seed`` (the shared signature) is not used: nothing is drawn."""
+        ``random_seed`` (the shared signature) is not used: nothing is drawn.
+
+        Parameters
+        ----------
+        random_seed : object, optional
+            Not used.
+
+        Returns
+        -------
+        arviz.InferenceData
+            A copy of the sampler's, with the ``log_likelihood`` group.
+        """
         return _with_log_likelihood(self.idata.copy(), self.likelihood, self.y)

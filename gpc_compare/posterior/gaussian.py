@@ -79,6 +79,31 @@ class GaussianPosterior(Posterior):
     The common form of the Laplace (W = -grad grad log p(y | f^)) and EP (W = diag(tau~))
     approximations. Prediction follows R&W Alg. 3.2 / 3.6:
     ``mean* = m + k*^T alpha``, ``var* = k** - |L^-1 (sW k*)|^2``.
+
+    Parameters
+    ----------
+    X : ndarray, shape (n, d)
+        The training inputs.
+    y : ndarray, shape (n,)
+        The training targets, checked: binary labels as {-1, +1}, class indices 0..C-1, or
+        real values with the Gaussian likelihood.
+    kernel : Kernel
+        The covariance function, at the hyperparameters of the fit.
+    likelihood : Likelihood
+    mean : float or None
+        The constant prior mean m; None for a zero mean that is not a hyperparameter.
+    K : ndarray, shape (n, n)
+        The prior covariance at the training inputs.
+    alpha : ndarray, shape (n,)
+        alpha, with posterior mean m + K alpha (R&W eq. 3.21 at the mode for Laplace).
+    sW : ndarray, shape (n,)
+        W^1/2, the square roots of W's diagonal.
+    L : ndarray, shape (n, n)
+        The lower Cholesky factor of B = I + sW K sW (R&W eq. 3.26).
+    log_marginal_likelihood : float
+        The engine's log p(y | X, theta) (Laplace: R&W eq. 3.32; EP: eq. 3.65).
+    convergence : Convergence
+        How the engine's iteration ended.
     """
 
     def __init__(
@@ -208,7 +233,19 @@ class GaussianPosterior(Posterior):
         return np.asarray(grads, dtype=float)
 
     def sample_latent(self, draws: int, random_seed: int | np.random.Generator | None = None):
-        """Draws of f at the training inputs from the Gaussian posterior, shape (draws, n)."""
+        """Draws of f at the training inputs from the Gaussian posterior, shape (draws, n).
+
+        Parameters
+        ----------
+        draws : int
+            The number of draws.
+        random_seed : int or Generator, optional
+
+        Returns
+        -------
+        ndarray, shape (draws, n)
+            mean + L_c z, L_c the Cholesky factor of the posterior covariance (with jitter).
+        """
         rng = np.random.default_rng(random_seed)
         Lc = cholesky(self.latent_cov, jitter=JITTER, what="posterior covariance")
         z = rng.standard_normal((draws, self.X.shape[0]))
@@ -225,5 +262,16 @@ class GaussianPosterior(Posterior):
         ``log_likelihood`` (``y``: log p(y_i | f_i) per draw, for ``arviz.loo``);
         ``attrs`` name the method, kernel and likelihood and give the log marginal
         likelihood.
+
+        Parameters
+        ----------
+        random_seed : int or Generator, optional
+            Seeds the draws.
+        draws : int
+            The number of draws.
+
+        Returns
+        -------
+        arviz.InferenceData
         """
         return self._draws_inference_data(self.sample_latent(draws, random_seed))

@@ -25,6 +25,21 @@ class MulticlassPosterior(Posterior):
     softmax is integrated against: one (Laplace) or one per posterior draw (MCMC), whose
     predictive probabilities are averaged.
 
+    Parameters
+    ----------
+    X : ndarray, shape (n, d)
+        The training inputs.
+    y : ndarray, shape (n,)
+        The training targets, checked: binary labels as {-1, +1}, class indices 0..C-1, or
+        real values with the Gaussian likelihood.
+    kernel : Kernel
+        The covariance function, at the hyperparameters of the fit.
+    likelihood : Likelihood
+    mean : None
+        The multi-class engines take no prior mean.
+    n_classes : int
+        The number of classes C.
+
     Attributes
     ----------
     classes_ : ndarray, shape (C,)
@@ -75,6 +90,11 @@ class MulticlassPosterior(Posterior):
             Monte Carlo draws in all (split evenly over the posterior draws for MCMC).
         random_seed : int or Generator, optional
             Seeds the Monte Carlo draws; the default 0 makes predictions repeatable.
+
+        Returns
+        -------
+        ndarray, shape (m, C)
+            Computed in log space (log-mean-exp over the posterior draws, if any).
         """
         Xs = self._check_Xs(Xs)
         means, covs = self._integration_moments(Xs, integration)
@@ -90,11 +110,38 @@ class MulticlassPosterior(Posterior):
 
     def predict_proba(self, Xs: np.ndarray, **kwargs) -> np.ndarray:
         """p(y* = c | x*, data), shape (m, C), rows summing to one (options as for
-        :meth:`predict_log_proba`)."""
+        :meth:`predict_log_proba`).
+
+        Parameters
+        ----------
+        Xs : array_like, shape (m, d)
+            Test inputs.
+        **kwargs
+            ``integration``, ``n_samples``, ``random_seed``, as for :meth:`predict_log_proba`.
+
+        Returns
+        -------
+        ndarray, shape (m, C)
+        """
         return np.exp(self.predict_log_proba(Xs, **kwargs))
 
     def log_predictive(self, Xs: np.ndarray, ys: np.ndarray, **kwargs) -> np.ndarray:
-        """log p(y* | x*, data) of the observed labels ``ys`` (values from ``classes_``)."""
+        """log p(y* | x*, data) of the observed labels ``ys`` (values from ``classes_``).
+
+        Parameters
+        ----------
+        Xs : array_like, shape (m, d)
+            Test inputs.
+        ys : array_like, shape (m,)
+            Their labels, class indices 0..C-1 (one class allowed).
+        **kwargs
+            ``integration``, ``n_samples``, ``random_seed``, as for :meth:`predict_log_proba`.
+
+        Returns
+        -------
+        ndarray, shape (m,)
+            log p(y*_i | x*_i, data) per test case.
+        """
         Xs = self._check_Xs(Xs)
         codes, _ = check_class_labels(ys, name="ys", classes=self.classes_)
         if codes.shape[0] != Xs.shape[0]:
@@ -103,21 +150,57 @@ class MulticlassPosterior(Posterior):
         return lp[np.arange(codes.size), codes]
 
     def predict(self, Xs: np.ndarray, **kwargs) -> np.ndarray:
-        """The most probable class of each input (a label from ``classes_``)."""
+        """The most probable class of each input (a label from ``classes_``).
+
+        Parameters
+        ----------
+        Xs : array_like, shape (m, d)
+            Test inputs.
+        **kwargs
+            ``integration``, ``n_samples``, ``random_seed``, as for :meth:`predict_log_proba`.
+
+        Returns
+        -------
+        ndarray, shape (m,)
+            Class indices (ties to the lowest).
+        """
         return self.classes_[np.argmax(self.predict_log_proba(Xs, **kwargs), axis=1)]
 
     def sample_latent(
         self, draws: int, random_seed: int | np.random.Generator | None = None
     ) -> np.ndarray:  # pragma: no cover
         """Draws of f at the training inputs, shape (draws, n, C) (a Gaussian form gives
-        them; one that holds draws exports its own)."""
+        them; one that holds draws exports its own).
+
+        Parameters
+        ----------
+        draws : int
+            The number of draws.
+        random_seed : int or Generator, optional
+
+        Returns
+        -------
+        ndarray, shape (draws, n, C)
+        """
         raise NotImplementedError
 
     def to_inference_data(
         self, random_seed: int | np.random.Generator | None = None, *, draws: int = 1000
     ):
         """``draws`` draws of f at the training inputs (:meth:`sample_latent`; dims ``obs``,
-        ``class``), seeded by ``random_seed``, as InferenceData."""
+        ``class``), seeded by ``random_seed``, as InferenceData.
+
+        Parameters
+        ----------
+        random_seed : int or Generator, optional
+            Seeds the draws.
+        draws : int
+            The number of draws.
+
+        Returns
+        -------
+        arviz.InferenceData
+        """
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", FutureWarning)  # arviz's refactor notice
             import arviz as az

@@ -59,6 +59,18 @@ class FITCPrior:
     never stored (``V`` is None): each pass over :meth:`blocks` forms K_uf for
     ``batch_size`` training inputs at a time, O(M^2 + batch_size M) memory beyond O(n)
     vectors, for n whose n x M matrices would not fit (SVGP only: FITC's sites need V).
+
+    Parameters
+    ----------
+    kernel : Kernel
+    X : ndarray, shape (n, d)
+        The training inputs.
+    Z : ndarray, shape (M, d)
+        The inducing inputs.
+    jitter : float
+        Added to K_uu's diagonal, relative to its mean diagonal (snu^2).
+    batch_size : int, optional
+        Form K_uf for this many training inputs at a time instead of storing V.
     """
 
     def __init__(
@@ -172,7 +184,20 @@ class FITCPrior:
 
 class FITCSites:
     """Sigma = (K~^-1 + W)^-1 for site precisions ``W`` >= 0 on a FITC prior, factorised
-    once: one M x M Cholesky of A = I + V diag(w) V^T (module note)."""
+    once: one M x M Cholesky of A = I + V diag(w) V^T (module note).
+
+    Parameters
+    ----------
+    prior : FITCPrior
+        The prior, with V stored (no ``batch_size``).
+    W : ndarray, shape (n,)
+        The site precisions, >= 0.
+
+    Raises
+    ------
+    ValueError
+        If ``prior`` does not store V.
+    """
 
     def __init__(self, prior: FITCPrior, W: np.ndarray) -> None:
         if prior.V is None:
@@ -287,6 +312,31 @@ class SparsePosterior(InducingPosterior):
     Predictions use FITC's predictive prior (GPML's ``apxSparse``): k* = Q_*f, the exact
     k(x*, x*), so mean* = m + K_*u beta and var* = k** - K_*u S K_u*, with beta = P alpha
     and S = P R P^T (M and M x M: O(M^2) per test point).
+
+    Parameters
+    ----------
+    X : ndarray, shape (n, d)
+        The training inputs.
+    y : ndarray, shape (n,)
+        The training targets, checked: binary labels as {-1, +1}, class indices 0..C-1, or
+        real values with the Gaussian likelihood.
+    kernel : Kernel
+        The covariance function, at the hyperparameters of the fit.
+    likelihood : Likelihood
+    mean : float or None
+        The constant prior mean m; None for a zero mean that is not a hyperparameter.
+    prior : FITCPrior
+        The FITC prior K~ from the inducing inputs.
+    sites : FITCSites
+        The site precisions W on that prior, factorised.
+    alpha : ndarray, shape (n,)
+        alpha, with posterior mean m + K~ alpha.
+    log_marginal_likelihood : float
+        The engine's log evidence on the FITC prior (FITC-Laplace, FITC-EP).
+    convergence : Convergence
+        How the engine's iteration ended.
+    optimize_inducing : bool
+        Whether the inducing inputs are hyperparameters (fitted with the kernel's).
     """
 
     def __init__(
@@ -345,7 +395,18 @@ class SparsePosterior(InducingPosterior):
 
     def sample_latent(self, draws: int, random_seed: int | np.random.Generator | None = None):
         """Joint draws of f at the training inputs, shape (draws, n), in O(n M) each:
-        u from q(u), then each f_i given u independently (module note)."""
+        u from q(u), then each f_i given u independently (module note).
+
+        Parameters
+        ----------
+        draws : int
+            The number of draws.
+        random_seed : int or Generator, optional
+
+        Returns
+        -------
+        ndarray, shape (draws, n)
+        """
         rng = np.random.default_rng(random_seed)
         V, Lam, d, sites = self.prior.V, self.prior.Lam, self.sites.d, self.sites
         g = self.latent_mean - self.prior_mean

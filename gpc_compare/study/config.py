@@ -50,7 +50,39 @@ DEFAULT_SOURCES = ("ep", "laplace")
 @dataclass(frozen=True)
 class StudyConfig:
     """A parsed, validated study: from a file (:func:`load_study`) or built in Python
-    (:meth:`from_dict`)."""
+    (:meth:`from_dict`).
+
+    Parameters
+    ----------
+    name, description, likelihood, path : str
+        The study's name (its result folder's), what it is for, the likelihood, and the
+        study file (empty without one).
+    datasets : tuple of DatasetSpec
+    engines, methods : mapping
+        Engine label -> its options (``[engines.LABEL]``); and -> the engine it runs.
+    kernel, kernels : mapping
+        The kernel (``[kernel]``; with a kernel axis, its first kernel), and the kernel
+        axis (``[kernels.LABEL]``): label -> kernel, empty with one ``[kernel]``.
+    mean : float or None
+        The constant prior mean (a hyperparameter); None: zero.
+    policy : {"fixed", "optimize", "shared", "full_bayes", "grid"}
+    source, reference : str or None
+        The engine whose selected hyperparameters the others run at (where the policy
+        shares them), and the engine the others are compared with.
+    seed, n_restarts : int
+        The seed of the splits, restarts and samplers; the optimiser's restarts.
+    splits : mapping
+        The splitting scheme (``[splits]``: ``kind`` and its options).
+    grid : tuple of mapping
+        The grid points (policy ``"grid"``): hyperparameter name -> value, one dict each.
+    evidence : mapping
+        Gold-standard evidence estimators (``[evidence.NAME]``): label -> options.
+    psis : mapping or None
+        The Pareto-k check of every Gaussian approximation (:func:`gpc_compare.psis`'s
+        options: ``draws``, ``proposal``); None: off.
+    evidence_profiles : bool
+        The report's evidence profiles (refits; ``gc.compare``'s studies set it false).
+    """
 
     name: str
     description: str
@@ -67,17 +99,10 @@ class StudyConfig:
     seed: int
     reference: str | None
     path: str = ""
-    #: The grid points (policy ``"grid"``): hyperparameter name -> value, one dict each.
     grid: tuple[Mapping[str, float], ...] = ()
-    #: Gold-standard evidence estimators (``[evidence.NAME]``): label -> options.
     evidence: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-    #: A kernel axis (``[kernels.LABEL]``): label -> kernel; empty with one ``[kernel]``.
     kernels: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-    #: The Pareto-k check of every Gaussian approximation (``psis = true`` or a ``[psis]``
-    #: table: ``draws``, ``proposal``), as :func:`gpc_compare.psis` takes them; None: off.
     psis: Mapping[str, Any] | None = None
-    #: The report's evidence profiles (``evidence_profiles``; refits, cached in
-    #: ``profiles.json``); ``gc.compare``'s studies set it false.
     evidence_profiles: bool = True
 
     @classmethod

@@ -41,7 +41,20 @@ class SchedulerLost(RuntimeError):
 
 
 def raise_terminated(signum, frame) -> None:
-    """A SIGTERM handler: raise :class:`Terminated` in the main thread."""
+    """A SIGTERM handler: raise :class:`Terminated` in the main thread.
+
+    Parameters
+    ----------
+    signum : int
+        The signal's number (unused).
+    frame : frame or None
+        The interrupted stack frame (unused).
+
+    Raises
+    ------
+    Terminated
+        Always.
+    """
     raise Terminated
 
 

@@ -23,7 +23,55 @@ __all__ = ["Job", "engine_order", "expand", "package_version"]
 
 @dataclass(frozen=True)
 class Job:
-    """One engine on one split of one data set: everything a worker needs, picklable."""
+    """One engine on one split of one data set: everything a worker needs, picklable.
+
+    Parameters
+    ----------
+    id : str
+        The job's id: the data set's label, split (grid point, kernel label), engine and a
+        hash of everything that determines the result.
+    study : str
+        The study's name.
+    dataset : DatasetSpec
+    split : int
+        The split's index.
+    engine : str
+        The engine's label in the study (an evidence estimator's, for kind ``"evidence"``).
+    method : str
+        The engine (or estimator) it runs.
+    options : mapping
+        The engine's options.
+    likelihood : str
+    kernel : mapping
+        The kernel's specification.
+    mean : float or None
+        The constant prior mean (a hyperparameter); None: zero.
+    policy : str
+        The study's hyperparameter policy.
+    n_restarts : int
+        Restarts of the hyperparameter optimisation.
+    splits : mapping
+        The study's splitting scheme.
+    seed : int
+        The job's own seed (from the study's seed, the data set, the split and the engine).
+    study_seed : int
+        The study's seed.
+    depends_on : str, optional
+        The id of the job whose selected hyperparameters this one runs at.
+    optimize : bool
+        Whether the job selects its own hyperparameters.
+    kind : {"engine", "evidence"}
+        ``"evidence"`` for a gold-standard evidence estimator.
+    point : int, optional
+        Grid studies: the grid point's index.
+    hyperparameters : mapping, optional
+        Grid studies: the grid point's hyperparameter values.
+    kernel_label : str, optional
+        The kernel's label in a study with a kernel axis (``[kernels.LABEL]``).
+    psis : mapping, optional
+        The Pareto-k check of the engine's Gaussian approximation (:func:`gpc_compare.psis`
+        options), or None.
+    """
 
     id: str
     study: str
@@ -55,7 +103,12 @@ class Job:
 
     def describe(self) -> str:
         """``dataset/split k/engine`` (or ``dataset/point k/engine``; ``dataset/kernel/...``
-        with a kernel axis) for messages."""
+        with a kernel axis) for messages.
+
+        Returns
+        -------
+        str
+        """
         where = f"split {self.split}" if self.point is None else f"point {self.point}"
         if self.point is not None and self.split:
             where += f"/split {self.split}"

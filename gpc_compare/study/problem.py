@@ -51,6 +51,20 @@ class DatasetSpec:
     A data set read from a file (:mod:`gpc_compare.study.datafiles`) carries its path in
     ``file`` and its arrays in ``data`` (so a job never reads the file again), and the
     digest of its content in ``options`` (what job ids hash).
+
+    Parameters
+    ----------
+    name : str
+        The loader's name (:func:`gpc_compare.datasets.load`) or the data file's.
+    options : mapping
+        The loader's options (``n``, ``random_seed``, ...), a ``label`` and, for a data
+        file, ``data_sha256``.
+    subsample : int, optional
+        Keep this many cases, a stratified subsample drawn with the study's seed.
+    file : str, optional
+        The data file's path, for a data set read from a file.
+    data : Dataset, optional
+        That file's data, prepared (not compared: ``options`` holds its digest).
     """
 
     name: str

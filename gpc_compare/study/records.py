@@ -130,6 +130,18 @@ def read_records(
 
     A record that does not parse (not JSON, not UTF-8, unreadable) or does not follow the
     schema (:func:`read_record`) is listed as :class:`Damaged`, not returned.
+
+    Parameters
+    ----------
+    result_dir : path
+        A study's result directory.
+
+    Returns
+    -------
+    records : dict of str to JobRecord
+        The usable records, by job id.
+    damaged : list of Damaged
+        The record files that cannot be used, each with the reason.
     """
     records, damaged = {}, []
     for path in sorted(Path(result_dir, "jobs").glob("*.json")):
@@ -144,7 +156,18 @@ def read_records(
 
 def load_records(result_dir: str | os.PathLike[str]) -> dict[str, JobRecord]:
     """The usable job records under ``result_dir/jobs``, by job id (see :func:`read_records`
-    for those that are not)."""
+    for those that are not).
+
+    Parameters
+    ----------
+    result_dir : path
+        A study's result directory.
+
+    Returns
+    -------
+    dict of str to JobRecord
+        The usable records, by job id.
+    """
     return read_records(result_dir)[0]
 
 

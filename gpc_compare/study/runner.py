@@ -94,7 +94,31 @@ def _duration(seconds: float) -> str:
 
 @dataclass
 class RunSummary:
-    """What :func:`run_study` did."""
+    """What :func:`run_study` did.
+
+    Parameters
+    ----------
+    result_dir : Path
+        The study's result directory.
+    total : int
+        The study's jobs.
+    skipped : int
+        Jobs not run: finished by an earlier run.
+    done : int
+        Jobs run now that succeeded.
+    failed : int
+        Jobs run now that failed.
+    table : pandas.DataFrame
+        The tidy table assembled from every record (``results.csv``).
+    seconds : float
+        The run's wall time.
+    failures : list of str
+        Each job failed now and its error.
+    failed_earlier : list of str
+        Each job that failed in an earlier run and was not rerun, and its error.
+    set_aside : list of str
+        Damaged records set aside (renamed ``*.damaged``) and their jobs recomputed.
+    """
 
     result_dir: Path
     total: int

@@ -19,6 +19,16 @@ def check_study_script(path: str | os.PathLike[str]) -> None:
 
     ``gpc-compare run`` checks every file so before it runs any: a script is Python that
     runs with your permissions, and it runs only once every TOML study has been read.
+
+    Parameters
+    ----------
+    path : path
+        The study script, ``studies/NAME.py``.
+
+    Raises
+    ------
+    StudyError
+        When the file is missing, does not parse as Python or defines no ``run``.
     """
     import ast
 
@@ -84,7 +94,20 @@ def _docstring_line(path: Path) -> str:
 
 
 def list_studies(directory: str | os.PathLike[str] = "studies") -> list[dict[str, Any]]:
-    """The study files in ``directory``: name, path, description, or the error if malformed."""
+    """The study files in ``directory``: name, path, description, or the error if malformed.
+
+    Parameters
+    ----------
+    directory : path
+        Where the study files are (``*.py`` scripts and ``*.toml`` studies).
+
+    Returns
+    -------
+    list of dict
+        One per file, scripts first, each in name order: keys ``name``, ``path``, ``jobs``
+        (a script counts as one job; a malformed TOML study as none) and ``description``
+        (the script's docstring line, the study's description, or the error message).
+    """
     out = []
     for path in sorted(Path(directory).glob("*.py")):
         doc = _docstring_line(path)

@@ -134,7 +134,7 @@ def _no_options(kwargs: dict[str, Any]) -> None:
 class PSISDiagnosis:
     """The outcome of :func:`gpc_compare.trust.psis` (see there for the method).
 
-    Attributes
+    Parameters
     ----------
     method : str
         The engine diagnosed.
@@ -162,6 +162,16 @@ class PSISDiagnosis:
         The raw log weights log p(y, x) - log proposal(x).
     smoothed_log_weights : ndarray, shape (draws,)
         PSIS-smoothed and normalised (log-sum-exp zero).
+
+    Other Parameters
+    ----------------
+    _target : Target
+        The posterior's proposal and model (internal, for the corrected predictions).
+    _keep : ndarray
+        What each draw is conditioned on (see the notes).
+    _blocks : tuple
+        The generators of the draws, their block sizes and the Student-t degrees of freedom
+        (None: Gaussian), to draw them again.
 
     Notes
     -----
@@ -208,7 +218,27 @@ class PSISDiagnosis:
         """p(y* = +1 | x*, data) corrected by the weights, shape (m,), or
         p(y* = c | x*, data), shape (m, C), for the softmax (``kwargs`` as for its
         ``predict_log_proba``): sum_s w~_s int p(y* | f*) N(f* | conditional of draw s).
-        Refused for the Gaussian likelihood (regression)."""
+        Refused for the Gaussian likelihood (regression).
+
+        Parameters
+        ----------
+        Xs : array_like, shape (m, d)
+            Test inputs.
+        **kwargs
+            The softmax's integration options (``integration``, ``n_samples``,
+            ``random_seed``); none for a binary likelihood.
+
+        Returns
+        -------
+        ndarray, shape (m,) or (m, C)
+
+        Raises
+        ------
+        ValueError
+            For the Gaussian likelihood.
+        TypeError
+            For an option with a binary likelihood.
+        """
         post = self._target.posterior
         Xs = post._check_Xs(Xs)
         if post.likelihood.regression:
@@ -229,7 +259,23 @@ class PSISDiagnosis:
     def log_predictive(self, Xs: np.ndarray, ys: np.ndarray, **kwargs: Any) -> np.ndarray:
         """log p(y* | x*, data) corrected by the weights, in log space: log sum_s w~_s
         p(y* | draw s) (labels as for the posterior's ``log_predictive``; ``kwargs`` for
-        the softmax's integral only)."""
+        the softmax's integral only).
+
+        Parameters
+        ----------
+        Xs : array_like, shape (m, d)
+            Test inputs.
+        ys : array_like, shape (m,)
+            Their labels (class indices for several classes), or real targets with the Gaussian
+            likelihood.
+        **kwargs
+            The softmax's integration options; none for a binary likelihood.
+
+        Returns
+        -------
+        ndarray, shape (m,)
+            log p(y*_i | x*_i, data) per test case.
+        """
         post = self._target.posterior
         if post.likelihood.latent_dim != 1:
             Xs = post._check_Xs(Xs)
@@ -271,7 +317,13 @@ class PSISDiagnosis:
 
     # ------------------------------------------------------------------- reporting
     def record(self) -> dict[str, Any]:
-        """The scalars, JSON-ready (pareto_k may be -inf, min_draws inf)."""
+        """The scalars, JSON-ready (pareto_k may be -inf, min_draws inf).
+
+        Returns
+        -------
+        dict
+            The scalar fields, from ``method`` to ``seconds`` (not the weights).
+        """
         return {key: getattr(self, key) for key in RECORD_KEYS}
 
     def __repr__(self) -> str:

@@ -42,9 +42,10 @@ def _public_objects() -> list[tuple[str, object]]:
 
 
 PUBLIC = _public_objects()
-# the entry points a user calls first: their parameters are all documented (numpydoc PR01,
-# PR02) and what they return is said (RT01)
-ENTRY_POINTS = ["fit", "compare", "loo", "psis", "GPClassifier"]
+# every public function and class documents each of its parameters (numpydoc PR01), no
+# parameter it does not take (PR02) and, a function, what it returns (RT01); a class's
+# parameters are its constructor's (a dataclass's fields)
+CALLABLES = [(name, obj) for name, obj in PUBLIC if inspect.isclass(obj) or callable(obj)]
 
 
 def _methods(cls: type) -> list[tuple[str, object]]:
@@ -81,15 +82,62 @@ def test_every_public_name_and_method_has_a_docstring_numpydoc_reads(name, obj) 
             FunctionDoc(obj)
 
 
-@pytest.mark.parametrize("name", ENTRY_POINTS)
-def test_the_entry_points_document_every_parameter_and_what_they_return(name) -> None:
-    import gpc_compare
+def test_every_entry_point_is_checked_for_its_parameters() -> None:
+    names = {name for name, _ in CALLABLES}
+    assert len(CALLABLES) > 150
+    for entry in ["fit", "compare", "loo", "psis", "GPClassifier"]:
+        assert f"gpc_compare.{entry}" in names
 
-    obj = getattr(gpc_compare, name)
+
+@pytest.mark.parametrize("name, obj", CALLABLES, ids=[name for name, _ in CALLABLES])
+def test_every_public_function_and_class_documents_its_parameters_and_return(name, obj) -> None:
     report = validate(f"{obj.__module__}.{obj.__qualname__}")
     codes = {"PR01", "PR02", "RT01"} - ({"RT01"} if inspect.isclass(obj) else set())
     problems = [f"{code}: {message}" for code, message in report["errors"] if code in codes]
-    assert not problems, f"gpc_compare.{name}: " + "; ".join(problems)
+    assert not problems, f"{name}: " + "; ".join(problems)
+
+
+# the classes whose public methods are held to the same: what a fit, a diagnosis, an
+# evidence estimate, a loader or a study returns, the kernels' and likelihoods' bases and
+# the non-binary likelihoods
+METHOD_CLASSES = [
+    "gpc_compare.PSISDiagnosis",
+    "gpc_compare.datasets.Dataset",
+    "gpc_compare.evidence.EvidenceEstimate",
+    "gpc_compare.kernels.Kernel",
+    "gpc_compare.likelihoods.Likelihood",
+    "gpc_compare.likelihoods.Softmax",
+    "gpc_compare.likelihoods.MultinomialProbit",
+    "gpc_compare.likelihoods.RobustMax",
+    "gpc_compare.likelihoods.Gaussian",
+    "gpc_compare.study.Job",
+    "gpc_compare.study.JobRecord",
+    "gpc_compare.GPClassifier",
+    "gpc_compare.Posterior",
+    "gpc_compare.GaussianPosterior",
+    "gpc_compare.posterior.MulticlassPosterior",
+    "gpc_compare.posterior.SamplePosterior",
+    "gpc_compare.posterior.SoftmaxSamplePosterior",
+    "gpc_compare.posterior.SparsePosterior",
+]
+METHODS = [
+    (f"{name}.{method}", value)
+    for name, obj in PUBLIC
+    if name in METHOD_CLASSES
+    for method, value in _methods(obj)
+    if inspect.isfunction(value) or inspect.ismethod(value)  # (a classmethod: bound)
+]
+
+
+def test_every_class_named_for_its_methods_has_some() -> None:
+    assert {name.rsplit(".", 1)[0] for name, _ in METHODS} == set(METHOD_CLASSES)
+
+
+@pytest.mark.parametrize("name, obj", METHODS, ids=[name for name, _ in METHODS])
+def test_their_public_methods_document_their_parameters_and_return(name, obj) -> None:
+    report = validate(f"{obj.__module__}.{obj.__qualname__}")
+    problems = [f"{c}: {m}" for c, m in report["errors"] if c in {"PR01", "PR02", "RT01"}]
+    assert not problems, f"{name}: " + "; ".join(problems)
 
 
 def test_the_docstring_check_sees_a_missing_parameter() -> None:

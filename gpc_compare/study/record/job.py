@@ -62,7 +62,7 @@ class JobRecord:
     Build one from JSON with :meth:`from_dict` / :meth:`from_json` (which check the schema:
     see the module's docstring) and write it with :meth:`to_dict` / :meth:`to_json`.
 
-    Attributes
+    Parameters
     ----------
     id : str
         The job's id (its file name): a hash of everything that determines its result.
@@ -199,6 +199,15 @@ class JobRecord:
     def from_json(cls, text: str | bytes) -> JobRecord:
         """A record from its JSON text (see :meth:`from_dict`).
 
+        Parameters
+        ----------
+        text : str or bytes
+            The record file's content.
+
+        Returns
+        -------
+        JobRecord
+
         Raises
         ------
         RecordError
@@ -213,6 +222,15 @@ class JobRecord:
     @classmethod
     def from_dict(cls, raw: Any) -> JobRecord:
         """A record from its JSON object (a dict, as :func:`json.loads` gives it).
+
+        Parameters
+        ----------
+        raw : object
+            The parsed JSON.
+
+        Returns
+        -------
+        JobRecord
 
         Raises
         ------
@@ -274,7 +292,12 @@ class JobRecord:
 
     # ------------------------------------------------------------------ writing
     def to_dict(self) -> dict[str, Any]:
-        """The record as a JSON-ready dict (what :meth:`from_dict` reads back)."""
+        """The record as a JSON-ready dict (what :meth:`from_dict` reads back).
+
+        Returns
+        -------
+        dict
+        """
         out: dict[str, Any] = {"schema": self.schema}
         for key in _IDENTITY:
             value = getattr(self, key)
@@ -312,11 +335,26 @@ class JobRecord:
         return out
 
     def to_json(self) -> str:
-        """The record as JSON text (NaN written as ``NaN``, as :mod:`json` does)."""
+        """The record as JSON text (NaN written as ``NaN``, as :mod:`json` does).
+
+        Returns
+        -------
+        str
+        """
         return json.dumps(self.to_dict(), indent=1, allow_nan=True)
 
     def replace(self, **changes: Any) -> JobRecord:
-        """A copy with ``changes`` (:func:`dataclasses.replace`)."""
+        """A copy with ``changes`` (:func:`dataclasses.replace`).
+
+        Parameters
+        ----------
+        **changes
+            Field name -> new value.
+
+        Returns
+        -------
+        JobRecord
+        """
         return replace(self, **changes)
 
 
