@@ -13,9 +13,7 @@ Either way the study file kept with the results repeats the run
 
 from __future__ import annotations
 
-import io
 import json
-import numbers
 import os
 import tempfile
 import warnings
@@ -25,13 +23,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-import numpy as np
 import pandas as pd
 
-from .datasets.files import _label_text
 from .study import RunSummary, StudyConfig, run_study
 from .study.datafiles import check_label, check_same_data
 from .study.fields import plain
+from .study.frames import check_labels_survive, xy_frame
 from .study.lock import Held, output_lock
 from .study.output import atomic_write, copy_results
 from .study.plan import DEFAULT_MAX_MINUTES, plan_data_study
@@ -262,9 +259,9 @@ def compare(
         )
         random_seed = seed
     check_label(name, "name")
-    frame, target = _frame(X, y)
+    frame, target = xy_frame(X, y)
     text = frame.to_csv(index=False)
-    _check_labels_survive(frame[target].to_numpy(), text, target)
+    check_labels_survive(frame[target].to_numpy(), text, target)
     fields = study_fields(
         "data.csv",
         target,
@@ -509,76 +506,6 @@ def study_text(file: str, target: str, **settings: Any) -> str:
     """The TOML text of a study of one data file (what :func:`compare` keeps with its
     results): :func:`toml_text` of :func:`study_fields` (same arguments)."""
     return toml_text(study_fields(file, target, **settings))
-
-
-def _frame(X: Any, y: Any) -> tuple[pd.DataFrame, str]:
-    """``X`` and ``y`` as one table, and the name of ``y``'s column in it."""
-    if isinstance(X, pd.DataFrame):
-        frame = X.copy()
-        frame.columns = [str(c) for c in frame.columns]
-        twice = sorted({c for c in frame.columns if list(frame.columns).count(c) > 1})
-        if twice:
-            raise ValueError(f"X: column name(s) given more than once: {twice}; rename them")
-    else:
-        array = np.asarray(X)
-        if array.ndim == 1:
-            array = array[:, None]
-        if array.ndim != 2:
-            raise ValueError(f"X must be 2-D (n cases, d inputs), got shape {array.shape}")
-        frame = pd.DataFrame(array, columns=[f"x{j + 1}" for j in range(array.shape[1])])
-    labels = y.to_numpy() if isinstance(y, pd.Series) else np.asarray(y)
-    if labels.ndim != 1 or labels.shape[0] != len(frame):
-        raise ValueError(
-            f"y must be 1-D with one label per row of X ({len(frame)}), got shape {labels.shape}"
-        )
-    target = str(y.name) if isinstance(y, pd.Series) and y.name is not None else "y"
-    while target in frame.columns:
-        target = f"{target}_"
-    frame = frame.reset_index(drop=True)
-    frame[target] = labels
-    return frame, target
-
-
-def _check_labels_survive(labels: np.ndarray, text: str, target: str) -> None:
-    """A ValueError if labels that are different values become one class through the data
-    file :func:`compare` writes and the study reads (a CSV keeps no types: the integer 1
-    and the text "1", or "01" and "1", read back alike). Labels are compared as the file
-    loader compares them (:func:`gpc_compare.datasets.files.load_table`): text with
-    surrounding whitespace stripped, numbers by value (1 and 1.0 are one label), so
-    " yes" and "yes " are one class here too, by that rule, and not refused."""
-    back = pd.read_csv(io.StringIO(text), skipinitialspace=True, usecols=[target])[target]
-    keys: dict[str, dict[tuple[str, Any], Any]] = {}  # read-back text -> label -> a value
-    for value, read in zip(labels, back, strict=True):
-        if not pd.isna(read):
-            keys.setdefault(_label_text(read), {}).setdefault(_label_key(value), value)
-    merged = {t: k for t, k in keys.items() if len(k) > 1}
-    if merged:
-        which = "; ".join(
-            f"{', '.join(repr(_plain(v)) for v in k.values())} (all read back as {t!r})"
-            for t, k in merged.items()
-        )
-        raise ValueError(
-            f"y: labels that are different values would become one class in the data file "
-            f"gc.compare writes: {which}. A CSV keeps no types; make the labels distinct as "
-            "text (e.g. 'one' and 'two', not 1 and '1'), or map them to one value yourself"
-        )
-
-
-def _label_key(value: Any) -> tuple[str, Any]:
-    """What makes two labels the same for :func:`_check_labels_survive`: a number's value,
-    a text's stripped self, a boolean's truth."""
-    if isinstance(value, bool | np.bool_):
-        return ("bool", bool(value))
-    if isinstance(value, numbers.Number):
-        return ("number", float(value))
-    if isinstance(value, str):
-        return ("text", value.strip())
-    return ("other", repr(value))
-
-
-def _plain(value: Any) -> Any:
-    """A NumPy scalar as the Python value it holds (for messages)."""
-    return value.item() if isinstance(value, np.generic) else value
 
 
 def _write(path: Path, text: str) -> None:

@@ -23,7 +23,7 @@ class GPClassifier(ClassifierMixin, BaseEstimator):
     Every engine (``method``); two classes with the probit or logistic likelihood, C >= 2
     with a multi-class one, one latent GP per class sharing the kernel (R&W section 3.5):
     ``likelihood="softmax"`` (methods "laplace", "kl", "mcmc", "svgp"),
-    ``"multinomial_probit"`` ("ep") or ``"robustmax"`` ("svgp"). scikit-learn's
+    ``"multinomial_probit"`` ("ep", "mcmc") or ``"robustmax"`` ("svgp"). scikit-learn's
     GaussianProcessClassifier handles several classes one-vs-rest; here more than two
     classes need a multi-class likelihood, and a binary likelihood refuses them.
 

@@ -257,8 +257,8 @@ def test_docs_name_the_likelihoods_and_engines_there_are() -> None:
     for doc in (gc.compare.__doc__, gc.GPClassifier.__doc__):
         listed = re.search(r"likelihood : \{(.*?)\}", doc).group(1)
         assert {s.strip().strip('"') for s in listed.split(",")} == set(LIKELIHOODS)
-    readme = (ROOT / "README.md").read_text()
-    sentence = " ".join(readme.split("`gc.GPClassifier(")[1].split("it passes")[0].split())
+    page = (ROOT / "docs" / "guide" / "estimator.md").read_text()  # (the user guide's page)
+    sentence = " ".join(page.split("It takes every engine")[1].split("Its parameters")[0].split())
     doc = " ".join(gc.GPClassifier.__doc__.split())
     for lik in ("softmax", "multinomial_probit", "robustmax"):
         takes = [n for n, e in registered().items() if lik in e.likelihoods]

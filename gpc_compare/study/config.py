@@ -21,7 +21,7 @@ from ..engines import ENGINES, capabilities, engines_with, get_engine
 from ..hyperparameters import N_RESTARTS
 from .datafiles import FILE_HINT, data_dir, file_dataset
 from .evidence_config import parse_evidence
-from .fields import SPLIT_KINDS, StudyError, plain
+from .fields import SPLIT_KINDS, StudyError, parse_psis, plain
 from .fields import boolean as _bool
 from .fields import check_keys as _check_keys
 from .fields import fail as _fail
@@ -237,8 +237,6 @@ TOP_FIELDS = (
     "limits",
     "evidence_profiles",
 )
-#: ``psis = true``: :func:`gpc_compare.psis`'s defaults.
-PSIS_DEFAULTS = {"draws": 4000, "proposal": "gaussian"}
 
 
 def _validate(raw: dict[str, Any], p: str, named: bool, limits: bool = True) -> StudyConfig:
@@ -305,30 +303,11 @@ def _validate(raw: dict[str, Any], p: str, named: bool, limits: bool = True) -> 
         grid=grid,
         evidence=evidence,
         kernels=kernels,
-        psis=_parse_psis(raw.get("psis", False), p),
+        psis=parse_psis(raw.get("psis", False), p),
         evidence_profiles=_bool(raw.get("evidence_profiles", True), p, "evidence_profiles"),
     )
     check_memory(config, bounds, p)  # (an engine's options beyond this machine's memory)
     return config
-
-
-def _parse_psis(value: Any, p: str) -> dict[str, Any] | None:
-    """``psis``: false (off), true (:data:`PSIS_DEFAULTS`), or a table of ``draws`` (an
-    integer, at least 100) and ``proposal`` ("gaussian" or "student_t")."""
-    if value is False:
-        return None
-    if value is True:
-        return dict(PSIS_DEFAULTS)
-    if not isinstance(value, dict):
-        raise _fail(p, "psis", f"must be true, false or a table (draws, proposal), got {value!r}")
-    _check_keys(value, tuple(PSIS_DEFAULTS), p, "psis")
-    out = {**PSIS_DEFAULTS, **value}
-    out["draws"] = _int(out["draws"], p, "psis.draws", 100)
-    if out["proposal"] not in ("gaussian", "student_t"):
-        raise _fail(
-            p, "psis.proposal", f"must be 'gaussian' or 'student_t', got {out['proposal']!r}"
-        )
-    return out
 
 
 def _model(raw: Mapping[str, Any], p: str) -> tuple[str, float | None]:

@@ -185,3 +185,26 @@ def plain(value: Any) -> Any:
     if isinstance(value, np.generic):
         return value.item()
     return value
+
+
+#: ``psis = true``: :func:`gpc_compare.psis`'s defaults.
+PSIS_DEFAULTS = {"draws": 4000, "proposal": "gaussian"}
+
+
+def parse_psis(value: Any, p: str) -> dict[str, Any] | None:
+    """``psis``: false (off), true (:data:`PSIS_DEFAULTS`), or a table of ``draws`` (an
+    integer, at least 100) and ``proposal`` ("gaussian" or "student_t")."""
+    if value is False:
+        return None
+    if value is True:
+        return dict(PSIS_DEFAULTS)
+    if not isinstance(value, dict):
+        raise fail(p, "psis", f"must be true, false or a table (draws, proposal), got {value!r}")
+    check_keys(value, tuple(PSIS_DEFAULTS), p, "psis")
+    out = {**PSIS_DEFAULTS, **value}
+    out["draws"] = integer(out["draws"], p, "psis.draws", 100)
+    if out["proposal"] not in ("gaussian", "student_t"):
+        raise fail(
+            p, "psis.proposal", f"must be 'gaussian' or 'student_t', got {out['proposal']!r}"
+        )
+    return out

@@ -47,7 +47,7 @@ def test_plan_is_printed_and_kept_under_the_limit(tmp_path) -> None:
     config, _ = _config(tmp_path, 60)
     plan = gp.plan_study(config, workers=2)
     assert [r.engine for r in plan.rows] == ["laplace", "ep", "mcmc"]
-    assert all(r.jobs == 5 and r.n_train == 48 for r in plan.rows)
+    assert all(r.jobs == 10 and r.n_train == 48 for r in plan.rows)  # 5 folds, 2 repeats
     assert plan.seconds < 60  # 60 cases: seconds
     out = io.StringIO()
     gp.check_plan(plan, 30.0, config, out)

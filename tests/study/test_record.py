@@ -199,7 +199,7 @@ def small_study(tmp_path_factory):
             "name": "small",
             "datasets": [{"name": "crabs", "subsample": 40}],
             "hyperparameters": {"policy": "fixed"},
-            "splits": {"kind": "kfold", "n_splits": 2},
+            "splits": {"kind": "kfold", "n_splits": 2, "n_repeats": 1},
             "engines": {"laplace": {}},
         }
     )
