@@ -69,3 +69,7 @@ from _options import write_option_pages  # noqa: E402
 
 write_api_pages(Path(__file__).resolve().parent / "api")
 write_option_pages(Path(__file__).resolve().parent / "engines" / "_options")
+
+from _results import write_results_pages  # noqa: E402
+
+write_results_pages(Path(__file__).resolve().parent / "results")

@@ -123,6 +123,7 @@ def list_studies(directory: str | os.PathLike[str] = "studies") -> list[dict[str
                     "description": cfg.description,
                 }
             )
-        except StudyError as exc:
-            out.append({"name": path.stem, "path": str(path), "jobs": 0, "description": str(exc)})
+        except StudyError as exc:  # (the file named by its name: the list says where it is)
+            error = str(exc).replace(str(path), path.name, 1)
+            out.append({"name": path.stem, "path": str(path), "jobs": 0, "description": error})
     return out

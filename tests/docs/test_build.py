@@ -84,3 +84,13 @@ def test_every_engine_page_lists_its_options(site: Path) -> None:
             if f'<span class="pre">{option}</span>' not in html:
                 missing.append(f"{name}.{option}")
     assert not missing
+
+
+def test_every_study_s_finding_has_a_results_page_with_its_figures(site: Path) -> None:
+    readmes = sorted((ROOT / "results").glob("*/**/README.md"))
+    assert len(readmes) >= 10
+    for readme in readmes:
+        name = "__".join(readme.parent.relative_to(ROOT / "results").parts)
+        html = (site / "results" / f"{name}.html").read_text()
+        figures = readme.read_text().count("![")
+        assert html.count("<img") >= figures, name
