@@ -94,3 +94,12 @@ def test_every_study_s_finding_has_a_results_page_with_its_figures(site: Path) -
         html = (site / "results" / f"{name}.html").read_text()
         figures = readme.read_text().count("![")
         assert html.count("<img") >= figures, name
+
+
+def test_the_readme_s_ten_lines_are_the_executed_first_fit(site: Path) -> None:
+    readme = (ROOT / "README.md").read_text()
+    code = readme.split("## Ten lines\n\n```python\n")[1].split("```")[0]
+    page = (ROOT / "docs" / "getting_started.md").read_text()
+    assert "```{code-cell} python\n" + code + "```" in page  # (executed by the build)
+    html = (site / "getting_started.html").read_text()
+    assert "cell_output" in html and "Traceback" not in html
