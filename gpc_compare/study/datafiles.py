@@ -78,8 +78,10 @@ def check_label(value: Any, field: str | None = None) -> str:
 
 def data_dir(raw: Mapping[str, Any], study_path: str | os.PathLike[str]) -> Path:
     """The folder a study's relative ``file`` paths start from: ``data_dir`` (itself
-    relative to the study file) or the study file's folder."""
-    base = Path(study_path).resolve().parent
+    relative to the study file) or the study file's folder, the folder it is named in (a
+    link there is not followed: ``compare`` checks its study at its own name, where a link
+    is then replaced, and its relative data path counts from there)."""
+    base = Path(study_path).absolute().parent.resolve()
     given = raw.get("data_dir")
     if given is None:
         return base

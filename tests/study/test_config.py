@@ -99,3 +99,19 @@ def test_a_loo_objective_is_refused_at_load_where_the_likelihood_has_no_loo(tmp_
     )
     with pytest.raises(StudyError, match=r"engines\.ep\.objective: 'loo' needs .*'logistic'"):
         load_study(path)
+
+
+def test_relative_data_paths_count_from_the_folder_a_study_is_named_in(tmp_path) -> None:
+    """A study file that is a link elsewhere: its relative paths start where it is named
+    (``gpc-compare compare`` checks its study there before replacing a link at that name;
+    a clone under /tmp lost a level of its data path when the link was followed)."""
+    from gpc_compare.study.datafiles import data_dir
+
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    (tmp_path / "elsewhere.toml").write_text("")
+    (tmp_path / "a" / "b" / "study.toml").symlink_to(tmp_path / "elsewhere.toml")
+    assert data_dir({}, tmp_path / "a" / "b" / "study.toml") == (tmp_path / "a" / "b").resolve()
+    assert (
+        data_dir({"data_dir": ".."}, tmp_path / "a" / "b" / "study.toml")
+        == (tmp_path / "a").resolve()
+    )
