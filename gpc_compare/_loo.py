@@ -57,7 +57,7 @@ from ._fit import fit
 from .engines import get_engine
 from .engines.ep import EPPosterior
 from .engines.laplace import LaplacePosterior
-from .numerics import cho_inverse
+from .numerics import cho_inverse, log_mean_exp
 from .posterior import GaussianPosterior, Posterior
 
 __all__ = ["LOO_METHODS", "LOOResult", "gaussian_cavity", "loo", "loo_refits"]
@@ -244,14 +244,44 @@ def _psis(post: Posterior, draws: int, random_seed) -> LOOResult:
             "which PSIS needs: use method='exact'"
         )
     elpd = az.loo(idata, pointwise=True)
-    return LOOResult(
-        "psis",
-        post.method,
-        float(elpd["elpd_loo"]),
-        np.asarray(elpd["loo_i"].values, dtype=float),
-        float(elpd["se"]),
-        pareto_k=np.asarray(elpd["pareto_k"].values, dtype=float),
+    pointwise = np.asarray(elpd["loo_i"].values, dtype=float)
+    pareto_k = np.asarray(elpd["pareto_k"].values, dtype=float)
+    if not np.all(np.isfinite(pointwise)):
+        pointwise = _raw_importance_where_smoothing_fails(idata, pointwise)
+    return _result("psis", post, pointwise, pareto_k=pareto_k)
+
+
+def _raw_importance_where_smoothing_fails(idata: Any, pointwise: np.ndarray) -> np.ndarray:
+    """The plain importance-sampling estimate -log mean_s exp(-log p(y_i | f_s)) where
+    ``arviz.loo`` returned NaN.
+
+    ArviZ's Pareto smoothing returns NaN for a case whose ratios 1 / p(y_i | f_s) are
+    all equal to a few digits (a case every draw classifies with certainty: the fit of the
+    tail has nothing to fit). The smoothed weights lie between the smallest and the largest
+    raw weight, so both estimates lie in [min_s log p(y_i | f_s), max_s log p(y_i | f_s)]:
+    the warning states that range, the most the two can differ by.
+    """
+    ll = idata.log_likelihood
+    name = next(iter(ll.data_vars))
+    values = np.asarray(ll[name].values, dtype=float)  # (chain, draw, *obs)
+    values = values.reshape(-1, pointwise.size).T  # (case, draw)
+    bad = np.flatnonzero(~np.isfinite(pointwise))
+    raw = -log_mean_exp(-values[bad], axis=1)
+    spread = float(np.max(values[bad].max(axis=1) - values[bad].min(axis=1)))
+    if not np.all(np.isfinite(raw)):
+        raise ValueError(
+            "PSIS-LOO is undefined here: the log-likelihood of some draws is not finite"
+        )
+    warnings.warn(
+        f"arviz.loo's Pareto smoothing failed (NaN) on {bad.size} case(s) whose draws "
+        f"agree to within {spread:.2g} nats in log p(y_i | f): the plain importance "
+        "estimate is used there (it differs from the smoothed one by at most that)",
+        RuntimeWarning,
+        stacklevel=4,
     )
+    out = pointwise.copy()
+    out[bad] = raw
+    return out
 
 
 # ----------------------------------------------------------------------------- exact

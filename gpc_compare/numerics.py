@@ -27,6 +27,7 @@ __all__ = [
     "chol_B",
     "cholesky",
     "inverse_from_triangular_inverse",
+    "log_mean_exp",
     "log_phi",
     "log_phi_d2",
     "log_sigmoid",
@@ -234,6 +235,36 @@ def logsumexp_finite(x: np.ndarray, axis: int) -> np.ndarray:
     scipy.special.logsumexp: the quadratures call it once per point and site)."""
     mx = x.max(axis=axis, keepdims=True)
     return np.squeeze(mx, axis=axis) + np.log(np.sum(np.exp(x - mx), axis=axis))
+
+
+def log_mean_exp(x: np.ndarray, axis: int | tuple[int, ...] | None = None) -> np.ndarray:
+    """log mean exp(x) along ``axis`` (a Monte Carlo average of probabilities in log space).
+
+    Computed as m + log(mean(exp(x - m))), m the largest term: every exp(x - m) is at most
+    one, so is their mean in floating point, and the result never exceeds max(x). A
+    predictive probability averaged over draws that each give log p = 0 therefore stays
+    at most 0; ``logsumexp(x) - log(S)`` can land a few ulp above it (scipy 1.17 gives
+    +8.9e-16 for 399 zeros and one -6e-15), and exp of that is a probability above one.
+    Slices whose terms are all -inf give -inf.
+
+    Parameters
+    ----------
+    x : array_like
+        Log values.
+    axis : int or tuple of int, optional
+        The axis or axes averaged over; all of them by default.
+
+    Returns
+    -------
+    ndarray
+        ``x`` with ``axis`` removed.
+    """
+    x = np.asarray(x, dtype=float)
+    m = np.max(x, axis=axis, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0.0)
+    with np.errstate(divide="ignore"):
+        out = m + np.log(np.mean(np.exp(x - m), axis=axis, keepdims=True))
+    return np.squeeze(out, axis=axis)
 
 
 def cholesky(A: np.ndarray, *, jitter: float = 0.0, what: str = "matrix") -> np.ndarray:

@@ -207,6 +207,34 @@ def test_psis_loo_of_mcmc_is_arviz_loo_of_its_draws(mcmc_post):
     np.testing.assert_array_equal(out.pareto_k, ref["pareto_k"].values)
 
 
+def test_psis_loo_falls_back_to_plain_importance_where_arviz_smoothing_gives_nan():
+    """A case every draw classifies with certainty: most draws give log p(y_i | f) = 0
+    exactly, the rest -1e-9 .. -1e-39 (as crabs at sigma_f^2 = e^11 gives under EP's q).
+    ArviZ's Pareto smoothing returns NaN there; gc.loo returns the plain importance
+    estimate, which any smoothed estimate differs from by at most the draws' range."""
+    from gpc_compare._loo import _raw_importance_where_smoothing_fails
+
+    az = _arviz()
+    rng = np.random.default_rng(0)
+    ll = np.log(rng.uniform(0.2, 0.9, size=(1, 1000, 3)))
+    certain = -(10.0 ** -rng.integers(9, 40, size=1000))
+    certain[:900] = 0.0
+    ll[0, :, 1] = rng.permutation(certain)
+    idata = az.from_dict(posterior={"f": ll}, log_likelihood={"y": ll})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        arviz_pointwise = np.asarray(az.loo(idata, pointwise=True)["loo_i"].values)
+    if not np.isnan(arviz_pointwise[1]):
+        pytest.skip("this ArviZ smooths the case without NaN: the fallback is not needed")
+    with pytest.warns(RuntimeWarning, match="Pareto smoothing failed .NaN. on 1 case"):
+        out = _raw_importance_where_smoothing_fails(idata, arviz_pointwise)
+    np.testing.assert_array_equal(out[[0, 2]], arviz_pointwise[[0, 2]])
+    # -log mean_s 1 / p(y_1 | f_s), with 1 / p = exp(-ll) = 1 + |ll| to first order
+    expected = -np.log1p(np.mean(np.expm1(-ll[0, :, 1])))
+    assert out[1] == pytest.approx(expected, rel=1e-9)
+    assert ll[0, :, 1].min() <= out[1] <= ll[0, :, 1].max() and out[1] < 0.0
+
+
 # ---------------------------------------------------------------- the log likelihood
 def test_draws_inference_data_carry_a_log_likelihood_group(mcmc_post):
     """MCMC's and a Gaussian posterior's InferenceData: log p(y_i | f_i) per draw, with

@@ -43,7 +43,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import logsumexp
 
-from ..numerics import LOG_2PI, log_phi, log_phi_d2
+from ..numerics import LOG_2PI, log_mean_exp, log_phi, log_phi_d2
 from .base import Likelihood
 
 __all__ = ["MULTINOMIAL_PROBIT_MC_SAMPLES", "MultinomialProbit", "log_gauss_probit_integral"]
@@ -395,7 +395,7 @@ def _predictive_mc(
     for start in range(0, N, chunk):
         i = slice(start, min(N, start + chunk))
         lp = lik.log_proba(mean[i, None, :] + np.einsum("sk,nck->nsc", z, A[i]))
-        out[i] = logsumexp(lp, axis=1) - np.log(n_samples)  # (points, C)
+        out[i] = log_mean_exp(lp, axis=1)  # (points, C)
         sd = np.exp(lp).std(axis=1, ddof=1) if n_samples > 1 else np.inf
         se[i] = sd / np.sqrt(n_samples)
     return out, se

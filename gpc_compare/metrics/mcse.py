@@ -28,7 +28,8 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-from scipy.special import logsumexp
+
+from ..numerics import log_mean_exp
 
 __all__ = ["joint_mean_log_predictive_mcse", "log_predictive_mcse", "mean_log_predictive_mcse"]
 
@@ -59,7 +60,7 @@ def log_predictive_mcse(log_p: object) -> tuple[np.ndarray, np.ndarray]:
     if lp.shape[1] < 4:
         raise ValueError(f"log_p needs at least 4 draws per chain, got {lp.shape[1]}")
     S = lp.shape[0] * lp.shape[1]
-    log_mean = logsumexp(lp, axis=(0, 1)) - np.log(S)
+    log_mean = log_mean_exp(lp, axis=(0, 1))
     ratio = np.exp(lp - log_mean)  # p_s / p: mean 1, no underflow of a small p
     sd = ratio.reshape(S, -1).std(axis=0, ddof=1)
     az = _arviz()

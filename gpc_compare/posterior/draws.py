@@ -18,11 +18,10 @@ from typing import Any
 
 import numpy as np
 import xarray as xr
-from scipy.special import logsumexp
 
 from ..kernels import Kernel
 from ..likelihoods import Gaussian, Likelihood, Probit, Softmax
-from ..numerics import JITTER, cho_solve, cholesky
+from ..numerics import JITTER, cho_solve, cholesky, log_mean_exp
 from .base import Convergence, Posterior
 from .multiclass import MulticlassPosterior
 
@@ -287,7 +286,7 @@ class SamplePosterior(_Draws, Posterior):
         Xs, ys = self._check_test_set(Xs, ys)
         means, var = self._draws_for_integration(*self._conditional(Xs))
         lp = self.likelihood.log_predictive(ys[None, :], means, var, integration=integration)
-        return logsumexp(lp, axis=0) - np.log(lp.shape[0])
+        return log_mean_exp(lp, axis=0)
 
     def log_predictive_draws(
         self, Xs: np.ndarray, ys: np.ndarray, *, integration: str = "exact"

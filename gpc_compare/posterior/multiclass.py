@@ -7,11 +7,11 @@ import warnings
 from abc import abstractmethod
 
 import numpy as np
-from scipy.special import logsumexp
 
 from .._validation import check_class_labels
 from ..kernels import Kernel
 from ..likelihoods import SOFTMAX_MC_SAMPLES, RobustMax, Softmax
+from ..numerics import log_mean_exp
 from .base import Posterior
 
 __all__ = ["MulticlassPosterior"]
@@ -106,7 +106,7 @@ class MulticlassPosterior(Posterior):
             n_samples=max(1, -(-int(n_samples) // S)),
             random_seed=random_seed,
         )
-        return logsumexp(lp, axis=0) - np.log(S)
+        return log_mean_exp(lp, axis=0)
 
     def predict_proba(self, Xs: np.ndarray, **kwargs) -> np.ndarray:
         """p(y* = c | x*, data), shape (m, C), rows summing to one (options as for
