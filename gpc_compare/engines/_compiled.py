@@ -48,7 +48,16 @@ import pandas as pd
 
 from ..likelihoods import Gaussian, Likelihood, Logistic, Probit
 
-__all__ = ["log_density", "pack", "whitened_model"]
+__all__ = [
+    "EXPAND",
+    "LOGP",
+    "log_density",
+    "log_phi_ratio",
+    "nutpie_model",
+    "pack",
+    "status",
+    "whitened_model",
+]
 
 #: The buffer's header: n, r, the likelihood's code, m, the Gaussian noise variance.
 _HEADER = 5
@@ -142,14 +151,16 @@ def _log_density(z: np.ndarray, grad: np.ndarray, data: np.ndarray) -> float:
     return value - 0.5 * np.dot(z, z)
 
 
-_LOGP = numba.types.int64(
+#: nutpie's C signatures for a model's functions (``CompiledPyMCModel``): the log density
+#: logp(dim, x, grad, logp, data) and expand(dim, n, x, f, data), returning a status.
+LOGP = numba.types.int64(
     numba.types.uint64,
     numba.types.CPointer(numba.types.double),
     numba.types.CPointer(numba.types.double),
     numba.types.CPointer(numba.types.double),
     numba.types.voidptr,
 )
-_EXPAND = numba.types.int64(
+EXPAND = numba.types.int64(
     numba.types.uint64,
     numba.types.uint64,
     numba.types.CPointer(numba.types.double),
@@ -158,7 +169,17 @@ _EXPAND = numba.types.int64(
 )
 
 
-@numba.cfunc(_LOGP, cache=True)
+@numba.njit(cache=True)
+def status(value: float, grad: np.ndarray) -> int:
+    """nutpie's status of a log density: 0, or 3 a non-finite gradient, 4 a non-finite
+    value."""
+    for j in range(grad.shape[0]):
+        if not math.isfinite(grad[j]):
+            return 3
+    return 0 if math.isfinite(value) else 4
+
+
+@numba.cfunc(LOGP, cache=True)
 def _logp_cfunc(dim, x_ptr, grad_ptr, logp_ptr, data_ptr):  # pragma: no cover - called by nutpie
     head = numba.carray(data_ptr, (_HEADER,), np.float64)
     n, r = int(head[0]), int(head[1])
@@ -171,13 +192,10 @@ def _logp_cfunc(dim, x_ptr, grad_ptr, logp_ptr, data_ptr):  # pragma: no cover -
     except Exception:  # noqa: BLE001
         return 1
     logp_ptr[0] = value
-    for j in range(r):  # nutpie's codes: 3 a non-finite gradient, 4 a non-finite value
-        if not math.isfinite(grad[j]):
-            return 3
-    return 0 if math.isfinite(value) else 4
+    return status(value, grad)
 
 
-@numba.cfunc(_EXPAND, cache=True)
+@numba.cfunc(EXPAND, cache=True)
 def _expand_cfunc(dim, expanded, x_ptr, f_ptr, data_ptr):  # pragma: no cover - by nutpie
     head = numba.carray(data_ptr, (_HEADER,), np.float64)
     n, r = int(head[0]), int(head[1])
@@ -286,26 +304,44 @@ def whitened_model(data: np.ndarray):
         Its initial points are standard normal draws (the whitening's approximation of the
         posterior).
     """
-    from nutpie.compile_pymc import CompiledPyMCModel
-
     data = _checked(data)
     n, r = int(data[0]), int(data[1])
+    return nutpie_model(data, r, (n,), {"obs": n}, logp=_logp_cfunc, expand=_expand_cfunc)
+
+
+def nutpie_model(
+    data: np.ndarray,
+    dim: int,
+    shape: tuple[int, ...],
+    coords: dict[str, int],
+    *,
+    logp,
+    expand,
+):
+    """nutpie's model of a compiled density: ``logp`` and ``expand`` (numba cfuncs of the
+    signatures :data:`LOGP` and :data:`EXPAND`) reading ``data``, which nutpie hands them
+    as its user data, in ``dim`` coordinates started from standard normal draws, recording
+    one variable ``f`` of ``shape`` (dims the names of ``coords``, each with its length)
+    for every draw."""
+    from nutpie.compile_pymc import CompiledPyMCModel
+
+    size = int(np.prod(shape))
 
     def initial_point(seed: int) -> np.ndarray:
-        return np.random.default_rng(seed).standard_normal(r)
+        return np.random.default_rng(seed).standard_normal(dim)
 
     return CompiledPyMCModel(
-        _n_dim=r,
-        dims={"f": ("obs",)},
-        _coords={"obs": pd.RangeIndex(n)},
-        _shapes={"f": (n,)},
-        compiled_logp_func=_logp_cfunc,
-        compiled_expand_func=_expand_cfunc,
+        _n_dim=dim,
+        dims={"f": tuple(coords)},
+        _coords={name: pd.RangeIndex(length) for name, length in coords.items()},
+        _shapes={"f": shape},
+        compiled_logp_func=logp,
+        compiled_expand_func=expand,
         initial_point_func=initial_point,
         shared_data={},
         user_data=data,
-        n_expanded=n,
-        shape_info=(["f"], [slice(0, n)], [(n,)]),
+        n_expanded=size,
+        shape_info=(["f"], [slice(0, size)], [shape]),
         logp_func=None,
         expand_func=None,
     )

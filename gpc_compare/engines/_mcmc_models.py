@@ -8,7 +8,8 @@
 - :func:`full_bayes_model`: f = m + chol(K(theta)) v with a normal prior on the log
   hyperparameters (:func:`prior_moments`), sampled jointly.
 
-The multi-class models (C latent GPs) are :mod:`._mcmc_multiclass`'s.
+The multi-class models (C latent GPs) are :mod:`._mcmc_multiclass`'s (compiled:
+:mod:`._compiled_multiclass`).
 
 The likelihood is log Phi(y f) through PyMC's stable log normal CDF (probit),
 -softplus(-y f) (logistic), or a Normal with mean f and the noise variance (Gaussian).
@@ -17,7 +18,7 @@ The likelihood is log Phi(y f) through PyMC's stable log normal CDF (probit),
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -39,6 +40,7 @@ __all__ = [
     "fixed_model",
     "full_bayes_model",
     "prior_moments",
+    "unless_unavailable",
     "whiten",
 ]
 
@@ -135,16 +137,27 @@ def compiled_model(whitened: Whitened, m: float, y: np.ndarray, likelihood: Like
     """nutpie's model with the compiled density, or None (warned) where numba cannot
     compile or cache it here: nutpie then compiles the PyMC model, as for other models."""
     w = whitened
-    try:
+
+    def build():
         from . import _compiled
 
         return _compiled.whitened_model(_compiled.pack(w.H, w.g0, m, y, w.T, w.b, likelihood))
+
+    return unless_unavailable(build)
+
+
+def unless_unavailable(build: Callable[[], Any]) -> Any:
+    """``build()``, a nutpie model with a compiled density, or None where it fails (e.g.
+    numba's "cannot cache function"), with a RuntimeWarning saying so (at the engine's
+    caller)."""
+    try:
+        return build()
     except Exception as exc:  # noqa: BLE001 - e.g. numba's "cannot cache function": say so
         warnings.warn(
             f"the compiled density is unavailable ({type(exc).__name__}: "
             f"{' '.join(str(exc).split())[:200]}); nutpie compiles the PyMC model instead",
             RuntimeWarning,
-            stacklevel=5,
+            stacklevel=6,
         )
         return None
 

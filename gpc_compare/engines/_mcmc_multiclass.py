@@ -24,18 +24,25 @@ is exact for any centre and scale as the nodes grow: they only place the nodes).
 integrand is log-concave with curvature between 1 and 1 + (C - 1), so in these
 coordinates it is close to exp(-x^2). Measured against the likelihood module's trapezoid
 rule (1e-13): with :data:`GH_NODES` = 20 the largest error in log p over differences
-f_c - f_j in [-30, 30] and C = 2..10 is below 1e-9 (tests/engines/test_mcmc_multiclass.py).
+f_c - f_j in [-30, 30] and C = 2..10 is below 3e-9 (tests/engines/test_mcmc_multiclass.py).
+(PyMC and nutpie rewrite the graph before differentiating it, "canonicalize", which drops
+the disconnected_grad: their gradient follows the centre and scale through the Newton
+steps too, and differs from the graph's by the derivative of the rule's error, about
+2e-9 of the gradient's size; the compiled density, :mod:`._compiled_multiclass`, holds
+them fixed, as written. The value, all that decides NUTS's draws, is the same.)
 """
 
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..likelihoods import MultinomialProbit, Softmax
 from ._engine import Problem
+from ._mcmc_models import unless_unavailable
 from ._whitening import block_site_whitening, prior_factor, softmax_laplace_sites
 from .kl_softmax import contrasts
 
@@ -45,7 +52,11 @@ if TYPE_CHECKING:
 __all__ = [
     "GH_NODES",
     "MULTICLASS_PARAMETERIZATIONS",
+    "BlockWhitened",
+    "block_whiten",
     "check_parameterization",
+    "compiled_multiclass_model",
+    "log_phi",
     "multiclass_model",
     "probit_log_lik",
 ]
@@ -70,6 +81,22 @@ def _pymc():
     return pm, pt
 
 
+def log_phi(x):
+    """log Phi(x), a pytensor expression: PyMC's ``normal_lcdf`` (log(erfcx(-x / sqrt 2) / 2)
+    - x^2 / 2 below x = -1, log1p(-erfc(x / sqrt 2) / 2) above) with 1 / sqrt 2 in double
+    precision. PyMC's own takes ``pt.sqrt(2.0)``, which pytensor evaluates in single
+    precision (a Python float 2.0 becomes a float32 constant), 2.4e-8 from sqrt 2: its
+    log Phi is off by 4e-7 relative at x = 5 (3e-9 to 8e-8 at |x| <= 2); this one is
+    within 1e-13 of scipy.special.log_ndtr (tests/engines/test_mcmc_multiclass.py)."""
+    _, pt = _pymc()
+    half = np.float64(np.sqrt(0.5))  # (a NumPy float64 stays float64 in pytensor)
+    return pt.switch(
+        pt.lt(x, -1.0),
+        pt.log(pt.erfcx(-x * half) / 2.0) - pt.sqr(x) / 2.0,
+        pt.log1p(-pt.erfc(x * half) / 2.0),
+    )
+
+
 def probit_log_lik(d, nodes: int = GH_NODES):
     """log int N(u | 0, 1) prod_j Phi(u + d_j) du per row of ``d`` (N, J), a pytensor
     expression (the module note's adaptive Gauss-Hermite rule).
@@ -82,11 +109,10 @@ def probit_log_lik(d, nodes: int = GH_NODES):
         Gauss-Hermite nodes.
     """
     _, pt = _pymc()
-    from pymc.distributions.dist_math import normal_lcdf
     from pytensor.gradient import disconnected_grad
 
     def mills(v):  # r(v) = phi(v) / Phi(v), stable in the tails
-        return pt.exp(-0.5 * v**2 - 0.5 * np.log(2 * np.pi) - normal_lcdf(0.0, 1.0, v))
+        return pt.exp(-0.5 * v**2 - 0.5 * np.log(2 * np.pi) - log_phi(v))
 
     d0 = disconnected_grad(d)
     u = pt.zeros_like(d0[:, 0])
@@ -101,7 +127,7 @@ def probit_log_lik(d, nodes: int = GH_NODES):
     uk = u[:, None] + np.sqrt(2.0) * s[:, None] * x[None, :]  # (N, nodes)
     terms = (np.log(w) + x**2 + 0.5 * np.log(2.0) - 0.5 * np.log(2 * np.pi))[None, :]
     terms = terms + pt.log(s)[:, None] - 0.5 * uk**2
-    terms = terms + normal_lcdf(0.0, 1.0, uk[:, :, None] + d[:, None, :]).sum(axis=2)
+    terms = terms + log_phi(uk[:, :, None] + d[:, None, :]).sum(axis=2)
     return pt.logsumexp(terms, axis=1)
 
 
@@ -149,6 +175,57 @@ def check_parameterization(likelihood: Any, parameterization: str | None) -> str
     return parameterization
 
 
+@dataclass(frozen=True, eq=False)
+class BlockWhitened:
+    """The multi-class whitened coordinates: f_c = G u_c, u = a + B z (class-major).
+
+    Attributes
+    ----------
+    G : ndarray, shape (n, r)
+        K ~= G G^T (:func:`._whitening.prior_factor`).
+    a : ndarray, shape (C r,)
+    B : ndarray, shape (C r, C r)
+    T : ndarray, shape (n, C, C)
+    b : ndarray, shape (n, C)
+        The approximation's C x C site terms that whitened.
+    dropped : float
+        The prior variance of the eigen-directions left out (per latent function).
+    """
+
+    G: np.ndarray
+    a: np.ndarray
+    B: np.ndarray
+    T: np.ndarray
+    b: np.ndarray
+    dropped: float
+
+
+def block_whiten(
+    problem: Problem, codes: np.ndarray, C: int, K: np.ndarray, parameterization: str
+) -> BlockWhitened:
+    """The coordinates NUTS moves in, whitened by ``parameterization``'s approximation
+    ("laplace", "kl" or "ep": the module note)."""
+    G, dropped = prior_factor(K)
+    T, b, _ = _sites(problem, codes, C, parameterization)
+    a, B = block_site_whitening(T, b, G)
+    return BlockWhitened(G, a, B, T, b, dropped)
+
+
+def compiled_multiclass_model(whitened: BlockWhitened, codes: np.ndarray, likelihood: Any):
+    """nutpie's model with the density compiled once (:mod:`._compiled_multiclass`), or
+    None (warned) where numba cannot compile or cache it here, as for the binary model
+    (:func:`._mcmc_models.compiled_model`)."""
+    w = whitened
+
+    def build():
+        from . import _compiled_multiclass as compiled
+
+        data = compiled.pack(w.G, w.a, w.B, w.T, w.b, codes, likelihood, GH_NODES, _NEWTON_STEPS)
+        return compiled.whitened_model(data)
+
+    return unless_unavailable(build)
+
+
 def multiclass_model(
     problem: Problem,
     codes: np.ndarray,
@@ -156,12 +233,14 @@ def multiclass_model(
     K: np.ndarray,
     L: np.ndarray,
     parameterization: str,
+    whitened: BlockWhitened | None = None,
 ) -> tuple[pymc.Model, float | None]:
     """The PyMC model of the C latent GPs at fixed hyperparameters, and the prior variance
     dropped (None for "prior"); see the module note.
 
-    In the whitened form z is flat and the prior -|u|^2 / 2 is a potential: the density of
-    z is N(a + B z; 0, I) p(y | F), the Jacobian |B| a constant.
+    In the whitened form (``whitened``, or :func:`block_whiten`'s) z is flat and the prior
+    -|u|^2 / 2 is a potential: the density of z is N(a + B z; 0, I) p(y | F), the Jacobian
+    |B| a constant.
     """
     pm, pt = _pymc()
     dropped = None
@@ -170,13 +249,12 @@ def multiclass_model(
             v = pm.Normal("v", 0.0, 1.0, dims=("obs", "class"))
             F = pm.Deterministic("f", pt.dot(L, v), dims=("obs", "class"))
         else:
-            G, dropped = prior_factor(K)
+            w = whitened or block_whiten(problem, codes, C, K, parameterization)
+            G, dropped = w.G, w.dropped
             r = G.shape[1]
-            T, b, _ = _sites(problem, codes, C, parameterization)
-            a, B = block_site_whitening(T, b, G)
             model.add_coord("basis", np.arange(C * r))
             z = pm.Flat("z", dims="basis")
-            u = a + pt.dot(B, z)
+            u = w.a + pt.dot(w.B, z)
             pm.Potential("prior", -0.5 * pt.sum(u**2))
             F = pm.Deterministic("f", pt.dot(G, u.reshape((C, r)).T), dims=("obs", "class"))
         if isinstance(problem.likelihood, MultinomialProbit):

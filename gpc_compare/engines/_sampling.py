@@ -1,9 +1,9 @@
 """Running NUTS for the MCMC engine: nutpie or PyMC's sampler, the fallback, diagnostics.
 
-On nutpie, the binary model at fixed hyperparameters, whitened, runs with the density
-compiled once in :mod:`._compiled` (nothing compiled per model); full Bayes, the "prior"
-parameterisation and the multi-class models through ``pm.sample`` (nutpie compiling the
-PyMC model, or PyMC's own sampler).
+On nutpie, the models at fixed hyperparameters, whitened, run with the density compiled
+once in :mod:`._compiled` (binary) or :mod:`._compiled_multiclass` (nothing compiled per
+model); full Bayes and the "prior" parameterisation through ``pm.sample`` (nutpie
+compiling the PyMC model, or PyMC's own sampler).
 Where nutpie cannot start, PyMC's sampler runs the PyMC model instead and the
 diagnostics say so.
 """

@@ -9,8 +9,9 @@ the likelihood is log Phi(y f) through PyMC's stable log normal CDF (probit),
 -softplus(-y f) (logistic), or a Normal with mean f and the noise variance (Gaussian: GP
 regression, sampled for checking against its closed form). NUTS runs on nutpie when it
 is installed, otherwise on PyMC's own sampler (``nuts_sampler`` chooses): the whitened
-binary model's density is compiled once for every problem (:mod:`._compiled`, the same
-density as the PyMC model's, which PyMC's sampler runs), the other models through PyMC;
+binary and multi-class models' densities are compiled once for every problem
+(:mod:`._compiled`, :mod:`._compiled_multiclass`: the same densities as the PyMC models',
+which PyMC's sampler runs), the other models (full Bayes, "prior") through PyMC;
 where nutpie cannot start, PyMC's sampler runs instead and the diagnostics say so
 (``fallback``; :mod:`._sampling`).
 
@@ -72,7 +73,12 @@ from ._mcmc_models import (
     prior_moments,
     whiten,
 )
-from ._mcmc_multiclass import check_parameterization, multiclass_model
+from ._mcmc_multiclass import (
+    block_whiten,
+    check_parameterization,
+    compiled_multiclass_model,
+    multiclass_model,
+)
 from ._sampling import NutsSettings, default_sampler, run_nuts
 from .laplace_softmax import check_codes
 
@@ -479,7 +485,8 @@ def _evidence(
 
 def _infer_multiclass(problem: Problem, options: MCMCOptions) -> SoftmaxSamplePosterior:
     """C latent GPs and a softmax or multinomial probit likelihood, sampled with NUTS at
-    fixed hyperparameters (:func:`._mcmc_multiclass.multiclass_model`)."""
+    fixed hyperparameters (:func:`._mcmc_multiclass.multiclass_model`; on nutpie, whitened,
+    its density compiled once: :mod:`._compiled_multiclass`)."""
     lik = problem.likelihood
     parameterization = check_parameterization(lik, options.parameterization)
     if options.full_bayes or options.evidence:
@@ -494,12 +501,18 @@ def _infer_multiclass(problem: Problem, options: MCMCOptions) -> SoftmaxSamplePo
     codes, C = check_codes(problem.y, lik)
     K = check_kernel_matrix(kernel, X)
     L = cholesky(K, jitter=JITTER, what="kernel matrix K")
-    model, dropped = multiclass_model(problem, codes, C, K, L, parameterization)
+    settings = _nuts(options)
+    whitened = compiled = None
+    if parameterization != "prior":
+        whitened = block_whiten(problem, codes, C, K, parameterization)
+        if settings.nuts_sampler == "nutpie":  # the compiled density: nothing per model
+            compiled = compiled_multiclass_model(whitened, codes, lik)
     idata, diagnostics = run_nuts(
-        lambda: model,
+        lambda: multiclass_model(problem, codes, C, K, L, parameterization, whitened)[0],
         codes,
-        _nuts(options),
-        dropped=dropped,
+        settings,
+        compiled=compiled,
+        dropped=None if whitened is None else whitened.dropped,
         parameterization=parameterization,
         var_names=["f"],
         stacklevel=4,
