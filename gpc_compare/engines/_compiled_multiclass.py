@@ -128,11 +128,12 @@ def _probit(
         ratio = log_phi_ratio(v)[1]
         den += ratio * (v + ratio)
     s = 1.0 / math.sqrt(den)
+    log_s = math.log(s)
     terms = np.empty(nodes)
     ratios = np.empty((nodes, C - 1))
     for k in range(nodes):
         uk = u + _SQRT2 * s * x[k]
-        terms[k] = w0[k] + math.log(s) - 0.5 * uk * uk
+        terms[k] = w0[k] + log_s - 0.5 * uk * uk
         for j in range(C - 1):
             log_cdf, ratios[k, j] = log_phi_ratio(uk + d[j])
             terms[k] += log_cdf
@@ -276,15 +277,17 @@ def pack(
     if C < 2 or not np.all((codes >= 0) & (codes < C) & (codes == np.round(codes))):
         raise ValueError(f"codes must be class indices 0..{C - 1}, with C >= 2")
     T = 0.5 * (T + T.transpose(0, 2, 1))  # (the gradient T f takes the symmetric part)
-    # H[i C + c] = G_i B_c, B_c the rows of class c: F = F0 + H z case by case
-    H = np.einsum("ik,ckm->icm", G, B.reshape(C, r, C * r)).reshape(n * C, C * r)
     F0 = G @ a.reshape(C, r).T
     sites = 0.5 * np.einsum("ic,icd,id->", F0, T, F0) - np.sum(b * F0)
-    x, w0 = rule(nodes)
     const = -0.5 * float(a @ a) - float(sites)
-    head = np.array([n, C, r, code, nodes, steps, const], dtype=float)
-    parts = [head, H.ravel(), F0.ravel(), codes, T.ravel(), b.ravel(), x, w0]
-    data = np.concatenate([np.asarray(p, dtype=float) for p in parts])
+    x, w0 = rule(nodes)
+    data = np.empty(_size(n, C, r, nodes))
+    data[:_HEADER] = [n, C, r, code, nodes, steps, const]
+    H = data[_HEADER : _HEADER + n * C * C * r].reshape(n, C, C * r)
+    for c in range(C):  # H[i C + c] = G_i B_c, B_c the rows of class c: written in place
+        H[:, c, :] = G @ B[c * r : (c + 1) * r]
+    rest = [F0.ravel(), codes, T.ravel(), b.ravel(), x, w0]
+    data[_HEADER + n * C * C * r :] = np.concatenate([np.asarray(v, dtype=float) for v in rest])
     data.flags.writeable = False
     return data
 
