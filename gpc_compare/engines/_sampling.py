@@ -152,7 +152,8 @@ def sample_nutpie(model, settings: NutsSettings):
     Parameters
     ----------
     model
-        A nutpie model (:func:`._compiled.whitened_model`).
+        A nutpie model (:func:`._compiled.whitened_model`,
+        :func:`._compiled_multiclass.whitened_model`).
     settings : NutsSettings
         ``draws``, ``tune``, ``chains``, ``target_accept``, ``progressbar`` as for
         ``pm.sample``; nutpie's seed is drawn from ``random_seed``
