@@ -41,10 +41,10 @@ kernel, ell = 4, sigma_f^2 = 400; 4 chains x (1000 tuning + 1000 draws); CPU sec
 the whole fit, on a loaded 2-core machine, so +-30%): the softmax 8-10 s (sampling 5-7),
 where nutpie compiling the PyMC model took 22 s (compilation 10, sampling 9) with
 PyTensor's kernel cache warm and 83 s (61 + 13) with it empty; the multinomial probit
-53-70 s (sampling 51-67) against 127 s (36 + 87). The same trees, 15 leapfrog steps per
-draw. A softmax gradient takes 50 us, 40 of them the two products; a multinomial probit
-one 500 us, 90% of it the rule (54 log Phi a case). Compiling this module into an empty
-numba cache takes 10 s, once; loading it from the cache 0.1 s.
+53-70 s (sampling 51-67) against 127 s (36 + 87) and 228 s (96 + 127). The same trees,
+15 leapfrog steps per draw. A softmax gradient takes 50 us, 40 of them the two products;
+a multinomial probit one 500 us, 90% of it the rule (54 log Phi a case). Compiling this
+module into an empty numba cache takes 10 s, once; loading it from the cache 0.1 s.
 """
 
 from __future__ import annotations
