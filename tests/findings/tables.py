@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from gpc_compare.metrics import PairedDifference, paired_difference
+from gpc_compare.metrics import PairedDifference, against_reference, paired_difference
 
 RESULTS = Path(__file__).resolve().parents[2] / "results"
 
@@ -139,3 +139,41 @@ def grid(likelihood: str) -> tuple[pd.DataFrame, pd.DataFrame]:
 def ep_low(gap: pd.Series, dataset: str) -> str:
     low = gap[(gap < -0.4) & (gap.index.get_level_values("dataset") == dataset)]
     return f"{low.max():.2f} to {low.min():.2f}"
+
+
+def reference_mcse(study: str) -> pd.Series:
+    """Per data set, the MCMC reference's Monte Carlo standard error of its mean log
+    predictive averaged over the splits, sqrt(sum_s mcse_s^2) / J (the report's)."""
+    s = scores(study, "mean_log_predictive")
+    s = s[s.engine == "mcmc"]
+    return s.groupby("dataset").mcse.apply(lambda v: float((v**2).sum() ** 0.5 / len(v)))
+
+
+def reference_verdicts(a_name: str, diffs: dict[str, PairedDifference], mcse: pd.Series) -> str:
+    """The sentence after a list of engine - MCMC differences: the report's verdicts with
+    the reference's Monte Carlo error (:func:`gpc_compare.metrics.against_reference`)."""
+    groups: dict[str, list[str]] = {}
+    for dataset, p in diffs.items():
+        groups.setdefault(against_reference(p, mcse[dataset]), []).append(NAMES[dataset])
+    parts = []
+    for verdict, words in [
+        ("indistinguishable", "indistinguishable on {}"),
+        ("the reference cannot decide", "MCMC cannot decide on {}"),
+        ("a better", a_name + " better on {}"),
+        ("b better", "MCMC better on {}"),
+        ("no difference", "no win on {}"),
+    ]:
+        if verdict in groups:
+            parts.append(words.format(join(groups[verdict])))
+    return "; ".join(parts)
+
+
+def mcmc_records(study: str) -> pd.DataFrame:
+    """The diagnostics of every MCMC job record the study committed (``jobs/*.json``)."""
+    rows = []
+    for path in sorted((RESULTS / study / "jobs").glob("*__mcmc__*.json")):
+        record = json.loads(path.read_text())
+        rows.append(
+            {"dataset": record["dataset"], "split": record["split"]} | record["diagnostics"]
+        )
+    return pd.DataFrame(rows).sort_values(["dataset", "split"])
