@@ -122,7 +122,7 @@ def measure(q: reg.Quote, skip_long: bool, cache: dict) -> dict:
     row = {"key": q.key, "what": q.what, "quoted_s": q.quoted, "clock": q.clock}
     row["where"] = " ; ".join(f'{f}: "{p}"' for f, p in q.places) or "(not quoted)"
     if q.measure is None:
-        return {**row, "status": q.reason.split(":")[0]}
+        return {**row, "status": q.reason}
     if q.long and skip_long:
         return {**row, "status": "skipped (--skip-long)"}
     m = q.measure

@@ -110,6 +110,7 @@ def test_the_benchmark_quotes_are_their_committed_tables() -> None:
     for q in reg.QUOTES:
         if isinstance(q.measure, reg.Table):
             value = quoted_times.read_table(q.measure)
+            # (quoted to 3 significant figures, or to the second: 149.8 as "150 s")
             assert abs(value - q.quoted) <= 0.005 * q.quoted + 0.005, (q.key, value)
 
 
