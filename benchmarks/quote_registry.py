@@ -110,6 +110,17 @@ WEAK = (
     "L = np.linalg.cholesky(np.eye(n) + sW[:, None] * K * sW)\n"
 )
 
+#: The MCMC engine's whitened PyMC model at n = 300, as it builds it for PyMC's sampler.
+NUTPIE_SETUP = (
+    "import sys\nsys.path.insert(0, 'benchmarks')\nimport nutpie\nimport gpc_compare as gc\n"
+    "from _common import make_data\nfrom gpc_compare.engines import Problem\n"
+    "from gpc_compare.engines._mcmc_models import fixed_model, whiten\n"
+    "from gpc_compare.likelihoods import get_likelihood\n"
+    "from gpc_compare.numerics import JITTER, cholesky\nX, y = make_data(300)\n"
+    "k = gc.kernels.SquaredExponential(lengthscale=1.0, variance=1.0)\n"
+    "problem = Problem(X, 2.0 * y - 1.0, k, get_likelihood('probit'))\nK = k(X)\n"
+    "model = fixed_model(problem, cholesky(K, jitter=JITTER), whiten(problem, K, 'ep'))"
+)
 #: studies/trust.py imported, and a temporary output folder (removed at exit).
 TRUST_SETUP = (
     "import pathlib, sys, tempfile\nsys.path.insert(0, 'studies')\nimport trust\n"
@@ -418,10 +429,11 @@ QUOTES: tuple[Quote, ...] = (
     ),
     Quote(
         "nutpie_compile",
-        "nutpie compiling a PyMC model at n = 300 (the route the MCMC engine avoids)",
+        "nutpie.compile_pymc_model of the engine's whitened PyMC model at n = 300 (2-D "
+        "synthetic, probit, SE(1, 1)): the route the MCMC engine avoids",
         (("gpc_compare/engines/_compiled.py", "about 5 s at n = 300"),),
         5.0,
-        reason="pending: needs the engine's whitened PyMC model compiled by nutpie's numba route",
+        Code("nutpie.compile_pymc_model(model)", NUTPIE_SETUP, repeats=1),
     ),
     Quote(
         "mcmc_whiten_laplace",
