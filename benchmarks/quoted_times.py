@@ -138,8 +138,9 @@ def measure(q: reg.Quote, skip_long: bool, cache: dict) -> dict:
             wall, cpu, *parsed = cache[m]
             row.update(wall_s=wall, cpu_s=cpu, status="measured")
             value = {"wall": wall, "cpu": cpu}.get(q.clock, parsed[0] if parsed else None)
-    except Failed as exc:
-        return {**row, "status": f"failed: {exc}"}
+    except Exception as exc:  # (one entry's failure must not lose an afternoon's table)
+        print(f"failed: {exc}", file=sys.stderr)
+        return {**row, "status": f"failed: {type(exc).__name__}: {exc}"[:300]}
     row["measured_s"] = value
     if q.quoted is not None and value is not None:
         row["ratio"] = value / q.quoted
@@ -205,6 +206,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--only", nargs="+", metavar="KEY", help="measure only these entries")
     p.add_argument("--output", type=Path, default=OUT, help="folder of the table")
     args = p.parse_args(argv)
+    unknown = set(args.only or ()) - set(reg.by_key())
+    if unknown:
+        p.error(f"no entries {sorted(unknown)} in benchmarks/quote_registry.py")
     cores = os.cpu_count() or 1
     load = os.getloadavg()
     idle = load[0] <= IDLE_PER_CORE * cores

@@ -140,3 +140,30 @@ def test_every_measured_quote_holds_within_2x() -> None:
         off = [f"{r['key']}: {r['where']} quoted {r['quoted_s']}, measured {r['measured_s']}"
                for r in csv.DictReader(fh) if r["within_2x"] == "False"]  # fmt: skip
     assert not off, "quotes more than 2x off their measurement:\n" + "\n".join(off)
+
+
+def _script():
+    import quoted_times
+
+    return quoted_times
+
+
+@pytest.mark.parametrize("load", [0.0, 9.0])
+def test_the_script_refuses_a_busy_machine_and_marks_a_forced_table(
+    load: float, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Above 0.5 a core it writes nothing without --force, and titles a forced table NOT
+    IDLE; a benchmark's entry reads its committed table (no process is run here)."""
+    qt = _script()
+    monkeypatch.setattr(qt.os, "getloadavg", lambda: (load * (qt.os.cpu_count() or 1), 0, 0))
+    only = ["--only", "svgp_fit_100k", "trust_sonar", "--skip-long", "--output", str(tmp_path)]
+    code = qt.main(only)
+    assert (code, any(tmp_path.iterdir())) == ((0, True) if load == 0 else (2, False))
+    assert qt.main([*only, "--force"]) == 0
+    title = (tmp_path / "quoted_times.md").read_text().splitlines()[0]
+    assert ("NOT IDLE" in title) == (load > 0)
+    with (tmp_path / "quoted_times.csv").open() as fh:
+        rows = {r["key"]: r for r in csv.DictReader(fh)}
+    assert abs(float(rows["svgp_fit_100k"]["ratio"]) - 5.9743888579978375 / 5.97) < 1e-12
+    assert rows["svgp_fit_100k"]["within_2x"] == "True"
+    assert rows["trust_sonar"]["status"] == "skipped (--skip-long)"
