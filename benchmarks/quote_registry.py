@@ -187,7 +187,8 @@ QUOTES: tuple[Quote, ...] = (
     Quote(
         "crabs_report_fit",
         "the fit time a report names beside its recommendation: gpc-compare compare "
-        "examples/crabs.csv --target sex (default engines), EP's mean fit seconds",
+        "examples/crabs.csv --target sex (default engines), EP's mean fit seconds as the "
+        "report prints them (two decimals)",
         (("docs/guide/reading_a_report.md", "(0.05 s a fit)"),),
         0.05,
         Command(
