@@ -5,7 +5,8 @@ whitespace collapsed as :func:`quote_scan.normalise` does), the seconds quoted, 
 measurement: :class:`Code` (Python timed in a fresh interpreter), :class:`Command` (a
 subprocess, timed whole or a time read from what it wrote), :class:`Table` (a benchmark
 script's committed measurement), or none, with the reason (``pending``: not built yet;
-``history``: a record of one past run or of code since changed, which no run now repeats).
+``history``: a record of one past run or of code since changed, which no run now repeats;
+``estimate``: a prediction for a run never made).
 Entries with ``quoted=None`` are quoted nowhere: the cases issue 34's newcomer timed, kept
 so the table shows them. ``NOT_TIMES`` lists the scanner's matches that are not times.
 ``tests/docs/test_quoted_times.py`` holds the scan and this registry to each other.
@@ -13,61 +14,23 @@ so the table shows them. ``NOT_TIMES`` lists the scanner's matches that are not 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from quote_measures import (
+    DATA_100,
+    N5000,
+    NUTPIE_SETUP,
+    ONE_THREAD,
+    PY,
+    TEN_LINES,
+    TMP,
+    TRUST_SETUP,
+    WEAK,
+    Code,
+    Command,
+    Quote,
+    Table,
+)
 
-#: How a subprocess is started: ``{python}`` is this interpreter, ``{tmp}`` a fresh
-#: temporary folder (every output goes there, never into the repository).
-PY = "{python}"
-TMP = "{tmp}"
-
-
-@dataclass(frozen=True)
-class Code:
-    """``stmt`` timed in a fresh interpreter (the repository root its working folder),
-    after ``setup``; ``repeats`` timings in one process, or each in its own (``fresh``)."""
-
-    stmt: str
-    setup: str = ""
-    repeats: int = 3
-    fresh: bool = False
-
-
-@dataclass(frozen=True)
-class Command:
-    """A subprocess, timed whole (wall, and CPU of it and its children), or, with ``parse``
-    = (file under ``{tmp}``, a regex whose group is a number, seconds per unit of it), the
-    time it wrote there."""
-
-    argv: tuple[str, ...]
-    repeats: int = 1
-    env: tuple[tuple[str, str], ...] = ()
-    parse: tuple[str, str, float] | None = None
-
-
-@dataclass(frozen=True)
-class Table:
-    """A benchmark script's committed measurement: the ``value`` of the CSV row whose
-    columns equal ``row``."""
-
-    script: str
-    csv: str
-    row: tuple[tuple[str, str], ...]
-
-
-@dataclass(frozen=True)
-class Quote:
-    """One quoted time (see the module note). ``clock``: which number the quote means:
-    "wall", "cpu", or "parsed" (the time a command wrote). ``long``: skipped by
-    ``--skip-long`` (a minute or more)."""
-
-    key: str
-    what: str
-    places: tuple[tuple[str, str], ...]
-    quoted: float | None
-    measure: Code | Command | Table | None = None
-    clock: str = "wall"
-    long: bool = False
-    reason: str = ""
+__all__ = ["NOT_TIMES", "QUOTES", "Code", "Command", "Quote", "Table", "by_key", "PY", "TMP"]
 
 
 def _cli(*args: str) -> tuple[str, ...]:
@@ -79,53 +42,19 @@ def _cli(*args: str) -> tuple[str, ...]:
 CRABS = "compare examples/crabs.csv --target sex"
 
 
+INDEX = "results/README.md"
+
+
+def _row(script: str, cell: str) -> tuple[str, str]:
+    """A row of the studies' index (results/README.md): its command and time cell."""
+    return (INDEX, f"`gpc-compare run studies/{script}` | {cell}")
+
+
 def _study(script: str) -> Command:
     """``gpc-compare run studies/SCRIPT --output {tmp}``."""
     return Command(_cli("run", f"studies/{script}", "--output", TMP))
 
 
-ONE_THREAD = (("OMP_NUM_THREADS", "1"), ("OPENBLAS_NUM_THREADS", "1"), ("MKL_NUM_THREADS", "1"))
-#: The README's "Ten lines" block, read when the measurement starts.
-TEN_LINES = (
-    "import pathlib, re\ntext = pathlib.Path('README.md').read_text()\n"
-    "code = re.search(r'## Ten lines\\n\\n```python\\n(.*?)```', text, re.S)[1]"
-)
-DATA_100 = (
-    "import numpy as np\nimport gpc_compare as gc\nrng = np.random.default_rng(0)\n"
-    "X = rng.normal(size=(100, 2))\ny = (X[:, 0] + 0.5 * rng.normal(size=100) > 0).astype(int)\n"
-    "k = gc.kernels.SquaredExponential(lengthscale=1.0, variance=1.0)"
-)
-N5000 = (
-    "import sys\nsys.path.insert(0, 'benchmarks')\nimport numpy as np\nimport gpc_compare as gc\n"
-    "from _common import make_data\nX, y = make_data(5000)\n"
-    "k = gc.kernels.SquaredExponential(lengthscale=1.0, variance=1.0)\n"
-)
-WEAK = (
-    "import numpy as np\nfrom scipy.linalg import lapack\nimport gpc_compare as gc\n"
-    "from gpc_compare.numerics import solve_lower\n"
-    "from gpc_compare.posterior.gaussian import marginal_variances\n"
-    "rng = np.random.default_rng(0)\nn = 2000\nX = rng.normal(size=(n, 2))\n"
-    "K = gc.kernels.SquaredExponential(lengthscale=1.0, variance=1.0)(X)\n"
-    "W = rng.uniform(0.05, 0.25, n)\nW[: n // 4] = 0.0\nsW = np.sqrt(W)\n"
-    "L = np.linalg.cholesky(np.eye(n) + sW[:, None] * K * sW)\n"
-)
-
-#: The MCMC engine's whitened PyMC model at n = 300, as it builds it for PyMC's sampler.
-NUTPIE_SETUP = (
-    "import sys\nsys.path.insert(0, 'benchmarks')\nimport nutpie\nimport gpc_compare as gc\n"
-    "from _common import make_data\nfrom gpc_compare.engines import Problem\n"
-    "from gpc_compare.engines._mcmc_models import fixed_model, whiten\n"
-    "from gpc_compare.likelihoods import get_likelihood\n"
-    "from gpc_compare.numerics import JITTER, cholesky\nX, y = make_data(300)\n"
-    "k = gc.kernels.SquaredExponential(lengthscale=1.0, variance=1.0)\n"
-    "problem = Problem(X, 2.0 * y - 1.0, k, get_likelihood('probit'))\nK = k(X)\n"
-    "model = fixed_model(problem, cholesky(K, jitter=JITTER), whiten(problem, K, 'ep'))"
-)
-#: studies/trust.py imported, and a temporary output folder (removed at exit).
-TRUST_SETUP = (
-    "import pathlib, sys, tempfile\nsys.path.insert(0, 'studies')\nimport trust\n"
-    "tmp = tempfile.TemporaryDirectory(prefix='quoted-times-')\nout = pathlib.Path(tmp.name)"
-)
 TRUST_PHRASE = "(about 10 minutes on 2 cores for the splits, 15 for the grid's 882 checks)"
 
 QUOTES: tuple[Quote, ...] = (
@@ -135,6 +64,7 @@ QUOTES: tuple[Quote, ...] = (
         (
             ("README.md", "the run about 3 minutes on 2 cores, 2m53s measured on a fresh clone"),
             ("studies/quick.toml", "(2m53s on 2 cores, measured on a fresh clone"),
+            _row("quick.toml", "3 min (2m53s measured on a fresh clone)"),
         ),
         173.0,
         _study("quick.toml"),
@@ -218,7 +148,10 @@ QUOTES: tuple[Quote, ...] = (
     Quote(
         "approximations_grid",
         "gpc-compare run studies/approximations_grid.py into a fresh folder",
-        (("studies/approximations_grid.py", "take about 50 minutes on 2 cores"),),
+        (
+            ("studies/approximations_grid.py", "take about 50 minutes on 2 cores"),
+            _row("approximations_grid.py", "50 min"),
+        ),
         3000.0,
         _study("approximations_grid.py"),
         long=True,
@@ -226,7 +159,10 @@ QUOTES: tuple[Quote, ...] = (
     Quote(
         "gold_standard",
         "gold_standard.py's estimates' seconds summed (its README's 'The estimates took')",
-        (("studies/gold_standard.py", "(about 60 minutes of estimates on one core"),),
+        (
+            ("studies/gold_standard.py", "(about 60 minutes of estimates on one core"),
+            _row("gold_standard.py", "60 min (one core)"),
+        ),
         3600.0,
         Command(
             _study("gold_standard.py").argv,
@@ -276,6 +212,91 @@ QUOTES: tuple[Quote, ...] = (
         long=True,
     ),
     Quote(
+        "trust_study",
+        "gpc-compare run studies/trust.py into a fresh folder (both parts)",
+        ((INDEX, "studies/trust_sonar.py` | 25 min"),),
+        1500.0,
+        _study("trust.py"),
+        long=True,
+    ),
+    Quote(
+        "loo_study",
+        "gpc-compare run studies/loo.py, its two parts in parallel at load ~15",
+        (_row("loo.py", "60 min (two parts in parallel, load ~15 on 2 cores)"),),
+        3600.0,
+        reason="history: as loo_part",
+    ),
+    Quote(
+        "approximations",
+        "gpc-compare run studies/approximations.toml into a fresh folder (no job records)",
+        (_row("approximations.toml", "10 min"),),
+        600.0,
+        _study("approximations.toml"),
+        long=True,
+    ),
+    Quote(
+        "approximations_logistic",
+        "gpc-compare run studies/approximations_logistic.toml into a fresh folder",
+        (_row("approximations_logistic.toml", "20 min"),),
+        1200.0,
+        _study("approximations_logistic.toml"),
+        long=True,
+    ),
+    Quote(
+        "kernels",
+        "gpc-compare run studies/kernels.toml into a fresh folder",
+        (_row("kernels.toml", "5 min"),),
+        300.0,
+        _study("kernels.toml"),
+        long=True,
+    ),
+    Quote(
+        "ep_loo",
+        "gpc-compare run studies/ep_loo.toml into a fresh folder (no job records)",
+        (_row("ep_loo.toml", "18 min"),),
+        1080.0,
+        _study("ep_loo.toml"),
+        long=True,
+    ),
+    Quote(
+        "laplace_1d_index",
+        "gpc-compare run studies/laplace_1d.py (the same run as laplace_1d)",
+        (_row("laplace_1d.py", "0.5 min"),),
+        30.0,
+        _study("laplace_1d.py"),
+    ),
+    Quote(
+        "synthetic_2d_index",
+        "gpc-compare run studies/synthetic_2d.py into a fresh folder, BLAS threads as set",
+        (_row("synthetic_2d.py", "3.5 min"),),
+        210.0,
+        _study("synthetic_2d.py"),
+        long=True,
+    ),
+    Quote(
+        "iris_index",
+        "gpc-compare run studies/iris.py (the same run as iris_study)",
+        (_row("iris.py", "2.5 min"),),
+        150.0,
+        _study("iris.py"),
+        long=True,
+    ),
+    Quote(
+        "all_studies",
+        "gpc-compare run studies/* into results/ (resuming from the committed records)",
+        ((INDEX, "gpc-compare run studies/* # about 70 minutes on 2 cores"),),
+        4200.0,
+        reason="pending: it resumes from and rewrites the committed results/; this script "
+        "writes only to temporary folders",
+    ),
+    Quote(
+        "approximations_multiclass",
+        "the multi-class approximations studies (not run)",
+        ((INDEX, "not run: about 80 CPU-hours, estimated"),),
+        288000.0,
+        reason="estimate: the run plan's, for studies never run",
+    ),
+    Quote(
         "trust_sonar",
         "gpc-compare run studies/trust_sonar.py into a fresh folder",
         (),
@@ -314,6 +335,7 @@ QUOTES: tuple[Quote, ...] = (
         (
             ("studies/bayesian_logistic.py", "(about 1 min: EP on 500 points"),
             ("studies/bayesian_logistic.py", "from the repository root (about 1 min)"),
+            _row("bayesian_logistic.py", "1 min"),
         ),
         60.0,
         _study("bayesian_logistic.py"),

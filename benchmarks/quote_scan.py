@@ -2,9 +2,10 @@
 
 The files a user reads are scanned for times ("about 3 minutes", "2m53s", "0.05 s a fit",
 "about five minutes"): the README, ``docs/`` (its pages, and the strings of its build
-scripts), the strings of every module of ``gpc_compare`` (docstrings, option documentation,
-command-line help, messages: read with :mod:`ast`, so comments are not scanned), the
-study scripts' strings and the study files (comments included: they describe the study).
+scripts), ``results/README.md`` (the studies' index, with each one's time), the strings of
+every module of ``gpc_compare`` (docstrings, option documentation, command-line help,
+messages: read with :mod:`ast`, so comments are not scanned), the study scripts' strings and
+the study files (comments included: they describe the study).
 ``tests/docs/test_quoted_times.py`` holds every match to an entry of the registry
 (``benchmarks/quote_registry.py``), which says how the time is measured.
 """
@@ -25,7 +26,7 @@ _WORDS = {
     "fifty": 50, "sixty": 60,
 }  # fmt: skip
 _VAGUE = (
-    r"\b(?:a few|a couple of|several) (?:seconds|minutes|hours)\b"
+    r"\b(?:a few|a couple of|several) (?:seconds|minutes|min|hours)\b"
     r"|\b(?:in|under|within|about|takes?|took) (?:a|one) (?:second|minute|hour)\b"
     r"|\ba minute\b|\ban hour\b"
 )
@@ -39,7 +40,7 @@ _UNIT = r"microseconds?|ms|s(?!\.e\.)|seconds?|min(?!\()|mins|minutes?|hours?"
 #: A time: a number (digits or a word) and a unit ("40 s", "five minutes", "14-minute"),
 #: "2m53s" / "1h40m", or a vague amount ("a few minutes", "in a second").
 TIME = re.compile(
-    rf"(?<![\w.])(?:~\s?)?(?:{_NUMBER})[ -](?:{_UNIT})\b"
+    rf"(?<![\w.])(?:~\s?)?(?:{_NUMBER})[ -](?:CPU[ -])?(?:{_UNIT})\b"
     r"|\b\d+m\d+s\b|\b\d+h\d+m\b"
     rf"|{_VAGUE}",
     re.IGNORECASE,
@@ -95,6 +96,8 @@ def scanned_files(root: Path = ROOT) -> list[Path]:
     files += sorted((root / "gpc_compare").rglob("*.md"))
     files += sorted((root / "studies").glob("*.py")) + sorted((root / "studies").glob("*.toml"))
     files += sorted((root / "examples").glob("*.md"))
+    files += [root / "results" / "README.md"]  # (the index, written by hand; the studies'
+    # own pages are written by their code from the runs they record)
     return [p for p in files if "_build" not in p.parts and ".ipynb_checkpoints" not in p.parts]
 
 
