@@ -106,6 +106,9 @@ def texts(path: Path) -> tuple[str, ...]:
     """The scanned texts of one file, normalised: a Python file's strings, a notebook's
     cells, any other file whole."""
     if path.suffix == ".py":
+        raw = re.sub(r"[\"']\s*[rbfuRBFU]{0,2}[\"']", "", path.read_text())  # ("a" "b": "ab")
+        if not TIME.search(normalise(raw)):  # (no time anywhere: not parsed)
+            return ()
         return tuple(normalise(s) for s in _strings(path) if _MAYBE.search(s))
     if path.suffix == ".ipynb":
         import json

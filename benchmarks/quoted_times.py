@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "results" / "benchmarks"
 IDLE_PER_CORE = 0.5
 FIELDS = ["key", "what", "where", "quoted_s", "measured_s", "clock", "wall_s", "cpu_s"]
-FIELDS += ["ratio", "within_2x", "status"]
+FIELDS += ["ratio", "within_2x", "load_1min", "status"]
 
 #: Runs a Code entry in a fresh interpreter: setup, then each repeat timed (wall, CPU).
 RUNNER = """
@@ -120,6 +120,7 @@ def read_table(m: reg.Table) -> float:
 def measure(q: reg.Quote, skip_long: bool, cache: dict) -> dict:
     """One row of the table: the entry measured (or why not)."""
     row = {"key": q.key, "what": q.what, "quoted_s": q.quoted, "clock": q.clock}
+    row["load_1min"] = os.getloadavg()[0]  # (this script's previous run included)
     row["where"] = " ; ".join(f'{f}: "{p}"' for f, p in q.places) or "(not quoted)"
     if q.measure is None:
         return {**row, "status": q.reason}
@@ -157,9 +158,10 @@ def _seconds(value) -> str:
     return f"{v:.3g}"
 
 
-def markdown(rows: list[dict], facts: dict[str, str], idle: bool) -> str:
-    """The table and how it was made."""
-    title = "# Quoted times, measured" + ("" if idle else " (NOT IDLE: not for committing)")
+def markdown(rows: list[dict], facts: dict[str, str], note: str = "") -> str:
+    """The table and how it was made; ``note`` follows the title (why it is not for
+    committing)."""
+    title = "# Quoted times, measured" + note
     lines = [
         title,
         "",
@@ -190,13 +192,13 @@ def markdown(rows: list[dict], facts: dict[str, str], idle: bool) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write(rows: list[dict], facts: dict[str, str], idle: bool, output: Path) -> None:
+def write(rows: list[dict], facts: dict[str, str], note: str, output: Path) -> None:
     output.mkdir(parents=True, exist_ok=True)
     with (output / "quoted_times.csv").open("w", newline="") as fh:
         w = csv.DictWriter(fh, FIELDS, extrasaction="ignore")
         w.writeheader()
         w.writerows(rows)
-    (output / "quoted_times.md").write_text(markdown(rows, facts, idle))
+    (output / "quoted_times.md").write_text(markdown(rows, facts, note))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -221,8 +223,15 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     quotes = [q for q in reg.QUOTES if not args.only or q.key in args.only]
-    t0, cache = time.perf_counter(), {}
-    rows = [measure(q, args.skip_long, cache) for q in quotes]
+    t0, cache, rows = time.perf_counter(), {}, []
+    note = "" if idle else " (NOT IDLE: not for committing)"
+    try:
+        for q in quotes:
+            rows.append(measure(q, args.skip_long, cache))
+    except KeyboardInterrupt:  # (the table so far, said to be partial)
+        note += " (INTERRUPTED: partial)"
+        rows += [{"key": q.key, "what": q.what, "quoted_s": q.quoted, "status": "interrupted",
+                  "where": ""} for q in quotes[len(rows):]]  # fmt: skip
     after = os.getloadavg()
     facts = {
         "load average (1, 5, 15 min) at the start": ", ".join(f"{x:.2f}" for x in load),
@@ -236,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
         "date (UTC)": time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
         "command": "python benchmarks/quoted_times.py " + " ".join(argv or sys.argv[1:]),
     }
-    write(rows, facts, idle, args.output)
+    write(rows, facts, note, args.output)
     print(f"wrote {args.output / 'quoted_times.md'}", file=sys.stderr)
     return 0
 
