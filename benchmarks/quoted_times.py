@@ -22,6 +22,7 @@ import os
 import re
 import resource
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -201,6 +202,10 @@ def write(rows: list[dict], facts: dict[str, str], note: str, output: Path) -> N
     (output / "quoted_times.md").write_text(markdown(rows, facts, note))
 
 
+def _interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--skip-long", action="store_true", help="skip runs of a minute or more")
@@ -222,6 +227,7 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
+    previous = signal.signal(signal.SIGTERM, _interrupt)  # (a kill, as Ctrl-C)
     quotes = [q for q in reg.QUOTES if not args.only or q.key in args.only]
     t0, cache, rows = time.perf_counter(), {}, []
     note = "" if idle else " (NOT IDLE: not for committing)"
@@ -232,6 +238,8 @@ def main(argv: list[str] | None = None) -> int:
         note += " (INTERRUPTED: partial)"
         rows += [{"key": q.key, "what": q.what, "quoted_s": q.quoted, "status": "interrupted",
                   "where": ""} for q in quotes[len(rows):]]  # fmt: skip
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     after = os.getloadavg()
     facts = {
         "load average (1, 5, 15 min) at the start": ", ".join(f"{x:.2f}" for x in load),
