@@ -20,7 +20,7 @@ with that IQR: insensitive to the few draws far out in either tail) and their to
 
 Writes ``results/trust/sonar/``: ``sonar.csv`` and ``README.md`` (numbers from the CSV by
 :func:`findings`). Run from the repository root: ``gpc-compare run studies/trust_sonar.py``
-(a few minutes).
+(its time: ``benchmarks/quoted_times.py --only trust_sonar``).
 """
 
 from __future__ import annotations

@@ -1,0 +1,585 @@
+"""Every time the documentation quotes, with how ``benchmarks/quoted_times.py`` measures it.
+
+One :class:`Quote` per quoted time: where it stands (a file and a phrase found once in it,
+whitespace collapsed as :func:`quote_scan.normalise` does), the seconds quoted, and its
+measurement: :class:`Code` (Python timed in a fresh interpreter), :class:`Command` (a
+subprocess, timed whole or a time read from what it wrote), :class:`Table` (a benchmark
+script's committed measurement), or none, with the reason (``pending``: not built yet;
+``history``: a record of one past run or of code since changed, which no run now repeats;
+``estimate``: a prediction for a run never made).
+Entries with ``quoted=None`` are quoted nowhere: the cases issue 34's newcomer timed, kept
+so the table shows them. ``NOT_TIMES`` lists the scanner's matches that are not times.
+``tests/docs/test_quoted_times.py`` holds the scan and this registry to each other.
+"""
+
+from __future__ import annotations
+
+from quote_measures import (
+    DATA_100,
+    N5000,
+    NUTPIE_SETUP,
+    ONE_THREAD,
+    PY,
+    TEN_LINES,
+    TMP,
+    TRUST_SETUP,
+    WEAK,
+    Code,
+    Command,
+    Quote,
+    Table,
+)
+
+__all__ = ["NOT_TIMES", "QUOTES", "Code", "Command", "Quote", "Table", "by_key", "PY", "TMP"]
+
+
+def _cli(*args: str) -> tuple[str, ...]:
+    """``gpc-compare ARGS`` as ``python -m gpc_compare ARGS`` (the installed console script
+    may run another checkout's code)."""
+    return (PY, "-m", "gpc_compare", *args)
+
+
+CRABS = "compare examples/crabs.csv --target sex"
+
+
+INDEX = "results/README.md"
+
+
+def _row(script: str, cell: str) -> tuple[str, str]:
+    """A row of the studies' index (results/README.md): its command and time cell."""
+    return (INDEX, f"`gpc-compare run studies/{script}` | {cell}")
+
+
+def _study(script: str) -> Command:
+    """``gpc-compare run studies/SCRIPT --output {tmp}``."""
+    return Command(_cli("run", f"studies/{script}", "--output", TMP))
+
+
+TRUST_PHRASE = "(about 10 minutes on 2 cores for the splits, 15 for the grid's 882 checks)"
+
+QUOTES: tuple[Quote, ...] = (
+    Quote(
+        "quick_study",
+        "the README's main job: gpc-compare run studies/quick.toml into a fresh folder",
+        (
+            ("README.md", "the run about 3 minutes on 2 cores, 2m53s measured on a fresh clone"),
+            ("studies/quick.toml", "(2m53s on 2 cores, measured on a fresh clone"),
+            _row("quick.toml", "3 min (2m53s measured on a fresh clone)"),
+        ),
+        173.0,
+        _study("quick.toml"),
+        long=True,
+    ),
+    Quote(
+        "test_suite",
+        "the README's second command: python -m pytest -n auto",
+        (("README.md", "with the docs build, about 7 minutes on 2 cores"),),
+        420.0,
+        Command((PY, "-m", "pytest", "-n", "auto", "-q", "-p", "no:cacheprovider")),
+        long=True,
+    ),
+    Quote(
+        "svgp_fit_100k",
+        "one SVGP fit at n = 100,000, M = 256 (benchmarks/bench_sparse.py)",
+        (("README.md", "a fit in 5.97 s, 67.7 floors"),),
+        5.97,
+        Table(
+            "bench_sparse.py",
+            "results/benchmarks/sparse.csv",
+            (("n", "100000"), ("what", "svgp_fit")),
+        ),
+    ),
+    Quote(
+        "svgp_full_fit_100k",
+        "SVGP's full hyperparameter fit at n = 100,000 (benchmarks/bench_sparse.py)",
+        (
+            ("docs/benchmarks.md", "(150 s on 2 cores)"),
+            ("docs/engines/sparse.md", "took 150 s on 2 cores"),
+        ),
+        150.0,
+        Table(
+            "bench_sparse.py",
+            "results/benchmarks/sparse.csv",
+            (("n", "100000"), ("what", "svgp_full_fit_seconds")),
+        ),
+    ),
+    Quote(
+        "svgp_letter",
+        "the multi-class SVGP fit on letter (benchmarks/bench_svgp_multiclass.py)",
+        (("docs/benchmarks.md", "624 s on one BLAS thread"),),
+        624.0,
+        Table(
+            "bench_svgp_multiclass.py",
+            "results/benchmarks/svgp_multiclass.csv",
+            (("part", "letter"), ("what", "fit_seconds")),
+        ),
+    ),
+    Quote(
+        "crabs_report_fit",
+        "the fit time a report names beside its recommendation: gpc-compare compare "
+        "examples/crabs.csv --target sex (default engines), EP's mean fit seconds as the "
+        "report prints them (two decimals)",
+        (("docs/guide/reading_a_report.md", "(0.05 s a fit)"),),
+        0.05,
+        Command(
+            _cli(*CRABS.split(), "--output", TMP),
+            parse=("crabs/report.md", r"cheapest approximation \(([0-9.]+) s a fit\)", 1.0),
+        ),
+        clock="parsed",
+        long=True,
+    ),
+    Quote(
+        "scale_study_guide",
+        "gpc-compare run studies/scale.py into a fresh folder",
+        (("docs/guide/large_n.md", "(about 20 minutes on 2 cores)"),),
+        1200.0,
+        _study("scale.py"),
+        long=True,
+    ),
+    Quote(
+        "scale_study_script",
+        "gpc-compare run studies/scale.py into a fresh folder (the same run as "
+        "scale_study_guide, which quotes another time)",
+        (("studies/scale.py", "(about 30 minutes on 2 cores)"),),
+        1800.0,
+        _study("scale.py"),
+        long=True,
+    ),
+    Quote(
+        "approximations_grid",
+        "gpc-compare run studies/approximations_grid.py into a fresh folder",
+        (
+            ("studies/approximations_grid.py", "take about 50 minutes on 2 cores"),
+            _row("approximations_grid.py", "50 min"),
+        ),
+        3000.0,
+        _study("approximations_grid.py"),
+        long=True,
+    ),
+    Quote(
+        "gold_standard",
+        "gold_standard.py's estimates' seconds summed (its README's 'The estimates took')",
+        (
+            ("studies/gold_standard.py", "(about 60 minutes of estimates on one core"),
+            _row("gold_standard.py", "60 min (one core)"),
+        ),
+        3600.0,
+        Command(
+            _study("gold_standard.py").argv,
+            parse=("gold_standard/README.md", r"The estimates took ([0-9.]+) minutes", 60.0),
+        ),
+        clock="parsed",
+        long=True,
+    ),
+    Quote(
+        "iris_study",
+        "gpc-compare run studies/iris.py into a fresh folder",
+        (("studies/iris.py", "Takes about 5 minutes on 2 cores"),),
+        300.0,
+        _study("iris.py"),
+        long=True,
+    ),
+    Quote(
+        "synthetic_2d",
+        "studies/synthetic_2d.py into a fresh folder, BLAS on one thread",
+        (("studies/synthetic_2d.py", "Takes about 2 minutes on one core"),),
+        120.0,
+        Command(_study("synthetic_2d.py").argv, env=ONE_THREAD),
+        long=True,
+    ),
+    Quote(
+        "trust_splits",
+        "trust.py's part on the splits (its trust.csv into a fresh folder)",
+        (("studies/trust.py", TRUST_PHRASE),),
+        600.0,
+        Code(
+            "trust._extend(out / 'trust.csv', ['dataset', 'split', 'engine'], trust._rows)",
+            TRUST_SETUP,
+            repeats=1,
+        ),
+        long=True,
+    ),
+    Quote(
+        "trust_grid",
+        "trust.py's part on the grid's 882 checks (its grid.csv into a fresh folder)",
+        (("studies/trust.py", TRUST_PHRASE),),
+        900.0,
+        Code(
+            "trust._extend(out / 'grid.csv', ['dataset', 'point', 'engine'], trust._grid_rows)",
+            TRUST_SETUP,
+            repeats=1,
+        ),
+        long=True,
+    ),
+    Quote(
+        "trust_study",
+        "gpc-compare run studies/trust.py into a fresh folder (both parts)",
+        ((INDEX, "studies/trust_sonar.py` | 25 min"),),
+        1500.0,
+        _study("trust.py"),
+        long=True,
+    ),
+    Quote(
+        "loo_study",
+        "gpc-compare run studies/loo.py, its two parts in parallel at load ~15",
+        (_row("loo.py", "60 min (two parts in parallel, load ~15 on 2 cores)"),),
+        3600.0,
+        reason="history: as loo_part",
+    ),
+    Quote(
+        "approximations",
+        "gpc-compare run studies/approximations.toml into a fresh folder (no job records)",
+        (_row("approximations.toml", "10 min"),),
+        600.0,
+        _study("approximations.toml"),
+        long=True,
+    ),
+    Quote(
+        "approximations_logistic",
+        "gpc-compare run studies/approximations_logistic.toml into a fresh folder",
+        (_row("approximations_logistic.toml", "20 min"),),
+        1200.0,
+        _study("approximations_logistic.toml"),
+        long=True,
+    ),
+    Quote(
+        "kernels",
+        "gpc-compare run studies/kernels.toml into a fresh folder",
+        (_row("kernels.toml", "5 min"),),
+        300.0,
+        _study("kernels.toml"),
+        long=True,
+    ),
+    Quote(
+        "ep_loo",
+        "gpc-compare run studies/ep_loo.toml into a fresh folder (no job records)",
+        (_row("ep_loo.toml", "18 min"),),
+        1080.0,
+        _study("ep_loo.toml"),
+        long=True,
+    ),
+    Quote(
+        "laplace_1d_index",
+        "gpc-compare run studies/laplace_1d.py (the same run as laplace_1d)",
+        (_row("laplace_1d.py", "0.5 min"),),
+        30.0,
+        _study("laplace_1d.py"),
+    ),
+    Quote(
+        "synthetic_2d_index",
+        "gpc-compare run studies/synthetic_2d.py into a fresh folder, BLAS threads as set",
+        (_row("synthetic_2d.py", "3.5 min"),),
+        210.0,
+        _study("synthetic_2d.py"),
+        long=True,
+    ),
+    Quote(
+        "iris_index",
+        "gpc-compare run studies/iris.py (the same run as iris_study)",
+        (_row("iris.py", "2.5 min"),),
+        150.0,
+        _study("iris.py"),
+        long=True,
+    ),
+    Quote(
+        "all_studies",
+        "gpc-compare run studies/* into results/ (resuming from the committed records)",
+        ((INDEX, "gpc-compare run studies/* # about 70 minutes on 2 cores"),),
+        4200.0,
+        reason="pending: it resumes from and rewrites the committed results/; this script "
+        "writes only to temporary folders",
+    ),
+    Quote(
+        "approximations_multiclass",
+        "the multi-class approximations studies (not run)",
+        ((INDEX, "not run: about 80 CPU-hours, estimated"),),
+        288000.0,
+        reason="estimate: the run plan's, for studies never run",
+    ),
+    Quote(
+        "trust_sonar",
+        "gpc-compare run studies/trust_sonar.py into a fresh folder",
+        (),
+        None,
+        _study("trust_sonar.py"),
+        long=True,
+        reason="quoted as 'a few minutes' until measured; the docstring now names this table",
+    ),
+    Quote(
+        "loo_part",
+        "loo.py's first part, run beside the second at load ~15",
+        (("studies/loo.py", "45 and 57 minutes on a 2-core machine at load ~15"),),
+        2700.0,
+        reason="history: a record of one run at load ~15, as the docstring says",
+    ),
+    Quote(
+        "ep_loo_part",
+        "loo.py's second part, run beside the first at load ~15",
+        (("studies/loo.py", "45 and 57 minutes on a 2-core machine at load ~15"),),
+        3420.0,
+        reason="history: as loo_part",
+    ),
+    Quote(
+        "laplace_1d",
+        "studies/laplace_1d.py into a fresh folder",
+        (
+            ("studies/laplace_1d.py", "(about 40 s, almost all of it MCMC"),
+            ("studies/laplace_1d.py", "(from the repository root; about 40 s)"),
+        ),
+        40.0,
+        _study("laplace_1d.py"),
+    ),
+    Quote(
+        "bayesian_logistic",
+        "studies/bayesian_logistic.py into a fresh folder",
+        (
+            ("studies/bayesian_logistic.py", "(about 1 min: EP on 500 points"),
+            ("studies/bayesian_logistic.py", "from the repository root (about 1 min)"),
+            _row("bayesian_logistic.py", "1 min"),
+        ),
+        60.0,
+        _study("bayesian_logistic.py"),
+        long=True,
+    ),
+    Quote(
+        "bayesian_logistic_ep",
+        "the study's EP fit on 500 points (example2_engine('ep'))",
+        (("studies/bayesian_logistic.py", "EP on 500 points ~15 s"),),
+        15.0,
+        Code(
+            "b.example2_engine('ep')",
+            "import sys\nsys.path.insert(0, 'studies')\nimport bayesian_logistic as b",
+            repeats=1,
+        ),
+    ),
+    Quote(
+        "keel_magic",
+        "gc.datasets.keel.load_magic(): the 19020 rows read",
+        (("gpc_compare/datasets/keel.py", "the 19020 rows of magic take about 10 ms"),),
+        0.01,
+        Code("keel.load_magic()", "from gpc_compare.datasets import keel", repeats=5),
+    ),
+    Quote(
+        "weak_columns",
+        "marginal_variances at n = 2000 with a quarter of the sites weak (W = 0)",
+        (("gpc_compare/posterior/gaussian.py", "w = n / 4: 0.7 s against 1.7 s"),),
+        0.7,
+        Code("marginal_variances(K, W, sW, L)", WEAK),
+    ),
+    Quote(
+        "weak_columns_by_V",
+        "the same diagonal from V = L^-1 sW K (the route not taken at w = n / 4)",
+        (("gpc_compare/posterior/gaussian.py", "w = n / 4: 0.7 s against 1.7 s"),),
+        1.7,
+        Code(
+            "Linv = lapack.dtrtri(L, lower=1)[0]\nV = solve_lower(L, sW[:, None] * K)\n"
+            "d = np.diag(K) - np.einsum('ij,ij->j', V, V)",
+            WEAK,
+        ),
+    ),
+    Quote(
+        "psis_laplace_5000",
+        "gc.psis of a Laplace fit at n = 5,000 (2-D synthetic, probit, SE(1, 1), 4000 draws): CPU",
+        (("gpc_compare/trust/__init__.py", "Laplace 20.5 s of CPU over both BLAS threads"),),
+        20.5,
+        Code(
+            "gc.psis(post, draws=4000, random_seed=0)",
+            N5000 + "post = gc.fit(X, y, method='laplace', kernel=k, likelihood='probit')",
+            repeats=1,
+        ),
+        clock="cpu",
+        long=True,
+    ),
+    Quote(
+        "psis_laplace_5000_loaded",
+        "the same, wall, on the machine at a load of 13",
+        (
+            (
+                "gpc_compare/trust/__init__.py",
+                "(137 s wall on this machine, shared with a load of 13)",
+            ),
+        ),
+        137.0,
+        reason="history: a record of one run under a load of 13, as the docstring says",
+    ),
+    Quote(
+        "psis_fitc_ep_5000",
+        "gc.psis of a FITC-EP fit at n = 5,000, M = 128 (as psis_laplace_5000): CPU",
+        (("gpc_compare/trust/__init__.py", "M = 128, 2.5 s and 1.9 s of CPU"),),
+        2.5,
+        Code(
+            "gc.psis(post, draws=4000, random_seed=0)",
+            N5000 + "post = gc.fit(X, y, method='fitc_ep', kernel=k, likelihood='probit', "
+            "inducing=128, random_seed=0)",
+            repeats=1,
+        ),
+        clock="cpu",
+    ),
+    Quote(
+        "psis_svgp_5000",
+        "gc.psis of an SVGP fit at n = 5,000, M = 128 (as psis_laplace_5000): CPU",
+        (("gpc_compare/trust/__init__.py", "M = 128, 2.5 s and 1.9 s of CPU"),),
+        1.9,
+        Code(
+            "gc.psis(post, draws=4000, random_seed=0)",
+            N5000 + "post = gc.fit(X, y, method='svgp', kernel=k, likelihood='probit', "
+            "inducing=128, random_seed=0)",
+            repeats=1,
+        ),
+        clock="cpu",
+    ),
+    Quote(
+        "psis_svgp_quadrature",
+        "SVGP's logistic quadrature per case and draw in gc.psis",
+        (("gpc_compare/trust/__init__.py", "about 15 microseconds each"),),
+        15e-6,
+        reason="pending: a time per case and draw needs the quadrature timed alone",
+    ),
+    Quote(
+        "toml_depth",
+        "tomllib reading one key of 100,000 dotted parts (what studyfile.MAX_DEPTH refuses)",
+        (("gpc_compare/study/studyfile.py", "100 s for 100,000"),),
+        100.0,
+        Code("tomllib.loads(text)", "import tomllib\ntext = 'a' + '.a' * 99999 + ' = 1'", 1),
+        long=True,
+    ),
+    Quote(
+        "jobs_100k",
+        "expanding a study of 100,000 jobs before the first ran (before [limits])",
+        (("gpc_compare/study/limits.py", "100,000 jobs took 30 s before the first started"),),
+        30.0,
+        reason="history: the time before max_jobs refused such a study at load",
+    ),
+    Quote(
+        "nutpie_compile",
+        "nutpie.compile_pymc_model of the engine's whitened PyMC model at n = 300 (2-D "
+        "synthetic, probit, SE(1, 1)): the route the MCMC engine avoids",
+        (("gpc_compare/engines/_compiled.py", "about 5 s at n = 300"),),
+        5.0,
+        Code("nutpie.compile_pymc_model(model)", NUTPIE_SETUP, repeats=1),
+    ),
+    Quote(
+        "mcmc_whiten_laplace",
+        "MCMC with whiten='laplace' on digits 3 vs 5, sigma_f^2 = 1e5",
+        (("gpc_compare/engines/mcmc.py", "bulk ESS 201 in 82 s"),),
+        82.0,
+        reason="pending: the run's length-scale and draws are not stated",
+    ),
+    Quote(
+        "mcmc_whiten_ep",
+        "MCMC with whiten='ep' on digits 3 vs 5, sigma_f^2 = 1e5",
+        (("gpc_compare/engines/mcmc.py", "bulk ESS 1062 in 65 s"),),
+        65.0,
+        reason="pending: as mcmc_whiten_laplace",
+    ),
+    Quote(
+        "time_left_bug",
+        "the progress line's estimate in issue 34 (before the fix)",
+        (("gpc_compare/study/runner.py", '"~1h40m left" at 1 of 15 jobs of a 14-minute run'),),
+        6000.0,
+        reason="history: issue 34's report of the estimate the fix removed",
+    ),
+    Quote(
+        "time_left_run",
+        "the run that estimate was made in (issue 34)",
+        (("gpc_compare/study/runner.py", '"~1h40m left" at 1 of 15 jobs of a 14-minute run'),),
+        840.0,
+        reason="history: as time_left_bug",
+    ),
+    # issue 34's cases, quoted nowhere now: measured so the table shows them
+    Quote(
+        "import",
+        "import gpc_compare in a fresh interpreter",
+        (),
+        None,
+        Code("import gpc_compare", repeats=3, fresh=True),
+    ),
+    Quote(
+        "help",
+        "gpc-compare --help (as python -m gpc_compare --help)",
+        (),
+        None,
+        Command(_cli("--help"), repeats=3),
+    ),
+    Quote(
+        "ten_lines",
+        "the README's ten lines, in a fresh interpreter",
+        (),
+        None,
+        Code("exec(code, {})", TEN_LINES, repeats=1),
+    ),
+    Quote(
+        "n_restarts",
+        "gc.fit(X, y, kernel=k, optimize=True, n_restarts=3, random_seed=0), "
+        "the README's 100 cases, a session's first call",
+        (),
+        None,
+        Code(
+            "gc.fit(X, y, kernel=k, optimize=True, n_restarts=3, random_seed=0)",
+            DATA_100,
+            fresh=True,
+        ),
+    ),
+    Quote(
+        "to_inference_data",
+        "EP's to_inference_data(random_seed=0), the README's 100 cases, a session's first "
+        "call (ArviZ imported in it)",
+        (),
+        None,
+        Code(
+            "post.to_inference_data(random_seed=0)",
+            DATA_100 + "\npost = gc.fit(X, y, method='ep', kernel=k)",
+            fresh=True,
+        ),
+    ),
+    Quote(
+        "ep_loo_objective",
+        "gc.fit(..., method='ep', optimize=True, objective='loo'), the README's 100 cases",
+        (),
+        None,
+        Code(
+            "gc.fit(X, y, method='ep', kernel=k, optimize=True, objective='loo')",
+            DATA_100,
+            repeats=1,
+        ),
+    ),
+    Quote(
+        "full_bayes",
+        "gc.fit(..., method='mcmc', full_bayes=True, random_seed=0), the README's 100 cases",
+        (),
+        None,
+        Code(
+            "gc.fit(X, y, method='mcmc', kernel=k, full_bayes=True, random_seed=0)",
+            DATA_100,
+            repeats=1,
+        ),
+        long=True,
+    ),
+    Quote(
+        "crabs_compare",
+        "gpc-compare compare examples/crabs.csv --target sex --engines laplace,ep --folds 3 "
+        "(the README's)",
+        (),
+        None,
+        Command(_cli(*CRABS.split(), "--engines", "laplace,ep", "--folds", "3", "--output", TMP)),
+    ),
+)
+
+_EXPECTATION = "gpc_compare/likelihoods/_expectation.py"
+#: Matches of the scan that are not times: (file, phrase, why).
+NOT_TIMES: tuple[tuple[str, str, str], ...] = (
+    ("gpc_compare/kernels/dot_product.py", "sigma_f^2 s (1 + x.x')", "s: a symbol"),
+    ("gpc_compare/study/plan.py", "< 1 s", "the plan's format for an estimate"),
+    (_EXPECTATION, "m = 11 s", "s: a standard deviation"),
+    (_EXPECTATION, "max(|f| - f*, 0) / (8 s)", "as above"),
+    (_EXPECTATION, "f* = 8 s / b - 1", "as above"),
+    (_EXPECTATION, "wider than 8 s, equal panels of width 8 s", "as above"),
+    (_EXPECTATION, "u(m + 10 s) - u(m - 10 s)", "as above"),
+    (_EXPECTATION, "|m| > 100 s", "as above"),
+    (_EXPECTATION, "|m| / (8 s)", "as above"),
+)
+
+
+def by_key() -> dict[str, Quote]:
+    """The registry by key (keys are unique: the test checks)."""
+    return {q.key: q for q in QUOTES}
