@@ -109,3 +109,12 @@ TRUST_SETUP = (
     "import pathlib, sys, tempfile\nsys.path.insert(0, 'studies')\nimport trust\n"
     "tmp = tempfile.TemporaryDirectory(prefix='quoted-times-')\nout = pathlib.Path(tmp.name)"
 )
+
+
+#: The studies' index, written by hand.
+INDEX = "results/README.md"
+
+
+def index_row(script: str, cell: str) -> tuple[str, str]:
+    """A row of the studies' index (results/README.md): its command and time cell."""
+    return (INDEX, f"`gpc-compare run studies/{script}` | {cell}")

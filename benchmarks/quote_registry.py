@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from quote_measures import (
     DATA_100,
+    INDEX,
     N5000,
     NUTPIE_SETUP,
     ONE_THREAD,
@@ -28,6 +29,7 @@ from quote_measures import (
     Command,
     Quote,
     Table,
+    index_row,
 )
 
 __all__ = ["NOT_TIMES", "QUOTES", "Code", "Command", "Quote", "Table", "by_key", "PY", "TMP"]
@@ -40,14 +42,6 @@ def _cli(*args: str) -> tuple[str, ...]:
 
 
 CRABS = "compare examples/crabs.csv --target sex"
-
-
-INDEX = "results/README.md"
-
-
-def _row(script: str, cell: str) -> tuple[str, str]:
-    """A row of the studies' index (results/README.md): its command and time cell."""
-    return (INDEX, f"`gpc-compare run studies/{script}` | {cell}")
 
 
 def _study(script: str) -> Command:
@@ -64,7 +58,7 @@ QUOTES: tuple[Quote, ...] = (
         (
             ("README.md", "the run about 3 minutes on 2 cores, 2m53s measured on a fresh clone"),
             ("studies/quick.toml", "(2m53s on 2 cores, measured on a fresh clone"),
-            _row("quick.toml", "3 min (2m53s measured on a fresh clone)"),
+            index_row("quick.toml", "3 min (2m53s measured on a fresh clone)"),
         ),
         173.0,
         _study("quick.toml"),
@@ -150,7 +144,7 @@ QUOTES: tuple[Quote, ...] = (
         "gpc-compare run studies/approximations_grid.py into a fresh folder",
         (
             ("studies/approximations_grid.py", "take about 50 minutes on 2 cores"),
-            _row("approximations_grid.py", "50 min"),
+            index_row("approximations_grid.py", "50 min"),
         ),
         3000.0,
         _study("approximations_grid.py"),
@@ -161,7 +155,7 @@ QUOTES: tuple[Quote, ...] = (
         "gold_standard.py's estimates' seconds summed (its README's 'The estimates took')",
         (
             ("studies/gold_standard.py", "(about 60 minutes of estimates on one core"),
-            _row("gold_standard.py", "60 min (one core)"),
+            index_row("gold_standard.py", "60 min (one core)"),
         ),
         3600.0,
         Command(
@@ -220,16 +214,35 @@ QUOTES: tuple[Quote, ...] = (
         long=True,
     ),
     Quote(
+        "mcmc_multiclass_fit",
+        "one Iris fold of the multi-class MCMC, compiled density against nutpie compiling PyMC",
+        (
+            (
+                "gpc_compare/engines/_compiled_multiclass.py",
+                "the softmax 8-10 s (sampling 5-7), where nutpie compiling the PyMC model took 22"
+                " s (compilation 10, sampling 9) with PyTensor's kernel cache warm and 83 s (61 +"
+                " 13) with it empty; the multinomial probit 53-70 s (sampling 51-67) against 127 s"
+                " (36 + 87) and 228 s (96 + 127)",
+            ),
+            (
+                "gpc_compare/engines/_compiled_multiclass.py",
+                "empty numba cache takes 10 s, once; loading it from the cache 0.1 s",
+            ),
+        ),
+        10.0,
+        reason="history: benchmarks/bench_mcmc_multiclass.py at load 7-10, CPU seconds",
+    ),
+    Quote(
         "loo_study",
         "gpc-compare run studies/loo.py, its two parts in parallel at load ~15",
-        (_row("loo.py", "60 min (two parts in parallel, load ~15 on 2 cores)"),),
+        (index_row("loo.py", "60 min (two parts in parallel, load ~15 on 2 cores)"),),
         3600.0,
         reason="history: as loo_part",
     ),
     Quote(
         "approximations",
         "gpc-compare run studies/approximations.toml into a fresh folder (no job records)",
-        (_row("approximations.toml", "10 min"),),
+        (index_row("approximations.toml", "10 min"),),
         600.0,
         _study("approximations.toml"),
         long=True,
@@ -237,7 +250,7 @@ QUOTES: tuple[Quote, ...] = (
     Quote(
         "approximations_logistic",
         "gpc-compare run studies/approximations_logistic.toml into a fresh folder",
-        (_row("approximations_logistic.toml", "20 min"),),
+        (index_row("approximations_logistic.toml", "20 min"),),
         1200.0,
         _study("approximations_logistic.toml"),
         long=True,
@@ -245,7 +258,7 @@ QUOTES: tuple[Quote, ...] = (
     Quote(
         "kernels",
         "gpc-compare run studies/kernels.toml into a fresh folder",
-        (_row("kernels.toml", "5 min"),),
+        (index_row("kernels.toml", "5 min"),),
         300.0,
         _study("kernels.toml"),
         long=True,
@@ -253,7 +266,7 @@ QUOTES: tuple[Quote, ...] = (
     Quote(
         "ep_loo",
         "gpc-compare run studies/ep_loo.toml into a fresh folder (no job records)",
-        (_row("ep_loo.toml", "18 min"),),
+        (index_row("ep_loo.toml", "18 min"),),
         1080.0,
         _study("ep_loo.toml"),
         long=True,
@@ -261,14 +274,14 @@ QUOTES: tuple[Quote, ...] = (
     Quote(
         "laplace_1d_index",
         "gpc-compare run studies/laplace_1d.py (the same run as laplace_1d)",
-        (_row("laplace_1d.py", "0.5 min"),),
+        (index_row("laplace_1d.py", "0.5 min"),),
         30.0,
         _study("laplace_1d.py"),
     ),
     Quote(
         "synthetic_2d_index",
         "gpc-compare run studies/synthetic_2d.py into a fresh folder, BLAS threads as set",
-        (_row("synthetic_2d.py", "3.5 min"),),
+        (index_row("synthetic_2d.py", "3.5 min"),),
         210.0,
         _study("synthetic_2d.py"),
         long=True,
@@ -276,7 +289,7 @@ QUOTES: tuple[Quote, ...] = (
     Quote(
         "iris_index",
         "gpc-compare run studies/iris.py (the same run as iris_study)",
-        (_row("iris.py", "2.5 min"),),
+        (index_row("iris.py", "2.5 min"),),
         150.0,
         _study("iris.py"),
         long=True,
@@ -335,7 +348,7 @@ QUOTES: tuple[Quote, ...] = (
         (
             ("studies/bayesian_logistic.py", "(about 1 min: EP on 500 points"),
             ("studies/bayesian_logistic.py", "from the repository root (about 1 min)"),
-            _row("bayesian_logistic.py", "1 min"),
+            index_row("bayesian_logistic.py", "1 min"),
         ),
         60.0,
         _study("bayesian_logistic.py"),

@@ -88,10 +88,23 @@ def _strings(path: Path) -> list[str]:
     ]
 
 
+#: Folders of docs/ that the build writes (docs/.gitignore): generated from the pages, the
+#: docstrings and results/ scanned here, and absent from a fresh clone.
+_GENERATED_DOCS = ("_build", "api", "jupyter_execute", "engines/_options", "results")
+
+
+def _generated(relative: Path) -> bool:
+    return any(relative.as_posix().startswith(f"{folder}/") for folder in _GENERATED_DOCS)
+
+
 def scanned_files(root: Path = ROOT) -> list[Path]:
     """The files a user reads, in a fixed order."""
     files = [root / "README.md"]
-    files += sorted(p for p in (root / "docs").rglob("*") if p.suffix in {".md", ".py", ".ipynb"})
+    files += sorted(
+        p
+        for p in (root / "docs").rglob("*")
+        if p.suffix in {".md", ".py", ".ipynb"} and not _generated(p.relative_to(root / "docs"))
+    )
     files += sorted((root / "gpc_compare").rglob("*.py"))
     files += sorted((root / "gpc_compare").rglob("*.md"))
     files += sorted((root / "studies").glob("*.py")) + sorted((root / "studies").glob("*.toml"))
