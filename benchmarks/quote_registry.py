@@ -303,13 +303,6 @@ QUOTES: tuple[Quote, ...] = (
         "writes only to temporary folders",
     ),
     Quote(
-        "approximations_multiclass",
-        "the multi-class approximations studies (not run)",
-        ((INDEX, "not run: about 80 CPU-hours, estimated"),),
-        288000.0,
-        reason="estimate: the run plan's, for studies never run",
-    ),
-    Quote(
         "trust_sonar",
         "gpc-compare run studies/trust_sonar.py into a fresh folder",
         (),

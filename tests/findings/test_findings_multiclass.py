@@ -1,0 +1,130 @@
+"""results/approximations_multiclass/README.md: every number recomputed from the committed
+tables of the softmax study (``results.csv``, the MCMC job records) and, where it ran, the
+multinomial probit study."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+
+from gpc_compare.metrics import PairedDifference, paired_difference
+
+from .tables import RESULTS, assert_on_page, ci, join, mcmc_records, table
+
+STUDY = "approximations_multiclass"
+PAGE = f"{STUDY}/README.md"
+SETS = {"iris": "Iris", "wine": "wine"}
+
+
+def _diff(study: str, dataset: str, a: str, b: str, metric: str) -> PairedDifference:
+    s = table(study)
+    s = s[(s.metric == metric) & (s.dataset == dataset)]
+    sa, sb = (s[s.engine == e].set_index("split").sort_index() for e in (a, b))
+    return paired_difference(
+        sa.value, sb.value, sa.n_train, sa.n_test, higher_is_better=metric != "ece_top_label"
+    )
+
+
+def _listed(study: str, a: str, b: str, metric: str = "mean_log_predictive") -> str:
+    diffs = {d: _diff(study, d, a, b, metric) for d in SETS}
+    words = {"a better": [], "b better": [], "no difference": []}
+    for d, p in diffs.items():
+        words[p.verdict].append(SETS[d])
+    verdict = "; ".join(
+        f"{label} on {join(words[key])}"
+        for key, label in [("a better", "the first better"), ("b better", "the second better"),
+                           ("no difference", "no win")]
+        if words[key]
+    )  # fmt: skip
+    return ", ".join(f"{SETS[d]} {ci(p)}" for d, p in diffs.items()) + f": {verdict}"
+
+
+def _means(study: str, metric: str) -> pd.DataFrame:
+    s = table(study)
+    return s[s.metric == metric].groupby(["dataset", "engine"]).value.mean().unstack()
+
+
+def test_softmax_findings() -> None:
+    lp, ece, err = (
+        _means(STUDY, m) for m in ("mean_log_predictive", "ece_top_label", "error_rate")
+    )
+    kl_marg, pmax = _means(STUDY, "marginal_kl_mean"), _means(STUDY, "proba_diff_max")
+    s = table(STUDY)
+    s = s[s.metric == "mean_log_predictive"]
+    lv = s.assign(lv=s.hyperparameters.map(lambda h: json.loads(h)["log_variance"]))
+    lv = lv.groupby(["dataset", "engine"]).lv.mean().unstack()
+    run = mcmc_records(STUDY)
+    failed = run[~run.passed]
+    assert (err.laplace - err.kl).abs().max() < 1e-12, "the error rates no longer agree"
+    assert_on_page(
+        PAGE,
+        f"KL - MCMC: {_listed(STUDY, 'kl', 'mcmc')}",
+        f"Laplace at KL's values - MCMC: {_listed(STUDY, 'laplace_at_kl', 'mcmc')}",
+        f"Laplace - KL, each at its own optimum: {_listed(STUDY, 'laplace', 'kl')}",
+        "mean log predictive "
+        + ", ".join(
+            f"{SETS[d]} {lp.kl[d]:.3f} (KL), {lp.mcmc[d]:.3f} (MCMC), {lp.laplace[d]:.3f} (Laplace)"
+            for d in SETS
+        ),
+        "top-label ECE "
+        + ", ".join(
+            f"{SETS[d]} {ece.laplace[d]:.3f} against KL's {ece.kl[d]:.3f} and MCMC's"
+            f" {ece.mcmc[d]:.3f}"
+            for d in SETS
+        ),
+        "error rates " + ", ".join(f"{SETS[d]} {100 * err.kl[d]:.1f}%" for d in SETS) + " for both",
+        "mean marginal KL from MCMC per case and class "
+        + ", ".join(
+            f"{SETS[d]} {kl_marg.kl[d]:.4f} (KL) against {kl_marg.laplace_at_kl[d]:.3f} (Laplace)"
+            for d in SETS
+        ),
+        "largest class-probability difference from MCMC "
+        + ", ".join(
+            f"{SETS[d]} {pmax.kl[d]:.3f} against {pmax.laplace_at_kl[d]:.3f}" for d in SETS
+        ),
+        "mean log sigma_f^2 "
+        + ", ".join(
+            f"{SETS[d]} {lv.kl[d]:.2f} (KL) and {lv.laplace[d]:.2f} (Laplace)" for d in SETS
+        ),
+        f"passed its diagnostics on {run.passed.sum()} of {len(run)} splits (R-hat <="
+        f" {run.r_hat_max.max():.4f}, bulk ESS >= {run.ess_bulk_min.min():.0f}; "
+        + ", ".join(
+            f"{SETS[d]} split {j}: {int(v)} divergence{'s' if v != 1 else ''}"
+            for d, j, v in zip(failed.dataset, failed.split, failed.divergences, strict=True)
+        )
+        + ")",
+    )
+    assert np.all(failed.r_hat_max <= 1.01)
+    gap = -(lp.laplace_at_kl - lp.mcmc)
+    jobs = pd.read_csv(RESULTS / STUDY / "jobs.csv")
+    kl_iris = jobs[(jobs.engine == "kl") & (jobs.dataset == "iris")].seconds
+    assert_on_page(
+        PAGE,
+        f"({gap.min():.2f}-{gap.max():.2f} nats per case below the reference at equal",
+        f"took {kl_iris.min():.0f}-{kl_iris.max():.0f} s a fold on Iris",
+    )
+
+
+def test_multinomial_probit_findings() -> None:
+    study = "approximations_multiclass_probit"
+    if not (RESULTS / study / "results.csv").exists():
+        assert "multinomial probit study has not run" in " ".join(
+            (RESULTS / PAGE).read_text().split()
+        )
+        return
+    lp = _means(study, "mean_log_predictive")
+    kl_marg, pmax = _means(study, "marginal_kl_mean"), _means(study, "proba_diff_max")
+    run = mcmc_records(study)
+    assert_on_page(
+        PAGE,
+        f"EP - MCMC: {_listed(study, 'ep', 'mcmc')}",
+        "mean log predictive "
+        + ", ".join(f"{SETS[d]} {lp.ep[d]:.3f} (EP), {lp.mcmc[d]:.3f} (MCMC)" for d in SETS),
+        "mean marginal KL from MCMC per case and class "
+        + ", ".join(f"{SETS[d]} {kl_marg.ep[d]:.4f}" for d in SETS),
+        "largest class-probability difference from MCMC "
+        + ", ".join(f"{SETS[d]} {pmax.ep[d]:.3f}" for d in SETS),
+        f"MCMC passed its diagnostics on {run.passed.sum()} of {len(run)} splits",
+    )
