@@ -103,8 +103,9 @@ def test_top_level_findings():
         study: listed(study, "kl", "ep", order)
         for study in ("approximations", "approximations_logistic")
     }
-    for diffs in kl_ep.values():
-        assert wins(diffs)[2] == [NAMES[d] for d in order if d != "sonar"]
+    assert wins(kl_ep["approximations"])[2] == [NAMES[d] for d in order if d != "sonar"]
+    logistic = kl_ep["approximations_logistic"]
+    assert wins(logistic)[:2] == (["digits"], ["sonar"])
     kl_lap = listed("approximations", "kl", "laplace", order)
     vb_kl = listed("approximations_logistic", "vb", "kl", order)
     w, _ = grid("probit")
@@ -150,6 +151,11 @@ def test_top_level_findings():
             "+0.000", "0.000", 1 if probit["pima"].mean == 0 else 0
         )
         + f" nats per case; sonar {ci(probit['sonar'], '+.3f')})",
+        "(logistic: KL better on digits, "
+        + ci(logistic["digits_3v5"], "+.4f")
+        + ", EP on sonar, "
+        + ci(logistic["sonar"], "+.3f")
+        + ")",
         f"beats Laplace on {join(wins(kl_lap)[0])} by"
         f" {min(p.mean for p in kl_lap.values() if p.verdict == 'a better'):.2f}-"
         f"{max(p.mean for p in kl_lap.values()):.2f} nats per case",
