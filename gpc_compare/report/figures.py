@@ -328,6 +328,9 @@ def plot_evidence(
     title = (
         "Log evidence per training case along each hyperparameter, the others at the values "
         "used (lines: refitted; markers: the study's fits; dotted: the optimiser's bounds)"
+        if profiles
+        else "Log evidence per training case at each engine's hyperparameters (markers: the "
+        "study's fits; no profiles were refitted for this report)"
     )
     # about 12 characters per inch at 11 points: wrapped to the figure's width
     fig.suptitle(textwrap.fill(title, width=int(12 * 5.4 * len(shown))), fontsize=11)
