@@ -246,6 +246,15 @@ def _reference_record(records: Records, rec: JobRecord, reference: str) -> JobRe
     return None
 
 
+#: The evidence figure's title, with and without refitted profiles.
+_EVIDENCE_TITLES = {
+    True: "Log evidence per training case along each hyperparameter, the others at the values "
+    "used (lines: refitted; markers: the study's fits; dotted: the optimiser's bounds)",
+    False: "Log evidence per training case at each engine's hyperparameters (markers: the "
+    "study's fits; no profiles were refitted for this report)",
+}
+
+
 def plot_evidence(
     records: Records,
     profiles: Sequence[Profile],
@@ -325,13 +334,7 @@ def plot_evidence(
             ax.set_title(f"{dataset} (split {split}): along {hp}", fontsize=10, pad=12)
             ax.grid(alpha=0.3)
             ax.legend(fontsize=8, loc="lower center")
-    title = (
-        "Log evidence per training case along each hyperparameter, the others at the values "
-        "used (lines: refitted; markers: the study's fits; dotted: the optimiser's bounds)"
-        if profiles
-        else "Log evidence per training case at each engine's hyperparameters (markers: the "
-        "study's fits; no profiles were refitted for this report)"
-    )
+    title = _EVIDENCE_TITLES[bool(profiles)]
     # about 12 characters per inch at 11 points: wrapped to the figure's width
     fig.suptitle(textwrap.fill(title, width=int(12 * 5.4 * len(shown))), fontsize=11)
     save_figure(fig, path, dpi=110)
