@@ -108,45 +108,61 @@ def test_kernels_held_out_table_and_kernel_verdicts():
         for d in PROBIT_ORDER
     ]
     err = scores("kernels", "error_rate").groupby(["dataset", "kernel", "engine"]).value.mean()
-    # Where a kernel beats another under EP: ionosphere only.
-    pairs = [("matern52", "se"), ("matern52", "nn"), ("se", "nn")]
-    wins = {
-        d
-        for d in PROBIT_ORDER
-        for p in pairs
-        if _kernel_diff(d, *p, "ep").verdict != "no difference"
-    }
-    assert wins == {"ionosphere"}
     kd = _kernel_diff
+    # Where one kernel beats another held out, under each engine: the README's list.
+    pairs = [("matern52", "se"), ("matern52", "nn"), ("se", "nn")]
+    decided = {
+        (d, a, b, e): kd(d, a, b, e).verdict
+        for d in PROBIT_ORDER
+        for a, b in pairs
+        for e in ("ep", "laplace")
+        if kd(d, a, b, e).verdict != "no difference"
+    }
+    assert {k[0] for k in decided} == {"ionosphere", "sonar", "crabs", "digits_3v5"}
+    assert {k for k in decided if k[0] == "ionosphere"} == {
+        ("ionosphere", "matern52", b, e) for b in ("se", "nn") for e in ("ep", "laplace")
+    }
+    assert decided["crabs", "matern52", "se", "ep"] == "b better"
+    assert {k for k in decided if k[0] == "crabs"} == {("crabs", "matern52", "se", "ep")}
+    assert kd("sonar", "matern52", "se", "ep").verdict == "no difference"
+    assert all(
+        decided.get(("sonar", a, "nn", e)) == "a better"
+        for a in ("se", "matern52")
+        for e in ("ep", "laplace")
+    )
+    assert all(decided.get(("digits_3v5", "se", "nn", e)) == "b better" for e in ("ep", "laplace"))
+    errs = [kd(d, a, b, e, "error_rate") for d in PROBIT_ORDER for a, b in pairs for e in ("ep",)]
+    assert all(p.verdict == "no difference" for p in errs)
     f = "+.3f"
     assert_on_page(
         page,
         *rows,
-        "The kernel matters under EP on one of the six sets, ionosphere",
+        "Held out, the kernel decides on two of the six sets",
         f"Matern 5/2 - SE: EP {ci(kd('ionosphere', 'matern52', 'se', 'ep'), f)},"
         f" Laplace {ci(kd('ionosphere', 'matern52', 'se', 'laplace'), f)}",
         f"Matern 5/2 - NN: EP {ci(kd('ionosphere', 'matern52', 'nn', 'ep'), f)},"
         f" Laplace {ci(kd('ionosphere', 'matern52', 'nn', 'laplace'), f)}",
-        f"error rate (EP) {err['ionosphere', 'matern52', 'ep']:.3f} against"
+        f"Error rate (EP) {err['ionosphere', 'matern52', 'ep']:.3f} against"
         f" {err['ionosphere', 'se', 'ep']:.3f} (SE) and {err['ionosphere', 'nn', 'ep']:.3f} (NN)",
         f"Matern 5/2 - SE {ci(kd('ionosphere', 'matern52', 'se', 'ep', 'log_evidence'), '+.1f')}"
         f" nats and Matern 5/2 - NN"
         f" {ci(kd('ionosphere', 'matern52', 'nn', 'ep', 'log_evidence'), '+.1f')} (EP)",
-        f"NN - SE: EP {ci(kd('sonar', 'nn', 'se', 'ep'), f)}, no win; Laplace"
-        f" {ci(kd('sonar', 'nn', 'se', 'laplace'), f)}, SE better",
-        f"error rate (EP) {err['sonar', 'nn', 'ep']:.3f} against {err['sonar', 'se', 'ep']:.3f}",
-        f"SE - Matern 5/2 under EP {ci(kd('sonar', 'se', 'matern52', 'ep'), f)}",
+        f"SE - NN: EP {ci(kd('sonar', 'se', 'nn', 'ep'), f)},"
+        f" Laplace {ci(kd('sonar', 'se', 'nn', 'laplace'), f)}",
+        f"Matern 5/2 - NN: EP {ci(kd('sonar', 'matern52', 'nn', 'ep'), f)}",
+        f"(Matern 5/2 - SE {ci(kd('sonar', 'matern52', 'se', 'ep'), f)})",
+        f"rate (EP) {err['sonar', 'nn', 'ep']:.3f} (NN) against"
+        f" {err['sonar', 'se', 'ep']:.3f} (SE)",
         f"SE - NN {ci(kd('sonar', 'se', 'nn', 'ep', 'log_evidence'), '+.1f')} nats (EP)",
-        f"digits NN - SE {ci(kd('digits_3v5', 'nn', 'se', 'laplace'), f)}",
+        f"(Matern 5/2 - SE {ci(kd('crabs', 'matern52', 'se', 'ep'), f)})",
+        f"(NN - SE: EP {ci(kd('digits_3v5', 'nn', 'se', 'ep'), f)},"
+        f" Laplace {ci(kd('digits_3v5', 'nn', 'se', 'laplace'), f)})",
         "NN - SE (EP): "
         + ", ".join(
             f"{NAMES[d]} {ci(kd(d, 'nn', 'se', 'ep', 'log_evidence'), '+.1f')}"
             for d in ["breast_cancer", "crabs", "digits_3v5", "pima"]
         ),
     )
-    assert kd("sonar", "nn", "se", "ep").verdict == "no difference"
-    assert kd("sonar", "nn", "se", "laplace").verdict == "b better"
-    assert kd("pima", "nn", "se", "ep", "log_evidence").verdict == "no difference"
 
 
 def test_kernels_ep_against_laplace_and_bounds():
@@ -163,6 +179,8 @@ def test_kernels_ep_against_laplace_and_bounds():
     assert wins == {(d, k) for d in ("sonar", "digits_3v5") for k in KERNELS} | {
         ("ionosphere", "matern52"),
         ("ionosphere", "nn"),
+        ("crabs", "se"),
+        ("crabs", "nn"),
     }, "the README's sentence on EP's wins over Laplace no longer holds"
     s = scores("kernels", "mean_log_predictive")
     at = s.assign(b=s.at_bound.fillna("").str.contains("log_variance upper"))
@@ -185,22 +203,25 @@ def test_kernels_ep_against_laplace_and_bounds():
             y = approximations[
                 (approximations.engine == engine) & (approximations.metric == metric)
             ]
-            same.append(
-                np.array_equal(x.to_numpy(), y.set_index(["dataset", "split"]).value[x.index])
-            )
+            # Not bit for bit: the approximations study's Laplace and EP records of the
+            # first repeat were written by an earlier revision, and later ones moved the
+            # optimiser's end point by up to 1e-7 in these scores (one revision reproduces a
+            # job exactly, in a fresh process, at any BLAS thread count).
+            y = y.set_index(["dataset", "split"]).value[x.index]
+            same.append(np.allclose(x.to_numpy(), y.to_numpy(), rtol=0, atol=1e-6))
     assert all(same), "the SE rows no longer equal the approximations study's"
     assert_on_page(
         page,
         *rows,
         f"`gpc-compare run studies/kernels.toml` ({len(jobs)} jobs",
         f"on {count['ep', 'se']} (SE), {count['ep', 'matern52']} (Matern 5/2) and"
-        f" {count['ep', 'nn']} (NN) of 30 folds",
+        f" {count['ep', 'nn']} (NN) of {len(s[(s.engine == 'ep') & (s.kernel == 'se')])} splits",
         f"Laplace's on {count['laplace', 'se']}, {count['laplace', 'matern52']} and"
         f" {count['laplace', 'nn']}",
         f"(digits: ell {np.exp(nn.log_lengthscale.min()):.0f}-"
-        f"{np.exp(nn.log_lengthscale.max()):.0f} at sigma_f^2 = 1e5 on every fold)",
+        f"{np.exp(nn.log_lengthscale.max()):.0f} at sigma_f^2 = 1e5 on every split)",
         f"on {n_train.min()}-{n_train.max()} training cases",
-        f"(median job time per fold {median.nn:.1f} s, SE {median.se:.1f} s,"
+        f"(median job time per split {median.nn:.1f} s, SE {median.se:.1f} s,"
         f" Matern 5/2 {median.matern52:.1f} s)",
     )
 
