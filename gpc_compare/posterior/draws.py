@@ -20,7 +20,7 @@ import numpy as np
 import xarray as xr
 
 from ..kernels import Kernel
-from ..likelihoods import Gaussian, Likelihood, Probit, Softmax
+from ..likelihoods import SOFTMAX_MC_SAMPLES, Gaussian, Likelihood, Probit, Softmax
 from ..numerics import JITTER, cho_solve, cholesky, log_mean_exp
 from .base import Convergence, Posterior
 from .multiclass import MulticlassPosterior
@@ -103,6 +103,23 @@ class _Draws:
     def latent_var(self) -> np.ndarray:
         """Posterior variance of f at the training inputs (over the draws)."""
         return self.f_draws.var(axis=0)
+
+    def _by_chain(self, values: np.ndarray) -> np.ndarray:
+        """Per-draw values (S', m) of the draws prediction uses as (chains, k, m): the
+        draws all of them (S' = chains * draws) or the evenly spaced subset that
+        :meth:`_conditional` (full Bayes), :meth:`_draws_for_integration` or the
+        multi-class ``_integration_moments`` took, grouped by the chain each came from
+        (each cut to the shortest share, at most one draw)."""
+        post = self.idata.posterior
+        chains, per_chain = post.sizes["chain"], post.sizes["draw"]
+        S = chains * per_chain
+        if values.shape[0] == S:
+            return values.reshape(chains, per_chain, -1)
+        # the subset: np.linspace(0, S - 1, S').round(), as both take it
+        idx = np.linspace(0, S - 1, values.shape[0]).round().astype(int)
+        groups = [values[idx // per_chain == c] for c in range(chains)]
+        k = min(g.shape[0] for g in groups)
+        return np.stack([g[:k] for g in groups])
 
 
 class SamplePosterior(_Draws, Posterior):
@@ -348,22 +365,6 @@ class SamplePosterior(_Draws, Posterior):
 
         return log_predictive_mcse(self.log_predictive_draws(Xs, ys, integration=integration))[1]
 
-    def _by_chain(self, values: np.ndarray) -> np.ndarray:
-        """Per-draw values (S', m) of the draws prediction uses as (chains, k, m): the
-        draws all of them (S' = chains * draws) or the evenly spaced subset that
-        :meth:`_conditional` (full Bayes) or :meth:`_draws_for_integration` took, grouped
-        by the chain each came from (each cut to the shortest share, at most one draw)."""
-        post = self.idata.posterior
-        chains, per_chain = post.sizes["chain"], post.sizes["draw"]
-        S = chains * per_chain
-        if values.shape[0] == S:
-            return values.reshape(chains, per_chain, -1)
-        # the subset: np.linspace(0, S - 1, S').round(), as both take it
-        idx = np.linspace(0, S - 1, values.shape[0]).round().astype(int)
-        groups = [values[idx // per_chain == c] for c in range(chains)]
-        k = min(g.shape[0] for g in groups)
-        return np.stack([g[:k] for g in groups])
-
     def to_inference_data(self, random_seed=None, *, Xs: np.ndarray | None = None):
         """The sampler's InferenceData (posterior, sample_stats, observed_data) with a
         ``log_likelihood`` group (``y``: log p(y_i | f_i) per draw, for ``arviz.loo`` and
@@ -489,6 +490,65 @@ class SoftmaxSamplePosterior(_Draws, MulticlassPosterior):
         means = np.einsum("snc,nm->smc", draws, A)
         var = np.maximum(self.kernel.diag(Xs) - np.einsum("ij,ij->j", Ks, A), 0.0)
         return means, var
+
+    def log_predictive_draws(
+        self,
+        Xs: np.ndarray,
+        ys: np.ndarray,
+        *,
+        integration: str | None = None,
+        n_samples: int = SOFTMAX_MC_SAMPLES,
+        random_seed: int | np.random.Generator | None = 0,
+    ) -> np.ndarray:
+        """log p(y* | x*, f_s) for every draw s that prediction uses, by chain.
+
+        :meth:`log_predictive` (with the same options) is the log of the mean of their
+        exponentials; the functions of :mod:`gpc_compare.metrics.mcse` take them for its
+        Monte Carlo error. With Monte Carlo integration over f* | f_s (C > 3 by default)
+        each value carries that integration's noise too, so the error covers both.
+
+        Parameters
+        ----------
+        Xs : array_like, shape (m, d)
+            Test inputs.
+        ys : array_like, shape (m,)
+            Their labels, class indices 0..C-1 (one class allowed).
+        integration, n_samples, random_seed
+            As for :meth:`~gpc_compare.posterior.MulticlassPosterior.predict_log_proba`.
+
+        Returns
+        -------
+        ndarray, shape (chains, k, m)
+            k = draws per chain, or where prediction uses an evenly spaced subset of the
+            draws (quadrature beyond 500 draws), each chain's share of it, cut to the
+            shortest share (at most one draw less).
+        """
+        Xs = self._check_Xs(Xs)
+        codes = self._test_codes(Xs, ys)
+        lp = self._log_proba_draws(Xs, integration, n_samples, random_seed)
+        return self._by_chain(lp[:, np.arange(codes.size), codes])
+
+    def log_predictive_mcse(self, Xs: np.ndarray, ys: np.ndarray, **kwargs) -> np.ndarray:
+        """The Monte Carlo standard error of :meth:`log_predictive`, per test case, as
+        :meth:`SamplePosterior.log_predictive_mcse` (options as for
+        :meth:`log_predictive_draws`).
+
+        Parameters
+        ----------
+        Xs : array_like, shape (m, d)
+            Test inputs.
+        ys : array_like, shape (m,)
+            Their labels, class indices 0..C-1.
+        **kwargs
+            ``integration``, ``n_samples``, ``random_seed``.
+
+        Returns
+        -------
+        ndarray, shape (m,)
+        """
+        from ..metrics.mcse import log_predictive_mcse
+
+        return log_predictive_mcse(self.log_predictive_draws(Xs, ys, **kwargs))[1]
 
     def _predict_latent(self, Xs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Mean (m, C) and covariance (m, C, C) of f* (law of total covariance)."""

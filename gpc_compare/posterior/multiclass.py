@@ -96,17 +96,35 @@ class MulticlassPosterior(Posterior):
         ndarray, shape (m, C)
             Computed in log space (log-mean-exp over the posterior draws, if any).
         """
-        Xs = self._check_Xs(Xs)
+        lp = self._log_proba_draws(self._check_Xs(Xs), integration, n_samples, random_seed)
+        return log_mean_exp(lp, axis=0)
+
+    def _log_proba_draws(
+        self,
+        Xs: np.ndarray,
+        integration: str | None,
+        n_samples: int,
+        random_seed: int | np.random.Generator | None,
+    ) -> np.ndarray:
+        """log int p(y* = c | f*) N(f* | mean_s, cov_s) df* for each of the S moments of
+        :meth:`_integration_moments` (S = 1 for a Gaussian q, the posterior draws that
+        prediction uses for MCMC): shape (S, m, C)."""
         means, covs = self._integration_moments(Xs, integration)
-        S = means.shape[0]
-        lp = self.likelihood.log_predictive_all(
+        return self.likelihood.log_predictive_all(
             means,
             covs,
             integration=integration,
-            n_samples=max(1, -(-int(n_samples) // S)),
+            n_samples=max(1, -(-int(n_samples) // means.shape[0])),
             random_seed=random_seed,
         )
-        return log_mean_exp(lp, axis=0)
+
+    def _test_codes(self, Xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
+        """The class indices of test labels ``ys`` (values from ``classes_``), one per row
+        of the checked ``Xs``, or a ValueError."""
+        codes, _ = check_class_labels(ys, name="ys", classes=self.classes_)
+        if codes.shape[0] != Xs.shape[0]:
+            raise ValueError(f"Xs has {Xs.shape[0]} samples but ys has {codes.shape[0]} labels")
+        return codes
 
     def predict_proba(self, Xs: np.ndarray, **kwargs) -> np.ndarray:
         """p(y* = c | x*, data), shape (m, C), rows summing to one (options as for
@@ -143,9 +161,7 @@ class MulticlassPosterior(Posterior):
             log p(y*_i | x*_i, data) per test case.
         """
         Xs = self._check_Xs(Xs)
-        codes, _ = check_class_labels(ys, name="ys", classes=self.classes_)
-        if codes.shape[0] != Xs.shape[0]:
-            raise ValueError(f"Xs has {Xs.shape[0]} samples but ys has {codes.shape[0]} labels")
+        codes = self._test_codes(Xs, ys)
         lp = self.predict_log_proba(Xs, **kwargs)
         return lp[np.arange(codes.size), codes]
 

@@ -25,7 +25,7 @@ from .._validation import dense_memory_problem
 from ..annealing.estimate import EvidenceEstimate, EvidenceOptions, estimate
 from ..engines import capabilities, get_engine
 from ..evidence import prepare
-from ..posterior import SamplePosterior
+from ..posterior import SamplePosterior, SoftmaxSamplePosterior
 from .evidence_config import evidence_options
 from .jobs import Job
 from .multiclass import multiclass_record
@@ -177,7 +177,7 @@ def _run(job: Job, shared: JobRecord | None) -> dict[str, Any]:
     }
     if predicted is not None:
         out["metrics"], out["arrays"] = _scores(y_train, y_test, post, *predicted)
-        if isinstance(post, SamplePosterior):  # a reference's own Monte Carlo error
+        if isinstance(post, SamplePosterior | SoftmaxSamplePosterior):  # the reference's MCSE
             draws = post.log_predictive_draws(X_test, y_test)
             out["mcse"] = {"mean_log_predictive": metrics.joint_mean_log_predictive_mcse(draws)}
     if job.psis is not None:
