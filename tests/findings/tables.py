@@ -108,9 +108,11 @@ def listed(study: str, a: str, b: str, order: list[str], **kw) -> dict[str, Pair
     return {d: diff(study, d, a, b, **kw) for d in order}
 
 
-def diff_list(diffs: dict[str, PairedDifference], fmt: str = "+.4f") -> str:
+def diff_list(
+    diffs: dict[str, PairedDifference], fmt: str = "+.4f", names: dict[str, str] = NAMES
+) -> str:
     """'breast cancer -0.0009 [-0.0033, +0.0016], crabs ...' as the findings list them."""
-    return ", ".join(f"{NAMES[d]} {ci(p, fmt)}" for d, p in diffs.items())
+    return ", ".join(f"{names[d]} {ci(p, fmt)}" for d, p in diffs.items())
 
 
 def log_variance(study: str, kernel: str | None = None) -> pd.DataFrame:
@@ -149,12 +151,17 @@ def reference_mcse(study: str) -> pd.Series:
     return s.groupby("dataset").mcse.apply(lambda v: float((v**2).sum() ** 0.5 / len(v)))
 
 
-def reference_verdicts(a_name: str, diffs: dict[str, PairedDifference], mcse: pd.Series) -> str:
+def reference_verdicts(
+    a_name: str,
+    diffs: dict[str, PairedDifference],
+    mcse: pd.Series,
+    names: dict[str, str] = NAMES,
+) -> str:
     """The sentence after a list of engine - MCMC differences: the report's verdicts with
     the reference's Monte Carlo error (:func:`gpc_compare.metrics.against_reference`)."""
     groups: dict[str, list[str]] = {}
     for dataset, p in diffs.items():
-        groups.setdefault(against_reference(p, mcse[dataset]), []).append(NAMES[dataset])
+        groups.setdefault(against_reference(p, mcse[dataset]), []).append(names[dataset])
     parts = []
     for verdict, words in [
         ("indistinguishable", "indistinguishable on {}"),
