@@ -4,9 +4,10 @@ One :class:`Quote` per quoted time: where it stands (a file and a phrase found o
 whitespace collapsed as :func:`quote_scan.normalise` does), the seconds quoted, and its
 measurement: :class:`Code` (Python timed in a fresh interpreter), :class:`Command` (a
 subprocess, timed whole or a time read from what it wrote), :class:`Table` (a benchmark
-script's committed measurement), or none, with the reason (``pending``: not built yet;
-``history``: a record of one past run or of code since changed, which no run now repeats;
-``estimate``: a prediction for a run never made).
+script's committed measurement), :class:`Records` (a study's time, computed from its
+committed records by ``benchmarks/study_times.py``), or none, with the reason (``pending``:
+not built yet; ``history``: a record of one past run or of code since changed, which no run
+now repeats; ``estimate``: a prediction for a run never made).
 Entries with ``quoted=None`` are quoted nowhere: the cases issue 34's newcomer timed, kept
 so the table shows them. ``NOT_TIMES`` lists the scanner's matches that are not times.
 ``tests/docs/test_quoted_times.py`` holds the scan and this registry to each other.
@@ -16,10 +17,8 @@ from __future__ import annotations
 
 from quote_measures import (
     DATA_100,
-    INDEX,
     N5000,
     NUTPIE_SETUP,
-    ONE_THREAD,
     PY,
     TEN_LINES,
     TMP,
@@ -28,11 +27,14 @@ from quote_measures import (
     Code,
     Command,
     Quote,
+    Records,
     Table,
     index_row,
 )
+from study_times import study_time
 
-__all__ = ["NOT_TIMES", "QUOTES", "Code", "Command", "Quote", "Table", "by_key", "PY", "TMP"]
+__all__ = ["NOT_TIMES", "QUOTES", "Code", "Command", "Quote", "Records", "Table", "by_key"]
+__all__ += ["PY", "TMP"]
 
 
 def _cli(*args: str) -> tuple[str, ...]:
@@ -50,6 +52,23 @@ def _study(script: str) -> Command:
 
 
 WEAK_PHRASE = "the two routes take about the same time (0.22 s and 0.23 s,"
+
+
+def _computed(key: str, script: str, also: str = "") -> Quote:
+    """The index's time cell of ``script`` (results/README.md): computed from the study's
+    committed records by ``benchmarks/study_times.py``, so the registry follows them (a cell
+    that differs is a place not found); ``also``: the rest of the row's command cell."""
+    time = study_time(script)
+    return Quote(
+        key,
+        f"gpc-compare run studies/{script}: its committed records' time",
+        (index_row(script + also, time.cell),),
+        time.seconds,
+        Records(script),
+        clock="records",
+    )
+
+
 TRUST_PHRASE = "(about 10 minutes on 2 cores for the splits, 15 for the grid's 882 checks)"
 
 QUOTES: tuple[Quote, ...] = (
@@ -123,65 +142,17 @@ QUOTES: tuple[Quote, ...] = (
         clock="parsed",
         long=True,
     ),
-    Quote(
-        "scale_study_guide",
-        "gpc-compare run studies/scale.py into a fresh folder",
-        (("docs/guide/large_n.md", "(about 20 minutes on 2 cores)"),),
-        1200.0,
-        _study("scale.py"),
-        long=True,
-    ),
-    Quote(
-        "scale_study_script",
-        "gpc-compare run studies/scale.py into a fresh folder (the same run as "
-        "scale_study_guide, which quotes another time)",
-        (("studies/scale.py", "(about 30 minutes on 2 cores)"),),
-        1800.0,
-        _study("scale.py"),
-        long=True,
-    ),
-    Quote(
-        "approximations_grid",
-        "gpc-compare run studies/approximations_grid.py into a fresh folder",
-        (
-            ("studies/approximations_grid.py", "take about 50 minutes on 2 cores"),
-            index_row("approximations_grid.py", "50 min"),
-        ),
-        3000.0,
-        _study("approximations_grid.py"),
-        long=True,
-    ),
-    Quote(
-        "gold_standard",
-        "gold_standard.py's estimates' seconds summed (its README's 'The estimates took')",
-        (
-            ("studies/gold_standard.py", "(about 60 minutes of estimates on one core"),
-            index_row("gold_standard.py", "60 min (one core)"),
-        ),
-        3600.0,
-        Command(
-            _study("gold_standard.py").argv,
-            parse=("gold_standard/README.md", r"The estimates took ([0-9.]+) minutes", 60.0),
-        ),
-        clock="parsed",
-        long=True,
-    ),
-    Quote(
-        "iris_study",
-        "gpc-compare run studies/iris.py into a fresh folder",
-        (("studies/iris.py", "Takes about 5 minutes on 2 cores"),),
-        300.0,
-        _study("iris.py"),
-        long=True,
-    ),
-    Quote(
-        "synthetic_2d",
-        "studies/synthetic_2d.py into a fresh folder, BLAS on one thread",
-        (("studies/synthetic_2d.py", "Takes about 2 minutes on one core"),),
-        120.0,
-        Command(_study("synthetic_2d.py").argv, env=ONE_THREAD),
-        long=True,
-    ),
+    _computed("approximations", "approximations.toml"),
+    _computed("approximations_logistic", "approximations_logistic.toml"),
+    _computed("approximations_grid", "approximations_grid.py"),
+    _computed("kernels", "kernels.toml"),
+    _computed("ep_loo", "ep_loo.toml"),
+    _computed("gold_standard", "gold_standard.py"),
+    _computed("trust_study", "trust.py", "`; `gpc-compare run studies/trust_sonar.py"),
+    _computed("loo_study", "loo.py"),
+    _computed("synthetic_2d", "synthetic_2d.py"),
+    _computed("iris", "iris.py"),
+    _computed("scale", "scale.py"),
     Quote(
         "trust_splits",
         "trust.py's part on the splits (its trust.csv into a fresh folder)",
@@ -196,23 +167,11 @@ QUOTES: tuple[Quote, ...] = (
     ),
     Quote(
         "trust_grid",
-        "trust.py's part on the grid's 882 checks (its grid.csv into a fresh folder)",
+        "trust.py's part on the grid's 882 checks: its committed grid.csv's job seconds",
         (("studies/trust.py", TRUST_PHRASE),),
         900.0,
-        Code(
-            "trust._extend(out / 'grid.csv', ['dataset', 'point', 'engine'], trust._grid_rows)",
-            TRUST_SETUP,
-            repeats=1,
-        ),
-        long=True,
-    ),
-    Quote(
-        "trust_study",
-        "gpc-compare run studies/trust.py into a fresh folder (both parts)",
-        ((INDEX, "studies/trust_sonar.py` | 25 min"),),
-        1500.0,
-        _study("trust.py"),
-        long=True,
+        Records("trust.py grid"),
+        clock="records",
     ),
     Quote(
         "mcmc_multiclass_fit",
@@ -232,76 +191,6 @@ QUOTES: tuple[Quote, ...] = (
         ),
         10.0,
         reason="history: benchmarks/bench_mcmc_multiclass.py at load 7-10, CPU seconds",
-    ),
-    Quote(
-        "loo_study",
-        "gpc-compare run studies/loo.py, its two parts in parallel at load ~15",
-        (index_row("loo.py", "60 min (two parts in parallel, load ~15 on 2 cores)"),),
-        3600.0,
-        reason="history: as loo_part",
-    ),
-    Quote(
-        "approximations",
-        "gpc-compare run studies/approximations.toml into a fresh folder (no job records)",
-        (index_row("approximations.toml", "10 min"),),
-        600.0,
-        _study("approximations.toml"),
-        long=True,
-    ),
-    Quote(
-        "approximations_logistic",
-        "gpc-compare run studies/approximations_logistic.toml into a fresh folder",
-        (index_row("approximations_logistic.toml", "20 min"),),
-        1200.0,
-        _study("approximations_logistic.toml"),
-        long=True,
-    ),
-    Quote(
-        "kernels",
-        "gpc-compare run studies/kernels.toml into a fresh folder",
-        (index_row("kernels.toml", "8.5 min (8m25s measured, idle)"),),
-        505.0,
-        _study("kernels.toml"),
-        long=True,
-    ),
-    Quote(
-        "ep_loo",
-        "gpc-compare run studies/ep_loo.toml into a fresh folder (no job records)",
-        (index_row("ep_loo.toml", "18 min"),),
-        1080.0,
-        _study("ep_loo.toml"),
-        long=True,
-    ),
-    Quote(
-        "laplace_1d_index",
-        "gpc-compare run studies/laplace_1d.py (the same run as laplace_1d)",
-        (index_row("laplace_1d.py", "0.5 min"),),
-        30.0,
-        _study("laplace_1d.py"),
-    ),
-    Quote(
-        "synthetic_2d_index",
-        "gpc-compare run studies/synthetic_2d.py into a fresh folder, BLAS threads as set",
-        (index_row("synthetic_2d.py", "3.5 min"),),
-        210.0,
-        _study("synthetic_2d.py"),
-        long=True,
-    ),
-    Quote(
-        "iris_index",
-        "gpc-compare run studies/iris.py (the same run as iris_study)",
-        (index_row("iris.py", "2.5 min"),),
-        150.0,
-        _study("iris.py"),
-        long=True,
-    ),
-    Quote(
-        "all_studies",
-        "gpc-compare run studies/* into results/ (resuming from the committed records)",
-        ((INDEX, "gpc-compare run studies/* # about 70 minutes on 2 cores"),),
-        4200.0,
-        reason="pending: it resumes from and rewrites the committed results/; this script "
-        "writes only to temporary folders",
     ),
     Quote(
         "trust_sonar",
@@ -332,6 +221,7 @@ QUOTES: tuple[Quote, ...] = (
         (
             ("studies/laplace_1d.py", "(about 10 s, almost all of it MCMC"),
             ("studies/laplace_1d.py", "(from the repository root; about 10 s)"),
+            index_row("laplace_1d.py", "about 10 s"),
         ),
         10.0,
         _study("laplace_1d.py"),

@@ -30,6 +30,7 @@ import time
 from pathlib import Path
 
 import quote_registry as reg
+import study_times
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "results" / "benchmarks"
@@ -132,6 +133,9 @@ def measure(q: reg.Quote, skip_long: bool, cache: dict) -> dict:
         if isinstance(m, reg.Table):
             value = read_table(m)
             row.update(status=f"benchmarks/{m.script}, committed in {m.csv}", clock="table")
+        elif isinstance(m, reg.Records):
+            value = study_times.seconds(m.key)
+            row.update(status="computed from the committed records (benchmarks/study_times.py)")
         else:
             if m not in cache:
                 print(f"  {q.key} ...", end=" ", flush=True, file=sys.stderr)
@@ -177,7 +181,7 @@ def markdown(rows: list[dict], facts: dict[str, str], note: str = "") -> str:
     ]
     for r in rows:
         measured = _seconds(r.get("measured_s"))
-        if r.get("clock") in ("cpu", "parsed", "table"):
+        if r.get("clock") in ("cpu", "parsed", "table", "records"):
             measured += f" ({r['clock']})" if measured else ""
         if not measured:
             measured = r["status"]
