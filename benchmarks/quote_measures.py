@@ -82,6 +82,8 @@ DATA_100 = (
     "X = rng.normal(size=(100, 2))\ny = (X[:, 0] + 0.5 * rng.normal(size=100) > 0).astype(int)\n"
     "k = gc.kernels.SquaredExponential(lengthscale=1.0, variance=1.0)"
 )
+#: The same draw at n = 30.
+DATA_30 = DATA_100.replace("size=(100, 2)", "size=(30, 2)").replace("size=100)", "size=30)")
 #: 5,000 cases of the benchmarks' 2-D synthetic data (benchmarks/_common.py), SE(1, 1).
 N5000 = (
     "import sys\nsys.path.insert(0, 'benchmarks')\nimport numpy as np\nimport gpc_compare as gc\n"
