@@ -205,20 +205,6 @@ QUOTES: tuple[Quote, ...] = (
         reason="quoted as 'a few minutes' until measured; the docstring now names this table",
     ),
     Quote(
-        "loo_part",
-        "loo.py's first part, run beside the second at load ~15",
-        (("studies/loo.py", "45 and 57 minutes on a 2-core machine at load ~15"),),
-        2700.0,
-        reason="history: a record of one run at load ~15, as the docstring says",
-    ),
-    Quote(
-        "ep_loo_part",
-        "loo.py's second part, run beside the first at load ~15",
-        (("studies/loo.py", "45 and 57 minutes on a 2-core machine at load ~15"),),
-        3420.0,
-        reason="history: as loo_part",
-    ),
-    Quote(
         "laplace_1d",
         "studies/laplace_1d.py into a fresh folder",
         (
