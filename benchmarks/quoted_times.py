@@ -3,14 +3,16 @@
 ``python benchmarks/quoted_times.py`` runs each entry of ``benchmarks/quote_registry.py``
 as the quote means it (in a fresh interpreter or a subprocess, outputs in a temporary
 folder; the best of a few repeats where a run is cheap), reads a benchmark's committed
-measurement where the quote is one, and writes ``results/benchmarks/quoted_times.md`` and
+measurement where the quote is one (and a study's time from its committed records,
+``benchmarks/study_times.py``), and writes ``results/benchmarks/quoted_times.md`` and
 ``quoted_times.csv``: each quote, where it stands, the seconds quoted and measured, their
 ratio and whether it lies within [1/2, 2].
 
 The machine must be idle: with a 1-minute load average above 0.5 per core at the start it
 refuses (exit 2); ``--force`` runs anyway and titles the table NOT IDLE (not for
-committing). ``--skip-long`` skips the runs of a minute or more (the studies, the test
-suite); ``--only KEY ...`` runs those entries; ``--output DIR`` writes elsewhere.
+committing). ``--skip-long`` skips the runs of a minute or more (the README's two
+commands, a few studies' parts and calls); ``--only KEY ...`` runs those entries;
+``--output DIR`` writes elsewhere.
 """
 
 from __future__ import annotations
