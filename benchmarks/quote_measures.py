@@ -1,6 +1,6 @@
 """What a measurement of ``benchmarks/quote_registry.py`` is (:class:`Code`, :class:`Command`,
-:class:`Table`, each :class:`Quote`'s record) and the Python run before a timed statement:
-the data and objects each quoted time is measured on (text, run by
+:class:`Table`, :class:`Records`, each :class:`Quote`'s record) and the Python run before a
+timed statement: the data and objects each quoted time is measured on (text, run by
 ``benchmarks/quoted_times.py`` in a fresh interpreter whose working folder is the
 repository root)."""
 
@@ -48,23 +48,29 @@ class Table:
 
 
 @dataclass(frozen=True)
+class Records:
+    """A time computed from a study's committed records (``benchmarks/study_times.py``):
+    ``study_times.seconds(key)``, a study's script or one of its parts."""
+
+    key: str
+
+
+@dataclass(frozen=True)
 class Quote:
     """One quoted time (see the module note). ``clock``: which number the quote means:
-    "wall", "cpu", or "parsed" (the time a command wrote). ``long``: skipped by
-    ``--skip-long`` (a minute or more)."""
+    "wall", "cpu", "parsed" (the time a command wrote) or "records" (computed from the
+    committed records). ``long``: skipped by ``--skip-long`` (a minute or more)."""
 
     key: str
     what: str
     places: tuple[tuple[str, str], ...]
     quoted: float | None
-    measure: Code | Command | Table | None = None
+    measure: Code | Command | Table | Records | None = None
     clock: str = "wall"
     long: bool = False
     reason: str = ""
 
 
-#: BLAS and OpenMP on one thread (a quote "on one core").
-ONE_THREAD = (("OMP_NUM_THREADS", "1"), ("OPENBLAS_NUM_THREADS", "1"), ("MKL_NUM_THREADS", "1"))
 #: The README's "Ten lines" block, read when the measurement starts.
 TEN_LINES = (
     "import pathlib, re\ntext = pathlib.Path('README.md').read_text()\n"
@@ -76,6 +82,8 @@ DATA_100 = (
     "X = rng.normal(size=(100, 2))\ny = (X[:, 0] + 0.5 * rng.normal(size=100) > 0).astype(int)\n"
     "k = gc.kernels.SquaredExponential(lengthscale=1.0, variance=1.0)"
 )
+#: The same draw at n = 30.
+DATA_30 = DATA_100.replace("size=(100, 2)", "size=(30, 2)").replace("size=100)", "size=30)")
 #: 5,000 cases of the benchmarks' 2-D synthetic data (benchmarks/_common.py), SE(1, 1).
 N5000 = (
     "import sys\nsys.path.insert(0, 'benchmarks')\nimport numpy as np\nimport gpc_compare as gc\n"

@@ -4,9 +4,10 @@ One :class:`Quote` per quoted time: where it stands (a file and a phrase found o
 whitespace collapsed as :func:`quote_scan.normalise` does), the seconds quoted, and its
 measurement: :class:`Code` (Python timed in a fresh interpreter), :class:`Command` (a
 subprocess, timed whole or a time read from what it wrote), :class:`Table` (a benchmark
-script's committed measurement), or none, with the reason (``pending``: not built yet;
-``history``: a record of one past run or of code since changed, which no run now repeats;
-``estimate``: a prediction for a run never made).
+script's committed measurement), :class:`Records` (a study's time, computed from its
+committed records by ``benchmarks/study_times.py``), or none, with the reason (``pending``:
+not built yet; ``history``: a record of one past run or of code since changed, which no run
+now repeats; ``estimate``: a prediction for a run never made).
 Entries with ``quoted=None`` are quoted nowhere: the cases issue 34's newcomer timed, kept
 so the table shows them. ``NOT_TIMES`` lists the scanner's matches that are not times.
 ``tests/docs/test_quoted_times.py`` holds the scan and this registry to each other.
@@ -15,11 +16,10 @@ so the table shows them. ``NOT_TIMES`` lists the scanner's matches that are not 
 from __future__ import annotations
 
 from quote_measures import (
+    DATA_30,
     DATA_100,
-    INDEX,
     N5000,
     NUTPIE_SETUP,
-    ONE_THREAD,
     PY,
     TEN_LINES,
     TMP,
@@ -28,11 +28,14 @@ from quote_measures import (
     Code,
     Command,
     Quote,
+    Records,
     Table,
     index_row,
 )
+from study_times import study_time
 
-__all__ = ["NOT_TIMES", "QUOTES", "Code", "Command", "Quote", "Table", "by_key", "PY", "TMP"]
+__all__ = ["NOT_TIMES", "QUOTES", "Code", "Command", "Quote", "Records", "Table", "by_key"]
+__all__ += ["PY", "TMP"]
 
 
 def _cli(*args: str) -> tuple[str, ...]:
@@ -47,6 +50,26 @@ CRABS = "compare examples/crabs.csv --target sex"
 def _study(script: str) -> Command:
     """``gpc-compare run studies/SCRIPT --output {tmp}``."""
     return Command(_cli("run", f"studies/{script}", "--output", TMP))
+
+
+FULL_BAYES = "docs/guide/hyperparameters.md"
+TOML_PHRASE = "quadratic in their number: 1.3 s of CPU for 10,000, 5.8 s for 20,000"
+WEAK_PHRASE = "the two routes take about the same time (0.22 s and 0.23 s,"
+
+
+def _computed(key: str, script: str, also: str = "") -> Quote:
+    """The index's time cell of ``script`` (results/README.md): computed from the study's
+    committed records by ``benchmarks/study_times.py``, so the registry follows them (a cell
+    that differs is a place not found); ``also``: the rest of the row's command cell."""
+    time = study_time(script)
+    return Quote(
+        key,
+        f"gpc-compare run studies/{script}: its committed records' time",
+        (index_row(script + also, time.cell),),
+        time.seconds,
+        Records(script),
+        clock="records",
+    )
 
 
 TRUST_PHRASE = "(about 10 minutes on 2 cores for the splits, 15 for the grid's 882 checks)"
@@ -122,65 +145,17 @@ QUOTES: tuple[Quote, ...] = (
         clock="parsed",
         long=True,
     ),
-    Quote(
-        "scale_study_guide",
-        "gpc-compare run studies/scale.py into a fresh folder",
-        (("docs/guide/large_n.md", "(about 20 minutes on 2 cores)"),),
-        1200.0,
-        _study("scale.py"),
-        long=True,
-    ),
-    Quote(
-        "scale_study_script",
-        "gpc-compare run studies/scale.py into a fresh folder (the same run as "
-        "scale_study_guide, which quotes another time)",
-        (("studies/scale.py", "(about 30 minutes on 2 cores)"),),
-        1800.0,
-        _study("scale.py"),
-        long=True,
-    ),
-    Quote(
-        "approximations_grid",
-        "gpc-compare run studies/approximations_grid.py into a fresh folder",
-        (
-            ("studies/approximations_grid.py", "take about 50 minutes on 2 cores"),
-            index_row("approximations_grid.py", "50 min"),
-        ),
-        3000.0,
-        _study("approximations_grid.py"),
-        long=True,
-    ),
-    Quote(
-        "gold_standard",
-        "gold_standard.py's estimates' seconds summed (its README's 'The estimates took')",
-        (
-            ("studies/gold_standard.py", "(about 60 minutes of estimates on one core"),
-            index_row("gold_standard.py", "60 min (one core)"),
-        ),
-        3600.0,
-        Command(
-            _study("gold_standard.py").argv,
-            parse=("gold_standard/README.md", r"The estimates took ([0-9.]+) minutes", 60.0),
-        ),
-        clock="parsed",
-        long=True,
-    ),
-    Quote(
-        "iris_study",
-        "gpc-compare run studies/iris.py into a fresh folder",
-        (("studies/iris.py", "Takes about 5 minutes on 2 cores"),),
-        300.0,
-        _study("iris.py"),
-        long=True,
-    ),
-    Quote(
-        "synthetic_2d",
-        "studies/synthetic_2d.py into a fresh folder, BLAS on one thread",
-        (("studies/synthetic_2d.py", "Takes about 2 minutes on one core"),),
-        120.0,
-        Command(_study("synthetic_2d.py").argv, env=ONE_THREAD),
-        long=True,
-    ),
+    _computed("approximations", "approximations.toml"),
+    _computed("approximations_logistic", "approximations_logistic.toml"),
+    _computed("approximations_grid", "approximations_grid.py"),
+    _computed("kernels", "kernels.toml"),
+    _computed("ep_loo", "ep_loo.toml"),
+    _computed("gold_standard", "gold_standard.py"),
+    _computed("trust_study", "trust.py", "`; `gpc-compare run studies/trust_sonar.py"),
+    _computed("loo_study", "loo.py"),
+    _computed("synthetic_2d", "synthetic_2d.py"),
+    _computed("iris", "iris.py"),
+    _computed("scale", "scale.py"),
     Quote(
         "trust_splits",
         "trust.py's part on the splits (its trust.csv into a fresh folder)",
@@ -195,23 +170,11 @@ QUOTES: tuple[Quote, ...] = (
     ),
     Quote(
         "trust_grid",
-        "trust.py's part on the grid's 882 checks (its grid.csv into a fresh folder)",
+        "trust.py's part on the grid's 882 checks: its committed grid.csv's job seconds",
         (("studies/trust.py", TRUST_PHRASE),),
         900.0,
-        Code(
-            "trust._extend(out / 'grid.csv', ['dataset', 'point', 'engine'], trust._grid_rows)",
-            TRUST_SETUP,
-            repeats=1,
-        ),
-        long=True,
-    ),
-    Quote(
-        "trust_study",
-        "gpc-compare run studies/trust.py into a fresh folder (both parts)",
-        ((INDEX, "studies/trust_sonar.py` | 25 min"),),
-        1500.0,
-        _study("trust.py"),
-        long=True,
+        Records("trust.py grid"),
+        clock="records",
     ),
     Quote(
         "mcmc_multiclass_fit",
@@ -233,76 +196,6 @@ QUOTES: tuple[Quote, ...] = (
         reason="history: benchmarks/bench_mcmc_multiclass.py at load 7-10, CPU seconds",
     ),
     Quote(
-        "loo_study",
-        "gpc-compare run studies/loo.py, its two parts in parallel at load ~15",
-        (index_row("loo.py", "60 min (two parts in parallel, load ~15 on 2 cores)"),),
-        3600.0,
-        reason="history: as loo_part",
-    ),
-    Quote(
-        "approximations",
-        "gpc-compare run studies/approximations.toml into a fresh folder (no job records)",
-        (index_row("approximations.toml", "10 min"),),
-        600.0,
-        _study("approximations.toml"),
-        long=True,
-    ),
-    Quote(
-        "approximations_logistic",
-        "gpc-compare run studies/approximations_logistic.toml into a fresh folder",
-        (index_row("approximations_logistic.toml", "20 min"),),
-        1200.0,
-        _study("approximations_logistic.toml"),
-        long=True,
-    ),
-    Quote(
-        "kernels",
-        "gpc-compare run studies/kernels.toml into a fresh folder",
-        (index_row("kernels.toml", "8.5 min (8m25s measured, idle)"),),
-        505.0,
-        _study("kernels.toml"),
-        long=True,
-    ),
-    Quote(
-        "ep_loo",
-        "gpc-compare run studies/ep_loo.toml into a fresh folder (no job records)",
-        (index_row("ep_loo.toml", "18 min"),),
-        1080.0,
-        _study("ep_loo.toml"),
-        long=True,
-    ),
-    Quote(
-        "laplace_1d_index",
-        "gpc-compare run studies/laplace_1d.py (the same run as laplace_1d)",
-        (index_row("laplace_1d.py", "0.5 min"),),
-        30.0,
-        _study("laplace_1d.py"),
-    ),
-    Quote(
-        "synthetic_2d_index",
-        "gpc-compare run studies/synthetic_2d.py into a fresh folder, BLAS threads as set",
-        (index_row("synthetic_2d.py", "3.5 min"),),
-        210.0,
-        _study("synthetic_2d.py"),
-        long=True,
-    ),
-    Quote(
-        "iris_index",
-        "gpc-compare run studies/iris.py (the same run as iris_study)",
-        (index_row("iris.py", "2.5 min"),),
-        150.0,
-        _study("iris.py"),
-        long=True,
-    ),
-    Quote(
-        "all_studies",
-        "gpc-compare run studies/* into results/ (resuming from the committed records)",
-        ((INDEX, "gpc-compare run studies/* # about 70 minutes on 2 cores"),),
-        4200.0,
-        reason="pending: it resumes from and rewrites the committed results/; this script "
-        "writes only to temporary folders",
-    ),
-    Quote(
         "trust_sonar",
         "gpc-compare run studies/trust_sonar.py into a fresh folder",
         (),
@@ -312,27 +205,14 @@ QUOTES: tuple[Quote, ...] = (
         reason="quoted as 'a few minutes' until measured; the docstring now names this table",
     ),
     Quote(
-        "loo_part",
-        "loo.py's first part, run beside the second at load ~15",
-        (("studies/loo.py", "45 and 57 minutes on a 2-core machine at load ~15"),),
-        2700.0,
-        reason="history: a record of one run at load ~15, as the docstring says",
-    ),
-    Quote(
-        "ep_loo_part",
-        "loo.py's second part, run beside the first at load ~15",
-        (("studies/loo.py", "45 and 57 minutes on a 2-core machine at load ~15"),),
-        3420.0,
-        reason="history: as loo_part",
-    ),
-    Quote(
         "laplace_1d",
         "studies/laplace_1d.py into a fresh folder",
         (
-            ("studies/laplace_1d.py", "(about 40 s, almost all of it MCMC"),
-            ("studies/laplace_1d.py", "(from the repository root; about 40 s)"),
+            ("studies/laplace_1d.py", "(about 10 s, almost all of it MCMC"),
+            ("studies/laplace_1d.py", "(from the repository root; about 10 s)"),
+            index_row("laplace_1d.py", "about 10 s"),
         ),
-        40.0,
+        10.0,
         _study("laplace_1d.py"),
     ),
     Quote(
@@ -350,8 +230,8 @@ QUOTES: tuple[Quote, ...] = (
     Quote(
         "bayesian_logistic_ep",
         "the study's EP fit on 500 points (example2_engine('ep'))",
-        (("studies/bayesian_logistic.py", "EP on 500 points ~15 s"),),
-        15.0,
+        (("studies/bayesian_logistic.py", "EP on 500 points ~3 s"),),
+        3.0,
         Code(
             "b.example2_engine('ep')",
             "import sys\nsys.path.insert(0, 'studies')\nimport bayesian_logistic as b",
@@ -361,22 +241,22 @@ QUOTES: tuple[Quote, ...] = (
     Quote(
         "keel_magic",
         "gc.datasets.keel.load_magic(): the 19020 rows read",
-        (("gpc_compare/datasets/keel.py", "the 19020 rows of magic take about 10 ms"),),
-        0.01,
+        (("gpc_compare/datasets/keel.py", "the 19020 rows of magic take about 60 ms"),),
+        0.06,
         Code("keel.load_magic()", "from gpc_compare.datasets import keel", repeats=5),
     ),
     Quote(
         "weak_columns",
         "marginal_variances at n = 2000 with a quarter of the sites weak (W = 0)",
-        (("gpc_compare/posterior/gaussian.py", "w = n / 4: 0.7 s against 1.7 s"),),
-        0.7,
+        (("gpc_compare/posterior/gaussian.py", WEAK_PHRASE),),
+        0.22,
         Code("marginal_variances(K, W, sW, L)", WEAK),
     ),
     Quote(
         "weak_columns_by_V",
         "the same diagonal from V = L^-1 sW K (the route not taken at w = n / 4)",
-        (("gpc_compare/posterior/gaussian.py", "w = n / 4: 0.7 s against 1.7 s"),),
-        1.7,
+        (("gpc_compare/posterior/gaussian.py", WEAK_PHRASE),),
+        0.23,
         Code(
             "Linv = lapack.dtrtri(L, lower=1)[0]\nV = solve_lower(L, sW[:, None] * K)\n"
             "d = np.diag(K) - np.einsum('ij,ij->j', V, V)",
@@ -411,8 +291,8 @@ QUOTES: tuple[Quote, ...] = (
     Quote(
         "psis_fitc_ep_5000",
         "gc.psis of a FITC-EP fit at n = 5,000, M = 128 (as psis_laplace_5000): CPU",
-        (("gpc_compare/trust/__init__.py", "M = 128, 2.5 s and 1.9 s of CPU"),),
-        2.5,
+        (("gpc_compare/trust/__init__.py", "M = 128, 5.4 s and 4.2 s of CPU"),),
+        5.4,
         Code(
             "gc.psis(post, draws=4000, random_seed=0)",
             N5000 + "post = gc.fit(X, y, method='fitc_ep', kernel=k, likelihood='probit', "
@@ -424,8 +304,8 @@ QUOTES: tuple[Quote, ...] = (
     Quote(
         "psis_svgp_5000",
         "gc.psis of an SVGP fit at n = 5,000, M = 128 (as psis_laplace_5000): CPU",
-        (("gpc_compare/trust/__init__.py", "M = 128, 2.5 s and 1.9 s of CPU"),),
-        1.9,
+        (("gpc_compare/trust/__init__.py", "M = 128, 5.4 s and 4.2 s of CPU"),),
+        4.2,
         Code(
             "gc.psis(post, draws=4000, random_seed=0)",
             N5000 + "post = gc.fit(X, y, method='svgp', kernel=k, likelihood='probit', "
@@ -443,11 +323,19 @@ QUOTES: tuple[Quote, ...] = (
     ),
     Quote(
         "toml_depth",
-        "tomllib reading one key of 100,000 dotted parts (what studyfile.MAX_DEPTH refuses)",
-        (("gpc_compare/study/studyfile.py", "100 s for 100,000"),),
-        100.0,
-        Code("tomllib.loads(text)", "import tomllib\ntext = 'a' + '.a' * 99999 + ' = 1'", 1),
-        long=True,
+        "tomllib reading one key of 10,000 dotted parts (what studyfile.MAX_DEPTH refuses): CPU",
+        (("gpc_compare/study/studyfile.py", TOML_PHRASE),),
+        1.3,
+        Code("tomllib.loads(text)", "import tomllib\ntext = 'a' + '.a' * 9999 + ' = 1'", 1),
+        clock="cpu",
+    ),
+    Quote(
+        "toml_depth_20k",
+        "the same with 20,000 dotted parts: CPU",
+        (("gpc_compare/study/studyfile.py", TOML_PHRASE),),
+        5.8,
+        Code("tomllib.loads(text)", "import tomllib\ntext = 'a' + '.a' * 19999 + ' = 1'", 1),
+        clock="cpu",
     ),
     Quote(
         "jobs_100k",
@@ -551,14 +439,25 @@ QUOTES: tuple[Quote, ...] = (
     ),
     Quote(
         "full_bayes",
-        "gc.fit(..., method='mcmc', full_bayes=True, random_seed=0), the README's 100 cases",
-        (),
-        None,
+        "gc.fit(..., method='mcmc', full_bayes=True, random_seed=0), the README's 100 cases: "
+        "CPU until stopped unfinished",
+        ((FULL_BAYES, "had not finished after 637 s of CPU"),),
+        637.0,
+        reason="history: one run stopped unfinished at load 12 (a lower bound; an idle run "
+        "would take over 10 minutes, too long for this table)",
+    ),
+    Quote(
+        "full_bayes_30",
+        "gc.fit(..., method='mcmc', full_bayes=True, random_seed=0) on 30 cases drawn as the "
+        "README's: CPU",
+        ((FULL_BAYES, "on 30 cases drawn the same way it took 223 s of CPU"),),
+        223.0,
         Code(
             "gc.fit(X, y, method='mcmc', kernel=k, full_bayes=True, random_seed=0)",
-            DATA_100,
+            DATA_30,
             repeats=1,
         ),
+        clock="cpu",
         long=True,
     ),
     Quote(

@@ -3,14 +3,16 @@
 ``python benchmarks/quoted_times.py`` runs each entry of ``benchmarks/quote_registry.py``
 as the quote means it (in a fresh interpreter or a subprocess, outputs in a temporary
 folder; the best of a few repeats where a run is cheap), reads a benchmark's committed
-measurement where the quote is one, and writes ``results/benchmarks/quoted_times.md`` and
+measurement where the quote is one (and a study's time from its committed records,
+``benchmarks/study_times.py``), and writes ``results/benchmarks/quoted_times.md`` and
 ``quoted_times.csv``: each quote, where it stands, the seconds quoted and measured, their
 ratio and whether it lies within [1/2, 2].
 
 The machine must be idle: with a 1-minute load average above 0.5 per core at the start it
 refuses (exit 2); ``--force`` runs anyway and titles the table NOT IDLE (not for
-committing). ``--skip-long`` skips the runs of a minute or more (the studies, the test
-suite); ``--only KEY ...`` runs those entries; ``--output DIR`` writes elsewhere.
+committing). ``--skip-long`` skips the runs of a minute or more (the README's two
+commands, a few studies' parts and calls); ``--only KEY ...`` runs those entries;
+``--output DIR`` writes elsewhere.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import time
 from pathlib import Path
 
 import quote_registry as reg
+import study_times
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "results" / "benchmarks"
@@ -132,6 +135,9 @@ def measure(q: reg.Quote, skip_long: bool, cache: dict) -> dict:
         if isinstance(m, reg.Table):
             value = read_table(m)
             row.update(status=f"benchmarks/{m.script}, committed in {m.csv}", clock="table")
+        elif isinstance(m, reg.Records):
+            value = study_times.seconds(m.key)
+            row.update(status="computed from the committed records (benchmarks/study_times.py)")
         else:
             if m not in cache:
                 print(f"  {q.key} ...", end=" ", flush=True, file=sys.stderr)
@@ -177,7 +183,7 @@ def markdown(rows: list[dict], facts: dict[str, str], note: str = "") -> str:
     ]
     for r in rows:
         measured = _seconds(r.get("measured_s"))
-        if r.get("clock") in ("cpu", "parsed", "table"):
+        if r.get("clock") in ("cpu", "parsed", "table", "records"):
             measured += f" ({r['clock']})" if measured else ""
         if not measured:
             measured = r["status"]

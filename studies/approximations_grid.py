@@ -18,8 +18,9 @@ Writes to ``results/approximations_grid/``: the runner's ``results.csv``, ``jobs
 ``evidence_contours.png``, ``evidence_gaps.png`` and ``README.md``.
 
 Run from the repository root: ``gpc-compare run studies/approximations_grid.py`` (the probit
-grid's 1,470 jobs and the logistic grid's 1,764 take about 50 minutes on 2 cores, the SMC jobs
-half of it).
+grid's 1,470 jobs and the logistic grid's 1,764, the SMC jobs about half of their time;
+results/README.md's index computes the committed run's time from ``jobs.csv`` and
+``ais_check.csv``).
 """
 
 from __future__ import annotations

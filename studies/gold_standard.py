@@ -19,8 +19,8 @@ Two parts, each a table the README summarises (``gc.evidence.estimate`` througho
 
 Writes ``results/gold_standard/``: ``gaussian.csv``, ``grid_hard.csv`` and ``README.md``.
 Resumes: rows already in the CSVs are kept. Run from the repository root:
-``gpc-compare run studies/gold_standard.py`` (about 60 minutes of estimates on one core;
-the two parts can run in two processes, ``run(output, parts=("gaussian",))`` and
+``gpc-compare run studies/gold_standard.py`` (the README sums the estimates' seconds, one
+core each; the two parts can run in two processes, ``run(output, parts=("gaussian",))`` and
 ``("grid",)``).
 """
 

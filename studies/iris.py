@@ -26,8 +26,8 @@ what is specific to Iris:
 Writes to ``output`` (results/iris/): the runner's ``study.toml``, ``jobs/``,
 ``results.csv``, ``jobs.csv``, ``report.md`` and ``figures/``; ``summary.csv`` (tidy:
 method, quantity, value: the fit on all the data), ``probability_maps.png`` and
-``README.md``. Takes about 5 minutes on 2 cores (``gpc-compare run studies/iris.py`` from the
-repository root; MCMC is most of it).
+``README.md``, which states the run's time (MCMC is most of it). Run from the repository
+root: ``gpc-compare run studies/iris.py``.
 """
 
 from __future__ import annotations

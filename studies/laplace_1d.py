@@ -26,7 +26,7 @@ distribution *is* the posterior); the study asserts it.
 Writes to ``results/laplace_1d/``: ``summary.csv`` (tidy: method, quantity, value,
 exact, abs_error, mc_se), ``figure_4_14.png`` (Bishop's two panels with EP and MCMC
 added) and ``README.md``. Run from the repository root: ``python studies/laplace_1d.py``
-(about 40 s, almost all of it MCMC: 4 chains x 2000 draws, random_seed=0; seeds 1
+(about 10 s, almost all of it MCMC: 4 chains x 2000 draws, random_seed=0; seeds 1
 and 2 rerun for the spread of the Monte Carlo moments).
 """
 
@@ -358,7 +358,7 @@ textbook; the numbers above make its qualitative picture precise.
 
 ## Reproduce
 
-`python studies/laplace_1d.py` (from the repository root; about 40 s). Seeds: MCMC
+`python studies/laplace_1d.py` (from the repository root; about 10 s). Seeds: MCMC
 random_seed=0, and 1 and 2 for the spread (draws=2000, tune=1000, chains=4); EP's default
 order seed. Versions:
 {versions_text()}.

@@ -28,9 +28,10 @@ Pareto k), ``folds.csv`` (one row per data set and fold: n, the held-out score),
 ``ep_loo.csv`` (one row per ep_loo selection rerun), ``loo_error.png`` and ``README.md``
 (its numbers computed from the tables by :func:`findings`). Resumes: folds already in the
 tables are kept. Run from the repository root: ``gpc-compare run studies/loo.py``, or
-``python studies/loo.py [loo] [ep_loo]`` for one part (run in parallel: 45 and 57 minutes
-on a 2-core machine at load ~15; the refits run with one BLAS thread, which under that load
-was ten times faster than the default threads).
+``python studies/loo.py [loo] [ep_loo]`` for one part (the two can run in parallel; their
+committed times, from the tables' seconds columns, are in results/README.md's index; the
+refits run with one BLAS thread, which at a load of ~15 on 2 cores was ten times faster
+than the default threads).
 """
 
 from __future__ import annotations

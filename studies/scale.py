@@ -23,7 +23,8 @@ mean log predictive, its gap to the Bayes rule, error, ECE, fit seconds, peak tr
 memory), ``growth.csv`` (each engine's fitted cost exponent), ``figures/`` and
 ``README.md`` (the finding). The per-job records stay in ``results/scale/<study>/jobs``
 (git-ignored: at n = 100,000 each holds its latent moments, megabytes a job). Run from the
-repository root: ``gpc-compare run studies/scale.py`` (about 30 minutes on 2 cores).
+repository root: ``gpc-compare run studies/scale.py`` (results/README.md's index computes
+the committed run's time from the three ``jobs.csv``).
 """
 
 from __future__ import annotations

@@ -29,8 +29,8 @@ where the engine's decision differs from the Bayes decision. These scores are
 
 Writes to ``output`` (results/synthetic_2d/): ``metrics.csv`` (tidy: problem, engine,
 quantity, value), ``decision_boundaries.png`` (Fig. 6.12 per engine), ``comparison.png``
-(the scores side by side) and ``README.md``. Takes about 2 minutes on one core
-(``python studies/synthetic_2d.py`` from the repository root).
+(the scores side by side) and ``README.md``, which states the run's time. Run from the
+repository root: ``python studies/synthetic_2d.py``.
 """
 
 from __future__ import annotations

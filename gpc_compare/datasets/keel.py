@@ -5,7 +5,7 @@ phoneme (5404, 5), for the scale of issue 16. Every loader returns the inputs **
 file** (no scaling, row order KEEL's); provenance, licences, checksums and the ways KEEL's
 copies differ from the originals are in ``gpc_compare/data/README.md``
 (``scripts/extract_keel.py`` regenerates the files). Read with :func:`numpy.loadtxt`: the
-19020 rows of magic take about 10 ms.
+19020 rows of magic take about 60 ms.
 
 KEEL's sixth set of this kind, ``ring`` (Breiman's ringnorm), is not shipped: KEEL's
 conversion damaged 11% of its values (``data/README.md``). ``load("ringnorm")`` draws from

@@ -51,9 +51,11 @@ def marginal_variances(
 
     Why half: the weak columns cost a product of L^-1 with an n x w block, 2 n^2 w flops,
     and V a triangular solve with n right-hand sides, n^3 flops, so they break even at
-    w = n / 2 (measured at n = 2000 with w = n / 4: 0.7 s against 1.7 s). EP once fell back
-    to V at w > n / 8, when its sequential sweeps (then its default schedule) built V every
-    sweep anyway; its default now sweeps in parallel, and KL and VB never build V.
+    w = n / 2 by flop count. Measured at n = 2000 with w = n / 4 the two routes take about
+    the same time (0.22 s and 0.23 s, ``benchmarks/quoted_times.py``, idle): there the
+    choice saves the n x n V's memory more than time. EP once fell back to V at w > n / 8,
+    when its sequential sweeps (then its default schedule) built V every sweep anyway; its
+    default now sweeps in parallel, and KL and VB never build V.
     """
     n = K.shape[0]
     if not np.any(W):  # no site carries information yet: Sigma = K

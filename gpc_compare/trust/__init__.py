@@ -96,7 +96,7 @@ kept for prediction (draws x n floats). Sparse: O(n M) per draw (SVGP with the l
 likelihood: a quadrature per case and draw, about 15 microseconds each). Measured at
 n = 5,000 (2-D, probit, 4000 draws): Laplace 20.5 s of CPU over both BLAS threads and a
 1.6 GB peak (137 s wall on this machine, shared with a load of 13); FITC-EP and SVGP with
-M = 128, 2.5 s and 1.9 s of CPU.
+M = 128, 5.4 s and 4.2 s of CPU (``benchmarks/quoted_times.py``, idle).
 
 References
 ----------

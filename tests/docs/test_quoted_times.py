@@ -89,8 +89,9 @@ def test_every_place_stands_once_and_quotes_its_seconds() -> None:
 def test_every_entry_is_measured_or_says_why_not() -> None:
     assert len(reg.by_key()) == len(reg.QUOTES)  # (keys unique)
     for q in reg.QUOTES:
-        assert q.clock in {"wall", "cpu", "parsed"}, q.key
+        assert q.clock in {"wall", "cpu", "parsed", "records"}, q.key
         assert (q.clock == "parsed") == (getattr(q.measure, "parse", None) is not None), q.key
+        assert (q.clock == "records") == isinstance(q.measure, reg.Records), q.key
         if q.measure is None:
             assert q.reason.split(":")[0] in {"pending", "history", "estimate"}, q.key
             assert q.quoted is not None, q.key  # (an unquoted case is there to be measured)
