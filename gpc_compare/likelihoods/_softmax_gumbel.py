@@ -21,22 +21,30 @@ derivatives follow as in the quadrature (Price 1958; Opper and Archambeau 2009, 
 dE/d mean_c = [c = y] - E[p_c], dE/d var_c = -1/2 E[p_c (1 - p_c)]. Every integrand is a
 sum of positive terms, so nothing cancels but E[M] - mean_y (error below).
 
-Rules. Everything is a trapezoid rule of step h = _STEP. The integrands are analytic and
-bounded in the strip |Im x| < 1.4 (|G| <= 1 and |g| <= 2.2 there, since
-|exp(-e^-t)| = exp(-e^-Re t cos Im t)), so the trapezoid error is of order
-exp(-2 pi 1.4 / h) ~ 1e-15 (Trefethen and Weideman 2014, section 5) per unit length; the
-same holds for the Gaussian smoothing in f when var_c >= 1 (its step h in f is then at
-most h in the whitened z), where F_c and r_c on the x grid are a discrete convolution of
-the Gaussian's weights with G and g, computed by FFT. Where var_c < 1 the smoothing uses
-its own grid in z (step h, |z| <= _SPAN) on the x nodes of the class's support only.
-Supports: the Gaussian beyond _SPAN sd holds 2e-17 of the mass, G(t) < 1e-17 below
-t = -_LOW, 1 - G(t) and g(t) below 1e-18 beyond t = _HIGH; so F_c = 0 below
-mean_c - _SPAN sd_c - _LOW, F_c = 1 and r_c = 0 above mean_c + _SPAN sd_c + _HIGH, and
-L, U are the largest of these ends. Measured against the two-dimensional trapezoid rule
-(:func:`~gpc_compare.likelihoods.softmax._diagonal_quadrature`, errors below 1e-12) for
-C = 3, sd from 1e-3 to 100 and means in [-50, 50]: the value and the derivatives agree
-to better than 1e-11 (tests/test_multiclass_likelihoods.py). The cost is linear in the
-width of [L, U] (17 sd + 50 nodes of width h) and in C^3, not quadratic in sd.
+Rules. Every integral is a trapezoid rule. In x (step h = _STEP) the integrands are
+analytic and bounded in the strip |Im x| < 1.4 (|G| <= 1 and |g| <= 2.2 there, since
+|exp(-e^-t)| = exp(-e^-Re t cos Im t)), so the error is of order exp(-2 pi 1.4 / h) ~ 1e-15
+per unit length (Trefethen and Weideman 2014, section 5). The Gaussian smoothing in
+f = mean_c + sd_c z: where sd_c >= _WIDE_SD, steps h in f (at most 0.5 in z), so F_c and
+r_c on the x grid are a discrete convolution of the Gaussian's weights with G and g
+(FFT); in z the integrand is analytic in |Im z| < 1.4 / sd_c and grows there at most as
+e^{(Im z)^2 / 2}, an error below e^{3.9 - 35} ~ 1e-14. Where sd_c < _WIDE_SD, its own
+grid in z (step _NARROW_STEP, strip half-width 3: e^{4.5 - 37.7}) on the x nodes of the
+class's support only. Supports: the Gaussian beyond _SPAN sd holds 2e-17 of the mass,
+G(t) < 1e-17 below t = -_LOW, 1 - G(t) and g(t) below 1e-18 beyond t = _HIGH; so F_c = 0
+below mean_c - _SPAN sd_c - _LOW, F_c = 1 and r_c = 0 above mean_c + _SPAN sd_c + _HIGH,
+and L, U are the largest of these ends.
+
+Measured (C = 3, sd from 1e-3 to 50, mixed within an input, means in [-50, 50]): against
+the two-dimensional trapezoid grid over the differences refined to step 0.3, the
+derivatives agree to 1e-13 and the value to 1e-13 up to sd 8 and 1e-11 at sd 50 (the
+grid's own rounding over its 10^7 nodes: against nested adaptive quadrature (scipy's
+quad) the value agrees to 2e-14 at sd up to 100); against itself refined (step 0.15,
+_SPAN 9.5) to 7e-13 in the value and 4e-15 in the derivatives at sd 24 to 100; for C = 2
+against the logistic-normal integral to 4e-13 (tests/test_multiclass_likelihoods.py).
+The value moves by up to 7e-12 as a mean shifts across the x grid (sd ~100). The cost
+is linear in the width of [L, U] (17 sd + 46 over h nodes) and in C^3, not quadratic in
+sd: 0.07 s for 120 inputs at sd 24, against 22 s for the grid.
 """
 
 from __future__ import annotations
