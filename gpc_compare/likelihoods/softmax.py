@@ -457,8 +457,10 @@ _ELBO_SPAN = 8.0
 _ELBO_STEP = 0.6
 _ELBO_NODES_ROUND = 4
 # The grid serves three or fewer classes whose differences' largest sd is at most this
-# (33^2 nodes); the Gumbel-max integrals, whose cost grows as sd rather than sd^2, the
-# others (at sd 1 they cost about a third of the grid's 57^2 nodes at sd 1.4).
+# (33^2 nodes); the Gumbel-max integrals, whose cost grows as sd rather than sd^2, serve
+# the others (measured, 120 inputs, C = 3, every latent's sd s: at s = 1 they take
+# 0.007 s, the grid 0.021 s; at s = 5, 0.02 s against 1 s; at s = 0.3, where their
+# latents below sd 0.5 take a slower rule, 0.15 s against the grid's 0.011 s).
 _ELBO_GRID_SD = 1.0
 # Variances below this are raised to it before dividing by sd (a point mass, to rounding).
 _VAR_FLOOR = 1e-300
