@@ -10,7 +10,10 @@ from scipy.special import owens_t
 from scipy.stats import norm
 
 from gpc_compare.likelihoods import Logistic, RobustMax, Softmax
+from gpc_compare.likelihoods import _softmax_gumbel as gumbel_module
+from gpc_compare.likelihoods import softmax as softmax_module
 from gpc_compare.likelihoods._diagonal import prob_largest
+from gpc_compare.likelihoods._softmax_gumbel import gumbel_diagonal_expectation
 
 from .helpers import central_difference
 
@@ -64,6 +67,87 @@ def test_softmax_quadrature_against_a_tensor_gauss_hermite_rule_and_its_derivati
     _check_derivatives(lambda *a: sm.expected_log_prob_diag(*a).value, y, mean, var,
                        e.d_mean, e.d_var, atol=1e-8)  # fmt: skip
     assert np.all(e.d_var < 0) and np.allclose(e.d_mean.sum(axis=1), 0.0, atol=1e-13)
+
+
+def _grid(y, mean, var, step: float = 0.6, span: float = 8.0):
+    """E[log p_y], dE/d mean and dE/d var on the trapezoid grid over the differences (the
+    rule below _ELBO_GRID_SD), at any sd, with its step and span as given."""
+    n, C = mean.shape
+    cov = np.zeros((n, C, C))
+    cov[:, np.arange(C), np.arange(C)] = var
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(softmax_module, "_ELBO_STEP", step)
+        mp.setattr(softmax_module, "_ELBO_SPAN", span)
+        value, Ep, Epq = softmax_module._grid_sums(y, *softmax_module._difference_factor(mean, cov))
+    return value, np.eye(C)[y] - Ep, -0.5 * Epq
+
+
+def test_softmax_gumbel_integrals_against_the_two_dimensional_grid():
+    """Large variances (sd of the differences above 1): the one-dimensional Gumbel-max
+    integrals against the trapezoid grid over the differences refined to step 0.3 (a
+    different rule: its error below 1e-14 here), to 1e-12 in the value and 1e-14 in the
+    derivatives, for sds from 1e-3 to 6 (mixed within an input) and means up to +-30; and
+    the default expected_log_prob_diag takes them there."""
+    rng = np.random.default_rng(11)
+    sd = np.exp(rng.uniform(np.log(1e-3), np.log(6.0), (8, 3)))
+    sd[:3] = rng.uniform(3.0, 6.0, (3, 3))
+    mean = (
+        rng.uniform(-30.0, 30.0, (8, 3)) * np.array([0.03, 0.3, 1.0, 0.03, 0.3, 1, 1, 1])[:, None]
+    )
+    y = rng.integers(0, 3, 8)
+    e = gumbel_diagonal_expectation(y, mean, sd**2)
+    ref = _grid(y, mean, sd**2, step=0.3, span=9.0)
+    np.testing.assert_allclose(e.value, ref[0], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(e.d_mean, ref[1], rtol=0, atol=1e-14)
+    np.testing.assert_allclose(e.d_var, ref[2], rtol=0, atol=1e-14)
+    default = Softmax().expected_log_prob_diag(y, mean, sd**2)
+    np.testing.assert_allclose(default.value, e.value, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(default.d_var, e.d_var, rtol=0, atol=1e-14)
+
+
+def test_softmax_gumbel_integrals_at_very_large_variances():
+    """sd 20 to 100 (where the grid would need 10^5 to 10^7 nodes an input): for two
+    classes the logistic on the difference (its own quadrature); for three, the same rule
+    refined (step 0.15, span 9.5) to 2e-12 in the value and 1e-14 in the derivatives, and
+    central differences of the value."""
+    rng = np.random.default_rng(12)
+    sd = rng.uniform(20.0, 100.0, (6, 3))
+    sd[0, 2] = 1e-3  # one latent all but known
+    mean = rng.uniform(-50.0, 50.0, (6, 3))
+    y = rng.integers(0, 3, 6)
+    r = np.arange(6)
+    e2 = gumbel_diagonal_expectation(y % 2, mean[:, :2], sd[:, :2] ** 2)
+    E, dE_dm, dE_dv = Logistic().expected_log_prob(
+        1.0 - 2.0 * (y % 2), mean[:, 0] - mean[:, 1], (sd[:, :2] ** 2).sum(1)
+    )
+    np.testing.assert_allclose(e2.value, E, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(e2.d_mean[r, 0], dE_dm, atol=1e-13)
+    np.testing.assert_allclose(e2.d_var[r, 1], dE_dv, atol=1e-13)
+    e = gumbel_diagonal_expectation(y, mean, sd**2)
+    with pytest.MonkeyPatch.context() as mp:
+        for name, value in (("_STEP", 0.15), ("_SPAN", 9.5), ("_NARROW_STEP", 0.3)):
+            mp.setattr(gumbel_module, name, value)
+        fine = gumbel_diagonal_expectation(y, mean, sd**2)
+    np.testing.assert_allclose(e.value, fine.value, rtol=0, atol=2e-12)
+    np.testing.assert_allclose(e.d_mean, fine.d_mean, rtol=0, atol=1e-14)
+    np.testing.assert_allclose(e.d_var, fine.d_var, rtol=0, atol=1e-14)
+    assert np.all(e.d_var <= 0) and np.allclose(e.d_mean.sum(axis=1), 0.0, atol=1e-14)
+    # central differences with steps 1e-4 sd in the mean and 1e-4 var in the variance (the
+    # value varies on the scale sd; its rounding, ~1e-12, over such steps is 1e-10), at
+    # the inputs without the all but known latent
+    y, mean, var = y[1:], mean[1:], sd[1:] ** 2
+    for c in range(3):
+        e_c = np.eye(3)[c]
+        for arg, d_arg, h in ((0, e.d_mean[1:], 1e-4 * sd[1:]), (1, e.d_var[1:], 1e-4 * var)):
+            step = h[:, c, None] * e_c
+            plus, minus = [mean, var], [mean, var]
+            plus[arg] = plus[arg] + step
+            minus[arg] = minus[arg] - step
+            fd = (
+                gumbel_diagonal_expectation(y, *plus).value
+                - gumbel_diagonal_expectation(y, *minus).value
+            ) / (2 * h[:, c])
+            np.testing.assert_allclose(d_arg[:, c], fd, rtol=0, atol=2e-9)
 
 
 def test_softmax_monte_carlo_is_unbiased_and_differentiates_its_own_estimate():
