@@ -300,7 +300,8 @@ class PSISDiagnosis:
 
         computed with the Pareto-smoothed weights, as Vehtari et al. (2024) estimate the
         Monte Carlo error of a PSIS estimate. It is the error of the S draws only, and as
-        good as the weights: trustworthy where k-hat is below the threshold. With equal
+        good as the weights: trustworthy where k-hat is below the threshold (where all the
+        weight is on one draw, ESS = 1, it collapses to 0, meaningless). With equal
         weights (q the posterior) it is the plain Monte Carlo error sd(g) / sqrt(S) of
         averaging the draws' predictions.
 
