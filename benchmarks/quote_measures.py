@@ -112,13 +112,6 @@ NUTPIE_SETUP = (
     "problem = Problem(X, 2.0 * y - 1.0, k, get_likelihood('probit'))\nK = k(X)\n"
     "model = fixed_model(problem, cholesky(K, jitter=JITTER), whiten(problem, K, 'ep'))"
 )
-#: studies/trust.py imported, and a temporary output folder (removed at exit).
-TRUST_SETUP = (
-    "import pathlib, sys, tempfile\nsys.path.insert(0, 'studies')\nimport trust\n"
-    "tmp = tempfile.TemporaryDirectory(prefix='quoted-times-')\nout = pathlib.Path(tmp.name)"
-)
-
-
 #: The studies' index, written by hand.
 INDEX = "results/README.md"
 

@@ -23,7 +23,6 @@ from quote_measures import (
     PY,
     TEN_LINES,
     TMP,
-    TRUST_SETUP,
     WEAK,
     Code,
     Command,
@@ -72,7 +71,6 @@ def _computed(key: str, script: str, also: str = "") -> Quote:
     )
 
 
-TRUST_PHRASE = "(about 10 minutes on 2 cores for the splits, 15 for the grid's 882 checks)"
 
 QUOTES: tuple[Quote, ...] = (
     Quote(
@@ -156,26 +154,6 @@ QUOTES: tuple[Quote, ...] = (
     _computed("synthetic_2d", "synthetic_2d.py"),
     _computed("iris", "iris.py"),
     _computed("scale", "scale.py"),
-    Quote(
-        "trust_splits",
-        "trust.py's part on the splits (its trust.csv into a fresh folder)",
-        (("studies/trust.py", TRUST_PHRASE),),
-        600.0,
-        Code(
-            "trust._extend(out / 'trust.csv', ['dataset', 'split', 'engine'], trust._rows)",
-            TRUST_SETUP,
-            repeats=1,
-        ),
-        long=True,
-    ),
-    Quote(
-        "trust_grid",
-        "trust.py's part on the grid's 882 checks: its committed grid.csv's job seconds",
-        (("studies/trust.py", TRUST_PHRASE),),
-        900.0,
-        Records("trust.py grid"),
-        clock="records",
-    ),
     Quote(
         "mcmc_multiclass_fit",
         "one Iris fold of the multi-class MCMC, compiled density against nutpie compiling PyMC",

@@ -95,8 +95,9 @@ def assemble(
         the class-probability differences (``proba_diff_max``, ...); with ``psis = true``
         the Pareto-k check of each Gaussian approximation (``pareto_k``,
         ``is_log_evidence``, ``is_log_evidence_se``, ``is_mean_log_predictive``,
-        ``psis_ess``). ``mcse``: a sampling reference's Monte Carlo standard error of the
-        row's value where it has one (``mean_log_predictive``), else empty.
+        ``is_mean_log_predictive_se``, ``psis_ess``). ``mcse``: a sampling reference's Monte
+        Carlo standard error of the row's value where it has one (``mean_log_predictive``),
+        else empty.
     """
     result_dir = Path(result_dir)
     if config is None:
@@ -152,6 +153,7 @@ _PSIS_METRICS = {
     "log_evidence": "is_log_evidence",
     "log_evidence_se": "is_log_evidence_se",
     "mean_log_predictive": "is_mean_log_predictive",
+    "mean_log_predictive_se": "is_mean_log_predictive_se",
     "ess": "psis_ess",
 }  # (its seconds stay in the record, as wall-clock times are not metrics)
 

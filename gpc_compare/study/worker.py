@@ -205,7 +205,8 @@ def _psis(job: Job, post, X_test, y_test, held_out: bool) -> dict[str, float]:
         "seconds": diagnosis.seconds,
     }
     if held_out:
-        out["mean_log_predictive"] = float(np.mean(diagnosis.log_predictive(X_test, y_test)))
+        score, se = diagnosis.mean_log_predictive(X_test, y_test)
+        out["mean_log_predictive"], out["mean_log_predictive_se"] = score, se
     return out
 
 

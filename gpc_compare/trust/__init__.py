@@ -71,6 +71,13 @@ The numbers
     forms, and the test case's conditional given the inducing values (FITC's predictive
     prior, as the sparse engines predict) for FITC and SVGP. With equal weights this is
     the plain prediction up to Monte Carlo error.
+``mean_log_predictive(Xs, ys)``
+    The corrected held-out score mean_i log p^_i and its Monte Carlo standard error, by
+    the delta method for a self-normalised estimate (Owen 2013, sec. 9.2) with the
+    smoothed weights: sqrt(sum_s w~_s^2 (g_s - 1)^2), g_s = mean_i p_i(draw s) / p^_i.
+    It is the error of the S draws, to be trusted where k-hat is (Vehtari et al. 2024);
+    with equal weights (q the posterior) it is the plain Monte Carlo error of averaging the
+    draws' predictions, which is not zero.
 
 The Student-t proposal
 ----------------------
@@ -102,6 +109,9 @@ References
 ----------
 Vehtari, A., Simpson, D., Gelman, A., Yao, Y. and Gabry, J. (2024). Pareto smoothed
 importance sampling. Journal of Machine Learning Research 25(72), 1-58.
+
+Owen, A. B. (2013). Monte Carlo theory, methods and examples. Chapter 9: Importance
+sampling. https://artowen.su.domains/mc/
 
 Yao, Y., Vehtari, A., Simpson, D. and Gelman, A. (2018). Yes, but did it work?:
 Evaluating variational inference. Proceedings of the 35th ICML, PMLR 80, 5581-5590.
@@ -168,7 +178,8 @@ def psis(
     -------
     PSISDiagnosis
         pareto_k, verdict, ess, log_evidence and its se, the corrected
-        ``predict_proba`` and ``log_predictive``, ``latent_mean``, ``record()``.
+        ``predict_proba``, ``log_predictive`` and ``mean_log_predictive`` (with its se),
+        ``latent_mean``, ``record()``.
 
     Raises
     ------

@@ -200,15 +200,20 @@ class PSISDiagnosis:
     _blocks: tuple = field(compare=False)
 
     # ------------------------------------------------------------------ predictions
+    def _draw_log_predictive(self, Xs: np.ndarray, log_pred) -> Iterator[tuple[slice, Any]]:
+        """(draws, log p_s(x*)) block by block, ``log_pred(means, var)`` giving log p_s,
+        (b, m) or (b, m, C), for the draws of each block."""
+        step = max(1, PREDICT_ELEMENTS // max(1, Xs.shape[0]))
+        for start in range(0, self.smoothed_log_weights.size, step):
+            s = slice(start, start + step)
+            yield s, log_pred(*self._target.conditional(Xs, self._keep[s]))
+
     def _weighted_log_predictive(self, Xs: np.ndarray, log_pred) -> np.ndarray:
         """log sum_s w~_s p_s(x*) over draws in blocks, ``log_pred(means, var)`` giving
         log p_s, (b, m) or (b, m, C)."""
         lw = self.smoothed_log_weights
-        step = max(1, PREDICT_ELEMENTS // max(1, Xs.shape[0]))
         out = None
-        for start in range(0, lw.size, step):
-            s = slice(start, start + step)
-            lp = log_pred(*self._target.conditional(Xs, self._keep[s]))
+        for s, lp in self._draw_log_predictive(Xs, log_pred):
             w = lw[s].reshape((-1,) + (1,) * (lp.ndim - 1))
             part = logsumexp(w + lp, axis=0)
             out = part if out is None else np.logaddexp(out, part)
@@ -276,23 +281,73 @@ class PSISDiagnosis:
         ndarray, shape (m,)
             log p(y*_i | x*_i, data) per test case.
         """
+        return self._weighted_log_predictive(*self._case_log_pred(Xs, ys, kwargs))
+
+    def mean_log_predictive(
+        self, Xs: np.ndarray, ys: np.ndarray, **kwargs: Any
+    ) -> tuple[float, float]:
+        """The corrected mean log predictive over the test cases, mean_i log p^_i with
+        p^_i = sum_s w~_s p(y*_i | draw s) (as :meth:`log_predictive`), and its Monte Carlo
+        standard error.
+
+        The estimate is a smooth function F(p^) = mean_i log p^_i of self-normalised
+        importance-sampling means; by the delta method for such an estimate (Owen 2013,
+        sec. 9.2), its variance is about sum_s w~_s^2 (h_s - h^)^2, with h_s the draw's
+        linearised contribution grad F . p_s = mean_i p(y*_i | draw s) / p^_i =: g_s and
+        h^ = grad F . p^ = 1:
+
+            se = sqrt(sum_s w~_s^2 (g_s - 1)^2),
+
+        computed with the Pareto-smoothed weights, as Vehtari et al. (2024) estimate the
+        Monte Carlo error of a PSIS estimate. It is the error of the S draws only, and as
+        good as the weights: trustworthy where k-hat is below the threshold (where all the
+        weight is on one draw, ESS = 1, it collapses to 0, meaningless). With equal
+        weights (q the posterior) it is the plain Monte Carlo error sd(g) / sqrt(S) of
+        averaging the draws' predictions.
+
+        Parameters
+        ----------
+        Xs : array_like, shape (m, d)
+            Test inputs.
+        ys : array_like, shape (m,)
+            Their labels, as for :meth:`log_predictive`.
+        **kwargs
+            The softmax's integration options; none for a binary likelihood.
+
+        Returns
+        -------
+        mean_log_predictive : float
+        se : float
+        """
+        Xs, log_pred = self._case_log_pred(Xs, ys, kwargs)
+        log_p = self._weighted_log_predictive(Xs, log_pred)
+        g = np.empty(self.draws)
+        for s, lp in self._draw_log_predictive(Xs, log_pred):
+            g[s] = np.mean(np.exp(lp - log_p), axis=1)
+        w = np.exp(self.smoothed_log_weights)
+        return float(np.mean(log_p)), math.sqrt(float(np.sum(w**2 * (g - 1.0) ** 2)))
+
+    def _case_log_pred(self, Xs: np.ndarray, ys: np.ndarray, kwargs: dict[str, Any]):
+        """The test inputs, checked, and ``log_pred(means, var)``: log p(y*_i | draw), (b, m),
+        of each case's own label."""
         post = self._target.posterior
         if post.likelihood.latent_dim != 1:
             Xs = post._check_Xs(Xs)
             codes, _ = check_class_labels(ys, name="ys", classes=post.classes_)
             if codes.shape[0] != Xs.shape[0]:
                 raise ValueError(f"Xs has {Xs.shape[0]} samples but ys has {codes.shape[0]}")
-            lp = self._softmax_log_proba(Xs, **kwargs)
-            return lp[np.arange(codes.size), codes]
+            every_class, cases = self._softmax_log_pred(kwargs), np.arange(codes.size)
+            return Xs, lambda means, var: every_class(means, var)[:, cases, codes]
         _no_options(kwargs)
         Xs, ys = post._check_test_set(Xs, ys)
 
         def log_pred(means, var):
             return log_gaussian_integral(post.likelihood, ys, means, var[None, :])
 
-        return self._weighted_log_predictive(Xs, log_pred)
+        return Xs, log_pred
 
-    def _softmax_log_proba(self, Xs: np.ndarray, **kwargs: Any) -> np.ndarray:
+    def _softmax_log_pred(self, kwargs: dict[str, Any]):
+        """log p(y* = c | draw) for every class c, (b, m, C), of the draws' conditionals."""
         lik = self._target.posterior.likelihood
         C = lik.n_classes or self._keep.shape[1] // self._target.posterior.X.shape[0]
 
@@ -300,7 +355,10 @@ class PSISDiagnosis:
             cov = var[:, None, None] * np.eye(C)
             return lik.log_predictive_all(means, cov[None], **kwargs)
 
-        return self._weighted_log_predictive(Xs, log_pred)
+        return log_pred
+
+    def _softmax_log_proba(self, Xs: np.ndarray, **kwargs: Any) -> np.ndarray:
+        return self._weighted_log_predictive(Xs, self._softmax_log_pred(kwargs))
 
     @cached_property
     def latent_mean(self) -> np.ndarray:

@@ -28,6 +28,19 @@ def test_the_trust_findings_are_computed_from_the_committed_table() -> None:
     both = df.merge(mcmc, on=["dataset", "split"], validate="many_to_one")
     assert len(both) == 90
     np.testing.assert_allclose(both.mcmc_mean_log_predictive, both.value, rtol=1e-12)
+    # every check carries its importance estimate's Monte Carlo error, and every reference
+    # its own: the held-out finding compares the two combined. (Where all the weight is on
+    # one draw, ESS = 1, the delta method's se collapses to 0: it is used, as the weights
+    # are, only below the k-hat threshold.)
+    reliable = df[df.pareto_k < df.khat_threshold]
+    assert (reliable.is_mean_log_predictive_se > 0).all()
+    assert np.isfinite(df.is_mean_log_predictive_se).all()
+    assert (df[df.ess < 1.5].is_mean_log_predictive_se < 1e-15).all()
+    assert (df.mcmc_mean_log_predictive_mcse > 0).all()
+    gap, se = trust.OPTIMA.combined_error(df)
+    np.testing.assert_allclose(
+        se**2, df.is_mean_log_predictive_se**2 + df.mcmc_mean_log_predictive_mcse**2
+    )
 
 
 def test_the_grid_findings_are_computed_from_the_committed_grid() -> None:
@@ -69,4 +82,51 @@ def test_the_sonar_findings_are_computed_from_the_committed_table() -> None:
     assert df.is_log_evidence.iloc[0] == first.is_log_evidence.iloc[0]
     readme = (TRUST / "sonar" / "README.md").read_text()
     for line in sonar.findings(df):
+        assert line in readme, line
+
+
+def test_the_optima_findings_are_computed_from_the_committed_tables() -> None:
+    """results/trust_optima/optima.csv: Laplace's and KL's rows are their studies' tables
+    (results/trust_at_laplace, results/trust_at_kl), the same jobs as results/approximations'
+    repeat 0 (their own held-out score and evidence reproduce it), beside MCMC at their own
+    hyperparameters; EP's are results/trust's. The README's section is ``section`` of it."""
+    optima = study_script("trust_optima")
+    df = pd.read_csv(ROOT / "results" / "trust_optima" / "optima.csv")
+    at_ep = pd.read_csv(TRUST / "trust.csv")
+    ep = df[df.engine == "ep"].reset_index(drop=True)
+    pd.testing.assert_frame_equal(
+        ep[optima.SHARED], at_ep[at_ep.engine == "ep"][optima.SHARED].reset_index(drop=True)
+    )
+    approximations = pd.read_csv(ROOT / "results" / "approximations" / "results.csv")
+    for engine, path in optima.STUDIES.items():
+        own = df[df.engine == engine]
+        assert len(own) > 0
+        res = pd.read_csv(path / "results.csv")
+        for metric, column, engine_of in [
+            ("mean_log_predictive", "mean_log_predictive", engine),
+            ("log_evidence", "log_evidence", engine),
+            ("pareto_k", "pareto_k", engine),
+            ("is_mean_log_predictive", "is_mean_log_predictive", engine),
+            ("is_mean_log_predictive_se", "is_mean_log_predictive_se", engine),
+            ("marginal_kl_mean", "marginal_kl", engine),
+            ("mean_log_predictive", "mcmc_mean_log_predictive", "mcmc"),
+            ("log_evidence", "smc_log_evidence", "mcmc"),
+        ]:
+            values = res[(res.metric == metric) & (res.engine == engine_of)]
+            both = own.merge(values, on=["dataset", "split"], validate="one_to_one")
+            assert len(both) == len(own), (engine, metric)
+            np.testing.assert_allclose(both[column], both.value, rtol=1e-12, err_msg=metric)
+        # the same jobs as results/approximations' repeat 0 (its engine label at its own optimum)
+        for metric in ("mean_log_predictive", "log_evidence"):
+            src = approximations[
+                (approximations.engine == engine) & (approximations.metric == metric)
+            ]
+            both = own.merge(src, on=["dataset", "split"], validate="one_to_one")
+            assert len(both) == len(own)
+            np.testing.assert_allclose(both[metric], both.value, atol=1e-6)
+    readme = (TRUST / "README.md").read_text()
+    for line in [
+        *optima.findings(optima.complete(df), at_ep),
+        *optima.per_dataset_lines(optima.complete(df)),
+    ]:
         assert line in readme, line

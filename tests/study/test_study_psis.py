@@ -73,6 +73,9 @@ def test_every_gaussian_approximation_is_checked_and_reported(tmp_path) -> None:
     assert rec["psis"]["log_evidence"] == pytest.approx(diagnosis.log_evidence, rel=1e-9)
     corrected = np.mean(diagnosis.log_predictive(Xs, data.y[test]))
     assert rec["psis"]["mean_log_predictive"] == pytest.approx(corrected, rel=1e-9)
+    se = diagnosis.mean_log_predictive(Xs, data.y[test])[1]
+    assert 0 < rec["psis"]["mean_log_predictive_se"] == pytest.approx(se, rel=1e-9)
+    assert len(t[t.metric == "is_mean_log_predictive_se"]) == 4  # (in the table)
     # EP's q is close here (k-hat well below 0.7), and its IS evidence near its own
     ep = t[(t.engine == "ep") & (t.metric == "pareto_k")]["value"]
     assert (ep < 0.7).all()
