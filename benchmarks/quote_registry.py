@@ -71,7 +71,6 @@ def _computed(key: str, script: str, also: str = "") -> Quote:
     )
 
 
-
 QUOTES: tuple[Quote, ...] = (
     Quote(
         "quick_study",
