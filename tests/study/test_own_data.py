@@ -113,8 +113,8 @@ def test_cli_compare_toml_study_and_gc_compare_give_the_same_table(tmp_path, cap
     a, b, c = (reproducible(t) for t in (from_cli, run.table, result.table))
     pd.testing.assert_frame_equal(a, b)
     pd.testing.assert_frame_equal(a, c)
-    # 3 splits x 2 engines x (6 scores + log evidence + 5 of the Pareto-k check) + 3 x 3 for EP
-    assert len(a) == 75
+    # 3 splits x 2 engines x (6 scores + log evidence + 6 of the Pareto-k check) + 3 x 3 for EP
+    assert len(a) == 81
     assert set(a.engine) == {"laplace", "ep"} and set(a.split) == {0, 1, 2}
     # real numbers: every engine beats the base rate (log 0.5) on these crabs on average
     mlp = a[a.metric == "mean_log_predictive"].groupby("engine")["value"].mean()
@@ -432,7 +432,7 @@ def test_a_script_without_a_main_guard_runs_on_two_workers(tmp_path) -> None:
         env=env,
     )
     assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["4", "0", "50"]  # (30 rows + 20 of the Pareto-k check)
+    assert out.stdout.split() == ["4", "0", "54"]  # (30 rows + 24 of the Pareto-k check)
     assert out.stderr.count("script started") == 1  # the workers never ran the script
 
 
