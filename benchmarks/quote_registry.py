@@ -76,11 +76,11 @@ QUOTES: tuple[Quote, ...] = (
         "quick_study",
         "the README's main job: gpc-compare run studies/quick.toml into a fresh folder",
         (
-            ("README.md", "the run about 3 minutes on 2 cores, 2m53s measured on a fresh clone"),
-            ("studies/quick.toml", "(2m53s on 2 cores, measured on a fresh clone"),
-            index_row("quick.toml", "3 min (2m53s measured on a fresh clone)"),
+            ("README.md", "the run about 1.5 minutes on 2 cores, 91 s measured on a fresh clone"),
+            ("studies/quick.toml", "(91 s on 2 cores, measured on a fresh clone"),
+            index_row("quick.toml", "1.5 min (91 s measured on a fresh clone)"),
         ),
-        173.0,
+        91.0,
         _study("quick.toml"),
         long=True,
     ),
@@ -132,9 +132,9 @@ QUOTES: tuple[Quote, ...] = (
         "crabs_report_fit",
         "the fit time a report names beside its recommendation: gpc-compare compare "
         "examples/crabs.csv --target sex (default engines), EP's mean fit seconds as the "
-        "report prints them (two decimals)",
-        (("docs/guide/reading_a_report.md", "(0.05 s a fit)"),),
-        0.05,
+        "report prints them (two significant figures)",
+        (("docs/guide/reading_a_report.md", "(0.003 s a fit)"),),
+        0.003,
         Command(
             _cli(*CRABS.split(), "--output", TMP),
             parse=("crabs/report.md", r"cheapest approximation \(([0-9.]+) s a fit\)", 1.0),
@@ -209,11 +209,11 @@ QUOTES: tuple[Quote, ...] = (
         "bayesian_logistic",
         "studies/bayesian_logistic.py into a fresh folder",
         (
-            ("studies/bayesian_logistic.py", "(about 1 min: EP on 500 points"),
-            ("studies/bayesian_logistic.py", "from the repository root (about 1 min)"),
-            index_row("bayesian_logistic.py", "1 min"),
+            ("studies/bayesian_logistic.py", "(about 15 s: EP on 500 points"),
+            ("studies/bayesian_logistic.py", "from the repository root (about 15 s)"),
+            index_row("bayesian_logistic.py", "15 s"),
         ),
-        60.0,
+        15.0,
         _study("bayesian_logistic.py"),
         long=True,
     ),
@@ -338,8 +338,8 @@ QUOTES: tuple[Quote, ...] = (
         "nutpie_compile",
         "nutpie.compile_pymc_model of the engine's whitened PyMC model at n = 300 (2-D "
         "synthetic, probit, SE(1, 1)): the route the MCMC engine avoids",
-        (("gpc_compare/engines/_compiled.py", "about 5 s at n = 300"),),
-        5.0,
+        (("gpc_compare/engines/_compiled.py", "about 10 s at n = 300"),),
+        10.0,
         Code("nutpie.compile_pymc_model(model)", NUTPIE_SETUP, repeats=1),
     ),
     Quote(
@@ -440,8 +440,8 @@ QUOTES: tuple[Quote, ...] = (
         "full_bayes_30",
         "gc.fit(..., method='mcmc', full_bayes=True, random_seed=0) on 30 cases drawn as the "
         "README's: CPU",
-        ((FULL_BAYES, "on 30 cases drawn the same way it took 223 s of CPU"),),
-        223.0,
+        ((FULL_BAYES, "on 30 cases drawn the same way it took 45 s of CPU on an idle machine"),),
+        45.0,
         Code(
             "gc.fit(X, y, method='mcmc', kernel=k, full_bayes=True, random_seed=0)",
             DATA_30,

@@ -28,7 +28,7 @@ draws), and the plug-in sigma(w_MAP x*).
 Writes to ``results/bayesian_logistic/``: ``summary.csv`` (tidy: example, method,
 quantity, value, exact, abs_error, mc_se), ``predictive.csv`` (x* and each method's
 p(y = 1 | x*)), ``posteriors.png``, ``README.md``. Run from the repository root:
-``python studies/bayesian_logistic.py`` (about 1 min: EP on 500 points ~3 s, MCMC
+``python studies/bayesian_logistic.py`` (about 15 s: EP on 500 points ~3 s, MCMC
 2 x 4 chains x 2000 draws, random_seed=0).
 """
 
@@ -523,7 +523,7 @@ engine rows) and `predictive.csv` (each method's p(y = 1 | x*)).
 
 ## Reproduce
 
-`python studies/bayesian_logistic.py` from the repository root (about 1 min). Seeds:
+`python studies/bayesian_logistic.py` from the repository root (about 15 s). Seeds:
 data ``logistic_1d`` n=500 random_seed=0; MCMC draws=2000, tune=1000, chains=4,
 random_seed=0; EP's default order seed. Versions: {versions_text()}.
 """

@@ -10,7 +10,7 @@ Laplace's), which the whitening makes close to N(0, I). Its gradient is
 -z + H^T (d log p(y | f) / df + T g - b): two n x r matrix-vector products.
 
 PyMC can build this density (the engine does, for PyMC's own sampler), but nutpie's route
-from a PyMC model generates and compiles numba code for every model, about 5 s at n = 300,
+from a PyMC model generates and compiles numba code for every model, about 10 s at n = 300,
 more than the sampling itself. Here the density is written once, by hand, in numba and
 compiled once per process (cached on disk: later processes load it in a fraction of a
 second), with everything that changes between problems (n, r, H, g0, y, T, b, the

@@ -133,8 +133,10 @@ def recommendation(
         )
     best = min(trusted, key=lambda e: float(seconds.get(e, np.inf)))
     t = checked[best]
+    fit = float(seconds.get(best))
+    fit_text = f"{fit:.2g}" if fit < 10 else f"{fit:.0f}"  # (two figures: 0.0043, not 0.00)
     return (
-        f"use {style(best)[2]}: the cheapest approximation ({fmt(float(seconds.get(best)), 2)} s "
+        f"use {style(best)[2]}: the cheapest approximation ({fit_text} s "
         f"a fit) whose k-hat was below the threshold on all {t['splits']} splits "
         f"(median {fmt(t['median_k'], 2)}, largest {fmt(t['max_k'], 2)})"
     )
