@@ -3,7 +3,9 @@
 :func:`diagnose` summarises an ArviZ InferenceData by its worst rank-normalised split
 R-hat and smallest bulk and tail effective sample sizes (Vehtari, Gelman, Simpson,
 Carpenter and Buerkner 2021), counts divergent transitions, and passes the fit when
-R-hat <= ``rhat_max``, bulk ESS >= ``ess_min`` and there are no divergences.
+R-hat <= ``rhat_max``, bulk ESS >= ``ess_min`` and there are no divergences. The
+diagnostics are ArviZ's (``az.rhat``, ``az.ess(method="bulk")`` and ``"tail"``), computed
+by :func:`gpc_compare._convergence.rank_diagnostics` over all entries at once.
 :func:`check_complete` refuses a trace that stopped early.
 """
 
@@ -13,6 +15,8 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
+
+from ._convergence import rank_diagnostics
 
 __all__ = ["Diagnostics", "check_complete", "diagnose"]
 
@@ -101,16 +105,7 @@ def diagnose(idata, rhat_max: float, ess_min: float, var_names: list[str]) -> Di
     -------
     Diagnostics
     """
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        import arviz as az
-
-        def extreme(ds, how):
-            return float(how([float(getattr(ds[v], how.__name__)()) for v in var_names]))
-
-        rhat = extreme(az.rhat(idata, var_names=var_names), max)
-        bulk = extreme(az.ess(idata, var_names=var_names, method="bulk"), min)
-        tail = extreme(az.ess(idata, var_names=var_names, method="tail"), min)
+    rhat, bulk, tail = _extremes(idata.posterior, var_names)
     div = int(idata.sample_stats["diverging"].sum()) if "diverging" in idata.sample_stats else 0
     problems = []
     if np.isnan(rhat):
@@ -123,3 +118,29 @@ def diagnose(idata, rhat_max: float, ess_min: float, var_names: list[str]) -> Di
         problems.append(f"{div} divergences")
     message = "passed" if not problems else "not passed: " + "; ".join(problems)
     return Diagnostics(rhat, bulk, tail, div, not problems, message)
+
+
+def _extremes(posterior, var_names: list[str]) -> tuple[float, float, float]:
+    """The largest R-hat and the smallest bulk and tail ESS over the entries of ``var_names``.
+
+    As the ArviZ route took them: each variable's NaN-skipping max (min), as xarray's
+    ``.max()`` (NaN only when all of its entries are), then Python's ``max`` (``min``)
+    over the variables in order.
+    """
+    arrays = []
+    for v in var_names:
+        values = posterior[v].transpose("chain", "draw", ...).to_numpy()
+        arrays.append(values.reshape(values.shape[0], values.shape[1], -1))
+    stats = rank_diagnostics(np.concatenate(arrays, axis=2))
+    cuts = np.cumsum([a.shape[2] for a in arrays])[:-1]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN variable: NaN
+
+        def extreme(values: np.ndarray, how, nanhow) -> float:
+            return float(how(float(nanhow(part)) for part in np.split(values, cuts)))
+
+        return (
+            extreme(stats[0], max, np.nanmax),
+            extreme(stats[1], min, np.nanmin),
+            extreme(stats[2], min, np.nanmin),
+        )

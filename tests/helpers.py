@@ -77,3 +77,24 @@ def study_script(name: str) -> ModuleType:
     from gpc_compare.study import load_study_script
 
     return load_study_script(STUDIES / f"{name}.py")
+
+
+def arviz_extremes(idata, var_names: list[str]) -> tuple[float, float, float]:
+    """The largest R-hat and the smallest bulk and tail ESS over ``var_names`` by ArviZ
+    itself (``az.rhat``, ``az.ess(method="bulk")``, ``az.ess(method="tail")``), taken as
+    ``gpc_compare.diagnostics.diagnose`` took them before it computed them itself: each
+    variable's xarray ``.max()`` (``.min()``), then Python's ``max`` (``min``)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import arviz as az
+
+        def extreme(ds, how):
+            return float(how([float(getattr(ds[v], how.__name__)()) for v in var_names]))
+
+        return (
+            extreme(az.rhat(idata, var_names=var_names), max),
+            extreme(az.ess(idata, var_names=var_names, method="bulk"), min),
+            extreme(az.ess(idata, var_names=var_names, method="tail"), min),
+        )

@@ -20,7 +20,7 @@ LINTED = ["gpc_compare", "tests", "benchmarks", "studies", "scripts"]
 #: the engines, hyperparameter fitting, the entry points, the study runner, its report,
 #: and the command line with the package root.
 LAYERS = [
-    {"numerics", "_validation", "provenance"},
+    {"numerics", "_validation", "provenance", "_convergence"},
     {"kernels", "likelihoods", "datasets", "metrics"},
     {"posterior"},
     {"diagnostics", "annealing"},

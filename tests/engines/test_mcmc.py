@@ -15,7 +15,7 @@ from gpc_compare.engines import mcmc
 from gpc_compare.kernels import Constant, SquaredExponential
 from gpc_compare.likelihoods import Probit
 
-from ..helpers import toy_data
+from ..helpers import arviz_extremes, toy_data
 from .test_ep import _brute_force
 
 FAST = {"draws": 1000, "tune": 500, "chains": 2, "random_seed": 3}
@@ -128,6 +128,18 @@ def easy():
     return X, y, k, post
 
 
+def _diagnostic_numbers(post) -> list[float]:
+    d = post.diagnostics
+    return [d.r_hat_max, d.ess_bulk_min, d.ess_tail_min]
+
+
+def test_the_diagnostics_are_arviz_s(easy):
+    """The run's R-hat and bulk and tail ESS are ArviZ's (az.rhat, az.ess) over f."""
+    post = easy[3]
+    expected = arviz_extremes(post.idata, ["f"])
+    np.testing.assert_allclose(_diagnostic_numbers(post), expected, rtol=1e-10)
+
+
 def test_agrees_with_ep_on_an_easy_problem(easy):
     X, y, k, post = easy
     ep = gc.fit(X, y, method="ep", kernel=k)
@@ -226,6 +238,9 @@ def test_full_bayes_learns_the_hyperparameters():
     assert names == ["log_lengthscale", "log_variance", "mean"]
     mean, var = post.predict_latent(X[:4])
     assert np.all(np.isfinite(mean)) and np.all(var > 0)
+    # the diagnostics over f and theta together are ArviZ's
+    expected = arviz_extremes(post.idata, ["f", "theta"])
+    np.testing.assert_allclose(_diagnostic_numbers(post), expected, rtol=1e-10)
     with pytest.raises(ValueError, match="does not combine with full_bayes"):
         gc.fit(X, y, method="mcmc", full_bayes=True, evidence=True)
     with pytest.raises(ValueError, match="unknown hyperparameter 'log_ell'"):
