@@ -58,7 +58,8 @@ def rank_diagnostics(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     Parameters
     ----------
     x : ndarray, shape (chains, draws, k)
-        The draws of k scalar quantities.
+        The draws of k scalar quantities (integers are taken as float64; float32 stays
+        float32 where ArviZ keeps it, the median and the folding).
 
     Returns
     -------
@@ -66,7 +67,9 @@ def rank_diagnostics(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]
         As ``az.rhat(method="rank")``, ``az.ess(method="bulk")`` and
         ``az.ess(method="tail")`` give them, entry by entry (NaN where ArviZ gives NaN).
     """
-    x = np.asarray(x, dtype=float)
+    x = np.asarray(x)
+    # a float32 sample is folded in float32, as ArviZ folds it (|x - median| rounded there)
+    x = x.astype(x.dtype if np.issubdtype(x.dtype, np.floating) else float, copy=False)
     if x.ndim != 3:
         raise ValueError(f"x must be (chains, draws, k), got shape {x.shape}")
     chains, draws, k = x.shape

@@ -70,6 +70,7 @@ def _cases() -> dict[str, np.ndarray]:
         "AR(1) -0.8 (antithetic)": _ar1(-0.8, (2, 300, 3), 3),
         "different means": rng.standard_normal((4, 300, 3)) + np.arange(4.0)[:, None, None],
         "Cauchy": rng.standard_cauchy((4, 300, 3)),
+        "float32 AR(1) 0.9": _ar1(0.9, (4, 100, 4), 20).astype(np.float32),
         "Poisson(0.4) ties": rng.poisson(0.4, (4, 300, 3)).astype(float),
         "integers 0..2": rng.integers(0, 3, (3, 150, 3)),
         "balanced signs": _balanced_signs((4, 100, 2), 4),
@@ -126,6 +127,11 @@ def test_the_cases_reach_the_edges_they_are_named_for():
     assert (_arviz(CASES["different means"])[0] > 1.5).all()
     assert (_arviz(CASES["AR(1) -0.8 (antithetic)"])[1] > 600).all()  # ESS above S
     assert (_arviz(CASES["AR(1) 0.999"])[1] < 40).all()
+    # float32 draws: ArviZ folds them in float32, and in float64 R-hat would differ
+    x = CASES["float32 AR(1) 0.9"]
+    assert x.dtype == np.float32
+    in_float64 = rank_diagnostics(x.astype(np.float64))[0]
+    assert np.max(np.abs(in_float64 / _arviz(x)[0] - 1)) > 1e-5
 
 
 def _idata(f: np.ndarray, theta: np.ndarray, divergences: int = 0):
