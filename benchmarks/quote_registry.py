@@ -149,6 +149,16 @@ QUOTES: tuple[Quote, ...] = (
     _computed("ep_loo", "ep_loo.toml"),
     _computed("gold_standard", "gold_standard.py"),
     _computed("trust_study", "trust.py", "`; `gpc-compare run studies/trust_sonar.py"),
+    _computed(
+        "trust_optima",
+        "trust_at_laplace.toml",
+        " studies/trust_at_kl.toml studies/trust_optima.py",
+    ),
+    _computed(
+        "approximations_multiclass",
+        "approximations_multiclass.toml",
+        " studies/approximations_multiclass_probit.toml",
+    ),
     _computed("loo_study", "loo.py"),
     _computed("synthetic_2d", "synthetic_2d.py"),
     _computed("iris", "iris.py"),

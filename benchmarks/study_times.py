@@ -182,6 +182,10 @@ STUDIES: dict[str, Callable[[], StudyTime]] = {
     "ep_loo.toml": lambda: runner("ep_loo"),
     "gold_standard.py": gold_standard,
     "trust.py": trust,
+    "trust_at_laplace.toml": lambda: runner("trust_at_laplace", "trust_at_kl"),
+    "approximations_multiclass.toml": lambda: runner(
+        "approximations_multiclass", "approximations_multiclass_probit"
+    ),
     "loo.py": loo,
     "synthetic_2d.py": synthetic_2d,
     "iris.py": iris,

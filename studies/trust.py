@@ -274,18 +274,8 @@ def plot(df: pd.DataFrame, path: Path) -> None:
     for engine, colour in zip(ENGINES, ("tab:orange", "tab:blue", "tab:green"), strict=True):
         e = df[(df.engine == engine) & np.isfinite(df.pareto_k)]
         ax.scatter(e.marginal_kl, e.pareto_k, s=18, color=colour, label=engine, alpha=0.8)
-    ax.axhline(0.7, color="grey", lw=0.8, ls="--")
-    ax.text(ax.get_xlim()[0], 0.72, " k-hat = 0.7", color="grey", fontsize=8)
-    ax.set_xscale("log")
-    ax.set_yscale("symlog", linthresh=1.0)  # (k-hat runs from about 0 to the hundreds)
-    ax.set_ylim(bottom=0.0)
+    OPTIMA.khat_axes(ax, df.pareto_k, "The Pareto-k check against the measured distance from MCMC")
     ax.set_xlabel("mean marginal KL(MCMC || approximation) on the split")
-    ax.set_ylabel("Pareto k-hat of the approximation")
-    infinite = int((~np.isfinite(df.pareto_k)).sum())
-    title = "The Pareto-k check against the measured distance from MCMC"
-    if infinite:
-        title += f"\n({infinite} infinite k-hat not shown)"
-    ax.set_title(title, fontsize=10)
     ax.legend(frameon=False)
     fig.tight_layout()
     fig.savefig(path, dpi=130)

@@ -31,9 +31,11 @@ import pandas as pd
 from scipy import stats
 
 from gpc_compare.provenance import versions_text
+from gpc_compare.report.figures import symlog_khat_axis
 from gpc_compare.study import read_records
 from gpc_compare.study.records import read_record
 from gpc_compare.study.table import converged
+from gpc_compare.trust import KHAT_BOUND
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Each engine checked at its own optimum, and the study that ran it there beside MCMC.
@@ -74,7 +76,7 @@ def _row(rec, ref, marginal_kl: float) -> dict:
         "mcmc_seconds": ref.timings.fit_seconds,
         "mean_log_predictive": rec.metrics["mean_log_predictive"],
         "is_mean_log_predictive": psis.get("mean_log_predictive", np.nan),
-        "is_mean_log_predictive_se": psis.get("mean_log_predictive_se", np.nan),
+        "is_mean_log_predictive_se": _se(psis),
         "mcmc_mean_log_predictive": ref.metrics["mean_log_predictive"],
         "mcmc_mean_log_predictive_mcse": ref.mcse.get("mean_log_predictive", np.nan),
         "marginal_kl": marginal_kl,
@@ -82,6 +84,15 @@ def _row(rec, ref, marginal_kl: float) -> dict:
         "log_sf": ref.hyperparameters.values[1] / 2.0,
         "mcmc_converged": converged(ref),
     }
+
+
+def _se(psis: dict) -> float:
+    """The corrected held-out score's standard error where k-hat <= 0.7, else NaN, as
+    :meth:`gpc_compare.trust.PSISDiagnosis.mean_log_predictive` now returns it (records
+    written before that kept the delta method's value, which collapses towards 0 as the
+    weights concentrate on one draw)."""
+    reliable = psis.get("pareto_k", np.nan) <= KHAT_BOUND
+    return psis.get("mean_log_predictive_se", np.nan) if reliable else np.nan
 
 
 def _by_split(path: Path) -> dict[tuple[str, int, str], object]:
@@ -286,6 +297,18 @@ def section(df: pd.DataFrame, at_ep: pd.DataFrame) -> list[str]:
     return lines
 
 
+def khat_axes(ax, pareto_k: pd.Series, title: str) -> None:
+    """The k-hat-against-marginal-KL axes of this study's figures (and studies/trust.py's):
+    log x, the package's k-hat axis (:func:`~gpc_compare.report.figures.symlog_khat_axis`),
+    and the title counting the infinite k-hat the figure cannot show."""
+    symlog_khat_axis(ax, pareto_k.to_numpy(dtype=float))
+    ax.set_xscale("log")
+    infinite = int((~np.isfinite(pareto_k)).sum())
+    if infinite:
+        title += f"\n({infinite} infinite k-hat not shown)"
+    ax.set_title(title, fontsize=10)
+
+
 def plot(df: pd.DataFrame, at_ep: pd.DataFrame, path: Path) -> None:
     """k-hat against the marginal KL from MCMC at each engine's own optimum (filled), and
     Laplace's and KL's at EP's on the same splits (open)."""
@@ -303,19 +326,16 @@ def plot(df: pd.DataFrame, at_ep: pd.DataFrame, path: Path) -> None:
         if engine != "ep":
             o = at_ep[at_ep.engine == engine].merge(df[df.engine == engine][keys], on=keys)
             o = o[np.isfinite(o.pareto_k)]
-            ax.scatter(o.marginal_kl, o.pareto_k, s=20, facecolors="none", edgecolors=colour,
-                       label=f"{engine}, EP's optimum")  # fmt: skip
-    ax.axhline(0.7, color="grey", lw=0.8, ls="--")
-    ax.set_xscale("log")
-    ax.set_yscale("symlog", linthresh=1.0)  # (k-hat runs from about 0 to the hundreds)
-    ax.set_ylim(bottom=0.0)
+            ax.scatter(
+                o.marginal_kl,
+                o.pareto_k,
+                s=20,
+                facecolors="none",
+                edgecolors=colour,
+                label=f"{engine}, EP's optimum",
+            )
+    khat_axes(ax, df.pareto_k, "The Pareto-k check at each engine's own optimum")
     ax.set_xlabel("mean marginal KL(MCMC || approximation) at the same hyperparameters")
-    ax.set_ylabel("Pareto k-hat (symlog; dashed: 0.7)")
-    infinite = int((~np.isfinite(df.pareto_k)).sum())
-    title = "The Pareto-k check at each engine's own optimum"
-    if infinite:
-        title += f"\n({infinite} infinite k-hat at own optima not shown)"
-    ax.set_title(title, fontsize=10)
     ax.legend(frameon=False, fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=130)

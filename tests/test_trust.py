@@ -315,6 +315,14 @@ def test_laplace_fails_on_separable_data_and_ep_does_not() -> None:
     # EP's IS evidence there, against SMC's (gc.evidence.estimate, seed 0: -10.918 +- 0.033;
     # measured -11.06 +- 0.05: with k-hat above 1/2 the raw weights' se is an underestimate)
     assert abs(k["ep"].log_evidence + 10.918) < 4 * math.hypot(k["ep"].log_evidence_se, 0.033)
+    # the corrected held-out score's Monte Carlo error: NaN where k-hat says the weights
+    # cannot be trusted (Laplace's), a real error below the threshold (EP's)
+    Xs = np.array([[0.5, 0.0], [-0.3, 1.0], [0.05, -0.5]])
+    ys = np.array([1, -1, 1])
+    score, se = k["laplace"].mean_log_predictive(Xs, ys)
+    assert np.isfinite(score) and math.isnan(se)
+    score, se = k["ep"].mean_log_predictive(Xs, ys)
+    assert np.isfinite(score) and 1e-5 < se < 0.05
 
 
 def test_student_t_in_the_laplace_failure_regime() -> None:

@@ -46,6 +46,7 @@ __all__ = [
     "plot_timings",
     "plot_trust",
     "save_figure",
+    "symlog_khat_axis",
 ]
 
 #: Job records as :func:`gpc_compare.study.load_records` returns them.
@@ -484,9 +485,11 @@ def _not_nan(k: float) -> float:
     return math.inf if math.isnan(k) else k
 
 
-def _symlog_khat(ax: Any, values: np.ndarray, threshold: float = 0.7) -> tuple[float, float]:
-    """k-hat's axis (symlog: it runs from about 0 to the hundreds, linear up to 1), the 0.7
-    line, and where the infinite values are drawn (just outside the finite ones)."""
+def symlog_khat_axis(ax: Any, values: np.ndarray, threshold: float = 0.7) -> tuple[float, float]:
+    """Pareto k-hat's y axis on a matplotlib ``ax``: symlog (k-hat runs from about 0 to the
+    hundreds; linear up to 1), the dashed 0.7 line of Vehtari et al. (2024), its ticks and
+    label. Returns (bottom, top): where infinite values of ``values`` can be drawn, just
+    outside the finite ones."""
     finite = values[np.isfinite(values)]
     lo = min(0.0, float(finite.min())) if finite.size else 0.0
     hi = max(1.0, float(finite.max())) if finite.size else 1.0
@@ -525,7 +528,7 @@ def plot_trust(
     fig = _figure(4.0 + 0.9 * len(datasets) + (4.5 if paired else 0.0), 4.2)
     axes = fig.subplots(1, 2 if paired else 1, squeeze=False)[0]
     values = np.array([p[3] for p in points])
-    bottom, top = _symlog_khat(axes[0], values)
+    bottom, top = symlog_khat_axis(axes[0], values)
     width = 0.7 / max(len(shown), 1)
     for i, engine in enumerate(shown):
         colour, marker, name = style(engine)
@@ -580,7 +583,7 @@ def plot_trust(
 def _khat_against_kl(ax: Any, paired: list, shown: Sequence[str], reference: str | None) -> None:
     """The right panel of ``trust.png``: (engine, marginal KL, k-hat) per split."""
     ref = style(reference)[2] if reference else "the reference"
-    _symlog_khat(ax, np.array([p[2] for p in paired]))
+    symlog_khat_axis(ax, np.array([p[2] for p in paired]))
     for engine in shown:
         colour, marker, name = style(engine)
         sel = np.array([(x, k) for e, x, k in paired if e == engine and np.isfinite(k)])

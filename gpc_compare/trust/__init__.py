@@ -131,6 +131,7 @@ import numpy as np
 
 from .._validation import check_choice, check_count, check_positive, check_random_seed
 from ._record import (
+    KHAT_BOUND,
     PSISDiagnosis,
     draw_blocks,
     khat_threshold,
@@ -141,7 +142,7 @@ from ._record import (
 )
 from ._targets import BLOCK_ELEMENTS, target_for
 
-__all__ = ["PROPOSALS", "PSISDiagnosis", "psis"]
+__all__ = ["KHAT_BOUND", "PROPOSALS", "PSISDiagnosis", "psis"]
 
 #: The proposals ``psis`` takes.
 PROPOSALS = ("gaussian", "student_t")

@@ -28,7 +28,8 @@ __all__ = [
 ]
 
 #: Above this k-hat no number of draws makes the estimates reliable in practice
-#: (Vehtari et al. 2024, sec. 3.2.4): "not reliable".
+#: (Vehtari et al. 2024, sec. 3.2.4): "not reliable"; their Monte Carlo errors are not
+#: reliable either (:meth:`PSISDiagnosis.mean_log_predictive`'s se is NaN there).
 KHAT_BOUND = 0.7
 #: Raw log weights spanning less than this are equal (q is the target): there is no tail
 #: to fit (loo's and ArviZ's fits give up there, k = inf), and pareto_k is -inf.
@@ -300,8 +301,9 @@ class PSISDiagnosis:
 
         computed with the Pareto-smoothed weights, as Vehtari et al. (2024) estimate the
         Monte Carlo error of a PSIS estimate. It is the error of the S draws only, and as
-        good as the weights: trustworthy where k-hat is below the threshold (where all the
-        weight is on one draw, ESS = 1, it collapses to 0, meaningless). With equal
+        good as the weights: it is NaN where k-hat exceeds 0.7 (or could not be fitted),
+        where Vehtari et al. (2024, sec. 3.2.4) find the error estimate itself unreliable (as
+        the weights concentrate on one draw, ESS -> 1, the formula goes to 0). With equal
         weights (q the posterior) it is the plain Monte Carlo error sd(g) / sqrt(S) of
         averaging the draws' predictions.
 
@@ -318,12 +320,15 @@ class PSISDiagnosis:
         -------
         mean_log_predictive : float
         se : float
+            NaN where ``pareto_k`` exceeds 0.7 or is NaN.
         """
         Xs, log_pred = self._case_log_pred(Xs, ys, kwargs)
         log_p = self._weighted_log_predictive(Xs, log_pred)
         g = np.empty(self.draws)
         for s, lp in self._draw_log_predictive(Xs, log_pred):
             g[s] = np.mean(np.exp(lp - log_p), axis=1)
+        if not self.pareto_k <= KHAT_BOUND:  # (also NaN: no tail fitted)
+            return float(np.mean(log_p)), math.nan
         w = np.exp(self.smoothed_log_weights)
         return float(np.mean(log_p)), math.sqrt(float(np.sum(w**2 * (g - 1.0) ** 2)))
 
