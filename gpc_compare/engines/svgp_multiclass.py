@@ -40,11 +40,12 @@ which is least at s = -mean_c m_c, where it is lower by C |s|^2 / 2 (the cross t
 s^T sum_c m_c = -C |s|^2). That move therefore raises the bound by exactly C |s|^2 / 2
 with no new evaluation of E, and the bound's optimum has sum_c m_c = 0 (stationarity in
 s). :func:`._sites.maximize_bound` makes the move after every accepted step
-(:func:`_common_mode_step`): the diagonal sites' curvature W_ic (E[p_c (1 - p_c)] for the
-softmax) misses the direction 1, in which the likelihood's Hessian vanishes and only the
-prior pins the latents, so without it the fixed point creeps along that direction by a
-factor near one an iteration under a large signal variance (hundreds of iterations at
-sigma_f^2 ~ 300) and, for the robust-max, at any sigma_f.
+(:func:`_common_mode_step`): the diagonal sites give the direction 1 their curvature W_ic
+(E[p_c (1 - p_c)] for the softmax) where E_q has none (its Hessian in mu_i vanishes along
+1) and only the prior's, of order 1 / sigma_f^2, pins the latents, so without the move the
+fixed point creeps along that direction by a factor near one an iteration under a large
+signal variance (hundreds of iterations at sigma_f^2 ~ 300) and, for the robust-max (whose
+bound does not change when f is scaled: the argmax does not), at any sigma_f.
 """
 
 from __future__ import annotations
