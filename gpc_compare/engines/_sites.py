@@ -256,6 +256,7 @@ def maximize_bound(
     nonnegative: bool = True,
     fixed_point: Callable[[Any], tuple[np.ndarray, np.ndarray]] | None = None,
     project: Callable[[np.ndarray], np.ndarray] | None = None,
+    polish: Callable[[Any], Any] | None = None,
 ) -> BoundRun:
     """Raise a variational bound over Gaussian sites (W, b) to its optimum (the KL
     engine's and SVGP's optimiser: Khan and Lin 2017's natural-gradient steps on the sites).
@@ -282,6 +283,10 @@ def maximize_bound(
     diagonal sites' above) and ``project`` maps extrapolated precisions back to the
     admissible ones (by default W >= 0 when ``nonnegative``): blocks of sites (the
     multi-class KL engine's d x d precisions per case) pass their own.
+
+    ``polish(state)``, if given, maps every accepted state to one whose bound is not
+    lower, exactly (the multi-class SVGP's step along the common mode of its latent means,
+    a direction the fixed point is slow in); the iteration continues from it.
     """
     if fixed_point is None:
         fixed_point = _diagonal_fixed_point if nonnegative else _signed_fixed_point
@@ -322,6 +327,8 @@ def maximize_bound(
                     break
                 rho *= 0.5
                 halvings += 1
+        if polish is not None and new is not state:
+            new = polish(new)
         if not (np.isfinite(new.elbo) or np.isfinite(state.elbo)):
             state = new  # no bound to raise (the caller's states refuse them: KL's)
             break

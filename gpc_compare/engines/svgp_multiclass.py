@@ -28,6 +28,24 @@ E is not concave in the latent means (nor is a Monte Carlo estimate exactly), so
 may be negative: a step whose S_c is not positive definite is refused and halved.
 The hyperparameter gradient is the binary engine's (:func:`._inducing.bound_gradient`)
 with Gamma summed over the classes: the bound is stationary in q at its optimum.
+
+The common mode. Both likelihoods see f_i only up to a constant t added to all C latents
+(softmax_y(f + t 1) = softmax_y(f), R&W eq. 3.34's numerator and denominator both gaining
+e^t; the robust-max through the argmax), and under q(f_i) = N(mu_i, diag(var_i)) the vector
+f_i + t 1 is Gaussian with mean mu_i + t 1 and the same variances; so E_q[log p(y_i | f_i)]
+and its derivatives in mu_i and var_i are the same at mu_i + t 1 as at mu_i. Moving every
+m_c by the same s moves every mu_ic by a_i^T s, the same for all c, and keeps S_c; in the
+KL (R&W eq. A.23, between N(m_c, S_c) and N(0, I)) only sum_c |m_c + s|^2 / 2 changes,
+which is least at s = -mean_c m_c, where it is lower by C |s|^2 / 2 (the cross term
+s^T sum_c m_c = -C |s|^2). That move therefore raises the bound by exactly C |s|^2 / 2
+with no new evaluation of E, and the bound's optimum has sum_c m_c = 0 (stationarity in
+s). :func:`._sites.maximize_bound` makes the move after every accepted step
+(:func:`_common_mode_step`): the diagonal sites give the direction 1 their curvature W_ic
+(E[p_c (1 - p_c)] for the softmax) where E_q has none (its Hessian in mu_i vanishes along
+1) and only the prior's, of order 1 / sigma_f^2, pins the latents, so without the move the
+fixed point creeps along that direction by a factor near one an iteration under a large
+signal variance (hundreds of iterations at sigma_f^2 ~ 300) and, for the robust-max (whose
+bound does not change when f is scaled: the argmax does not), at any sigma_f.
 """
 
 from __future__ import annotations
@@ -113,6 +131,36 @@ def _state(prior: FITCPrior, expect, W: np.ndarray, b: np.ndarray) -> _State:
     se = None if ex.variance is None else float(np.sqrt(ex.variance.sum()))
     expected = (ex.value, ex.d_mean.ravel(), ex.d_var.ravel())
     return _State(W.ravel(), b.ravel(), L_A, m_v, mu.ravel(), var, expected, e_sum - kl, noise, se)
+
+
+def _common_mode_step(prior: FITCPrior, state: _State) -> _State:
+    """The bound's maximum along the common mode (module note): every m_c moved by the
+    same s = -mean_c m_c, the bound raised by C |s|^2 / 2, E_q and its derivatives kept.
+
+    The sites giving the move, without a solve: A_c m_c = V b_c with
+    A_c = I + V diag(W_c) V^T gives m_c = V r_c, r_c = b_c - W_c mu_c, so r_c - r_bar
+    (r_bar = mean_c r_c, V r_bar = -s) gives m_c + s, and b_c' = r_c - r_bar + W_c mu_c'
+    = b_c + W_c (V^T s) - r_bar with mu_c' = mu_c + V^T s.
+    """
+    if state.m_v is None:
+        return state
+    n, C = state.var.shape
+    s = -state.m_v.mean(axis=1)
+    W, b = state.W.reshape(n, C), state.b.reshape(n, C)
+    mu = state.mu.reshape(n, C)
+    r_bar = (b - W * mu).mean(axis=1)  # m_c = V (b_c - W_c mu_c): mean_c m_c = V r_bar
+    shift = np.empty(n)
+    for i, V in prior.blocks():
+        shift[i] = V.T @ s
+    m_v = state.m_v + s[:, None]
+    # sum_c |m_c + s|^2 = sum_c |m_c|^2 - C |s|^2: the KL drops by C |s|^2 / 2
+    elbo = state.elbo + 0.5 * C * float(s @ s)
+    return state._replace(
+        b=(b + W * shift[:, None] - r_bar[:, None]).ravel(),
+        m_v=m_v,
+        mu=(mu + shift[:, None]).ravel(),
+        elbo=elbo,
+    )
 
 
 class MulticlassSVGPPosterior(InducingPosterior, MulticlassPosterior):
@@ -309,6 +357,7 @@ def infer_multiclass(problem: Problem, options: SparseOptions) -> MulticlassSVGP
         site_tol=site_tol,
         max_iter=options.max_iter,
         nonnegative=nonnegative,
+        polish=lambda st: _common_mode_step(prior, st),
     )
     message = bound_message(run, tol, site_tol)
     if not run.converged:

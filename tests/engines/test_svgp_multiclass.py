@@ -203,3 +203,73 @@ def test_fit_estimator_and_options():
         gc.fit(X, y, "svgp", likelihood="robustmax", mean=0.0)
     with pytest.raises(ValueError, match="warm_start"):
         gc.fit(X, y, "svgp", likelihood="softmax", warm_start=(np.zeros(40), np.zeros(40)))
+
+
+# ------------------------------------------------------------------ the common-mode step
+@pytest.mark.parametrize(
+    "likelihood,how",
+    [
+        (Softmax(), {}),
+        (Softmax(), {"integration": "mc", "n_samples": 8, "random_seed": 2}),
+        (RobustMax(), {}),
+    ],
+    ids=["softmax", "softmax-mc", "robustmax"],
+)
+def test_common_mode_step_is_the_bounds_exact_move(likelihood, how):
+    """svgp_multiclass._common_mode_step against the state formed afresh from the sites it
+    returns (A_c's Choleskys, E_q evaluated at the moved means): the same means, the bound
+    higher by exactly C |s|^2 / 2, E_q and its derivatives unchanged (the likelihood sees
+    only the latents' differences), and sum_c m_c = 0, at arbitrary sites whose means
+    have a common mode."""
+    from gpc_compare.engines import svgp_multiclass as sm
+    from gpc_compare.posterior import FITCPrior
+
+    X, y = _three_classes(12, seed=6)
+    prior = FITCPrior(SquaredExponential(1.5, 30.0), X, X[::2], 1e-6)
+    rng = np.random.default_rng(7)
+    W, b = rng.uniform(0.05, 0.5, size=(12, 3)), rng.normal(size=(12, 3)) + 1.5
+
+    def expect(mu, var):
+        return likelihood.expected_log_prob_diag(y, mu, var, **how)
+
+    state = sm._state(prior, expect, W, b)
+    moved = sm._common_mode_step(prior, state)
+    fresh = sm._state(prior, expect, moved.W.reshape(12, 3), moved.b.reshape(12, 3))
+    s = -state.m_v.mean(axis=1)
+    assert 1.5 * float(s @ s) > 1.0  # a move worth making
+    assert moved.elbo == pytest.approx(state.elbo + 1.5 * float(s @ s), abs=1e-12)
+    assert fresh.elbo == pytest.approx(moved.elbo, abs=1e-9)
+    np.testing.assert_allclose(fresh.m_v, state.m_v + s[:, None], atol=1e-10)
+    np.testing.assert_allclose(moved.m_v.sum(axis=1), 0.0, atol=1e-12)
+    np.testing.assert_allclose(fresh.mu, moved.mu, atol=1e-10)
+    np.testing.assert_allclose(fresh.var, state.var, atol=1e-12)
+    for before, after in zip(state.expected, fresh.expected, strict=True):
+        np.testing.assert_allclose(after, before, atol=1e-10)
+
+
+@pytest.mark.parametrize(
+    "likelihood,most,fewest_plain", [("softmax", 40, 60), ("robustmax", 60, 150)]
+)
+def test_common_mode_step_same_optimum_in_fewer_iterations(monkeypatch, likelihood, most,
+                                                           fewest_plain):  # fmt: skip
+    """sigma_f^2 = 300 (the scale Iris selects): with the common-mode step the fit converges
+    in at most ``most`` iterations (31 softmax, 47 robust-max measured; the margin for
+    rounding), the plain site iteration (the step replaced by the identity) in at least
+    ``fewest_plain`` (73 and 177 measured): the bound's optimum (the same to 1e-10
+    relative), q's means and the predictive probabilities the same to 1e-7; at the
+    optimum sum_c m_c = 0."""
+    from gpc_compare.engines import svgp_multiclass as sm
+
+    X, y = _three_classes(12, seed=3)
+    Xs = np.random.default_rng(8).normal(size=(6, 2))
+    kernel = SquaredExponential(2.0, 300.0)
+    post = gc.fit(X, y, "svgp", kernel, likelihood, inducing=X, **TIGHT)
+    monkeypatch.setattr(sm, "_common_mode_step", lambda prior, state: state)
+    plain = gc.fit(X, y, "svgp", kernel, likelihood, inducing=X, max_iter=1000, **TIGHT)
+    assert post.convergence.converged and plain.convergence.converged
+    assert post.convergence.iterations <= most < fewest_plain <= plain.convergence.iterations
+    bound = post.log_marginal_likelihood
+    assert plain.log_marginal_likelihood == pytest.approx(bound, rel=1e-10)
+    np.testing.assert_allclose(plain.q_mean, post.q_mean, atol=1e-7 * np.abs(post.q_mean).max())
+    np.testing.assert_allclose(plain.predict_proba(Xs), post.predict_proba(Xs), atol=1e-7)
+    assert np.abs(post.q_mean.sum(axis=1)).max() < 1e-10 * np.abs(post.q_mean).max()
