@@ -27,8 +27,10 @@ new site directly (the paper's section 4.2). With G = blockdiag(B_i P_i^1/2), T~
   against central differences in tests/engines/test_ep_multiclass.py).
 
 Cost: each outer sweep factorises one matrix of size n(C - 1) (C = 3: 8 n^3 / 3 flops,
-eight Choleskys of size n) and solves with it for the C x C marginals; the inner EP is
-O(n C^3) a sweep. Naming as R&W: ``K``, ``alpha``, ``L``; ``P, h`` the sites in
+eight Choleskys of size n) and solves with it for the C x C marginals, n(C - 1)
+right-hand sides, not nC: G^T (K (x) 1) = 0 as B_i^T 1 = 0, so only the C - 1 contrasts
+orthogonal to 1 need solving (C = 3: 8 n^3 flops, the sweep's largest cost); the inner
+EP is O(n C^3) a sweep. Naming as R&W: ``K``, ``alpha``, ``L``; ``P, h`` the sites in
 difference coordinates; ``mu_cav, Sigma_cav`` the cavities.
 """
 
@@ -52,12 +54,38 @@ from .laplace_softmax import check_codes
 
 __all__ = ["MultinomialProbitEPPosterior", "infer_multiclass", "infer_multinomial_probit"]
 
+_POTRI = scipy.linalg.get_lapack_funcs("potri", dtype=np.float64)
+
 #: The smallest adaptive damping (halved from 1 whenever the sites' change grows).
 MIN_DAMPING = 0.05
 #: The inner EP's tolerance on its sites (tight: the evidence gradient assumes its fixed
 #: point) and its most sweeps.
 INNER_TOL = 1e-11
 INNER_MAX_ITER = 200
+
+
+def _contrasts(C: int) -> np.ndarray:
+    """Q (C, C - 1): orthonormal columns orthogonal to 1 (Helmert contrasts), so that
+    I_C = Q Q^T + 1 1^T / C."""
+    Q = np.zeros((C, C - 1))
+    for k in range(1, C):
+        Q[:k, k - 1] = 1.0
+        Q[k, k - 1] = -float(k)
+        Q[:, k - 1] /= np.sqrt(k * (k + 1.0))
+    return Q
+
+
+def _class_gram(W: np.ndarray) -> np.ndarray:
+    """(W_i^T W_j)_ab at row (i, a), column (j, b), for W (n, C, J): one GEMM over the C
+    classes, shape (nJ, nJ)."""
+    n, C, J = W.shape
+    Wf = np.swapaxes(W, 1, 2).reshape(n * J, C)
+    return Wf @ Wf.T
+
+
+def _point_covariances(Vt: np.ndarray, Q: np.ndarray) -> np.ndarray:
+    """Q V_s^T V_s Q^T for every point s of V^T (m, J, k): shape (m, C, C)."""
+    return Q @ (Vt @ np.swapaxes(Vt, 1, 2)) @ Q.T
 
 
 class _State:
@@ -72,24 +100,43 @@ class _State:
         # zero eigenvalue at -1e-17, which the square root takes as zero
         R = (U * np.sqrt(np.maximum(lam, 0.0))[:, None, :]) @ np.swapaxes(U, 1, 2)
         self.W = B @ R  # G's blocks, (n, C, J)
-        GKG = np.einsum("ica,ij,jcb->iajb", self.W, K, self.W).reshape(n * J, n * J)
-        self.L = cholesky(np.eye(n * J) + GKG, what="I + G^T K G")
-        self.nu = np.einsum("ica,ia->ic", B, h)  # nu~_i = B_i h_i
-        t = np.einsum("ica,ic->ia", self.W, K @ self.nu).ravel()
+        # [G^T (K (x) I) G]_(ia),(jb) = K_ij (W_i^T W_j)_ab
+        Bm = _class_gram(self.W).reshape(n, J, n, J)
+        Bm *= K[:, None, :, None]
+        Bm = Bm.reshape(n * J, n * J)
+        Bm[np.diag_indices(n * J)] += 1.0
+        self.L = cholesky(Bm, what="I + G^T K G")
+        self.nu = (B @ h[:, :, None])[:, :, 0]  # nu~_i = B_i h_i
+        t = (np.swapaxes(self.W, 1, 2) @ (K @ self.nu)[:, :, None]).ravel()
         s = cho_solve(self.L, t).reshape(n, J)
-        self.alpha = self.nu - np.einsum("ica,ia->ic", self.W, s)
+        self.alpha = self.nu - (self.W @ s[:, :, None])[:, :, 0]
         self.mu = K @ self.alpha
         self.Sigma = self._marginals()
         self.prior_part = -float(np.log(np.diag(self.L)).sum()) + 0.5 * float(
             np.sum(self.nu * self.mu)
         )
 
-    def _marginals(self) -> np.ndarray:
-        """Sigma_ii = K_ii I - V_i^T V_i, V = L^-1 G^T (K (x) I), shape (n, C, C)."""
+    def solve_cross(self, Kx: np.ndarray) -> np.ndarray:
+        """V = L^-1 G^T (Kx (x) Q) for Kx = k(X, Xs) (n, m), returned transposed, V^T of
+        shape (m, C - 1, n(C - 1)). L^-1 G^T (Kx (x) I) = V (I (x) Q^T), Q (C, C - 1)
+        orthonormal and orthogonal to 1 (``_contrasts``), as G^T (Kx (x) 1) = 0 (B_i^T 1 =
+        0): C - 1 right-hand sides a point, not C."""
         n, C, J = self.W.shape
-        GK = np.einsum("ica,ij->iajc", self.W, self.K).reshape(n * J, n * C)
-        V = scipy.linalg.solve_triangular(self.L, GK, lower=True).reshape(n * J, n, C)
-        S = -np.einsum("kic,kid->icd", V, V)
+        WQ = np.swapaxes(self.W, 1, 2) @ _contrasts(C)  # (n, J, J)
+        # V^T built C-ordered, so that its transpose is the Fortran-ordered right-hand
+        # side LAPACK solves in place
+        GKt = Kx.T[:, None, :, None] * np.transpose(WQ, (2, 0, 1))[None]  # (m, J, n, J)
+        m = Kx.shape[1]
+        GKt = GKt.reshape(m * J, n * J)
+        V = scipy.linalg.solve_triangular(
+            self.L, GKt.T, lower=True, overwrite_b=True, check_finite=False
+        )
+        return V.T.reshape(m, J, n * J)
+
+    def _marginals(self) -> np.ndarray:
+        """Sigma_ii = K_ii I - Q V_i^T V_i Q^T, V = L^-1 G^T (K (x) Q), shape (n, C, C)."""
+        C = self.W.shape[1]
+        S = -_point_covariances(self.solve_cross(self.K), _contrasts(C))
         S += np.diag(self.K)[:, None, None] * np.eye(C)
         return 0.5 * (S + np.swapaxes(S, 1, 2))
 
@@ -294,22 +341,17 @@ class MultinomialProbitEPPosterior(MulticlassPosterior):
         nu~_i^T f_i): (T~ = B_i P_i B_i^T (n, C, C), nu~ = B_i h_i (n, C))."""
         return self._state.site_precision(), self._state.nu
 
-    def _V(self, Ks: np.ndarray) -> np.ndarray:
-        """L^-1 G^T (k(X, Xs) (x) I), shape (n(C-1), m, C)."""
-        W, L = self._state.W, self._state.L
-        n, C, J = W.shape
-        GK = np.einsum("ica,is->iasc", W, Ks).reshape(n * J, -1)
-        return scipy.linalg.solve_triangular(L, GK, lower=True).reshape(n * J, -1, C)
-
     def _predict_latent(self, Xs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Mean k*^T alpha (m, C) and covariance k** I - V*^T V* (m, C, C)."""
+        """Mean k*^T alpha (m, C) and covariance k** I - Q V*^T V* Q^T (m, C, C), V* =
+        L^-1 G^T (k(X, Xs) (x) Q) (``_State.solve_cross``)."""
         C = self.n_classes
+        Q = _contrasts(C)
         means, covs = [], []
         for start in range(0, Xs.shape[0], 256):
             Z = Xs[start : start + 256]
             Ks = self.kernel(self.X, Z)
-            V = self._V(Ks)
-            cov = -np.einsum("ksc,ksd->scd", V, V) + self.kernel.diag(Z)[:, None, None] * np.eye(C)
+            cov = -_point_covariances(self._state.solve_cross(Ks), Q)
+            cov += self.kernel.diag(Z)[:, None, None] * np.eye(C)
             means.append(Ks.T @ self._state.alpha)
             covs.append(0.5 * (cov + np.swapaxes(cov, 1, 2)))
         return np.concatenate(means), np.concatenate(covs)
@@ -324,9 +366,12 @@ class MultinomialProbitEPPosterior(MulticlassPosterior):
         R~_ij = sum_c [G Bm^-1 G^T]_(ic),(jc)."""
         st = self._state
         n, C, J = st.W.shape
-        Linv = scipy.linalg.solve_triangular(st.L, np.eye(n * J), lower=True)
-        Z = np.einsum("mia,ica->mic", Linv.reshape(n * J, n, J), st.W)
-        R = np.einsum("mic,mjc->ij", Z, Z)
+        # R~_ij = sum_ab [Bm^-1]_(ia),(jb) (W_i^T W_j)_ab, Bm^-1 from L (LAPACK potri)
+        Binv, info = _POTRI(st.L, lower=1)
+        if info != 0:
+            raise np.linalg.LinAlgError(f"potri failed on I + G^T K G (info {info})")
+        Binv = np.tril(Binv) + np.tril(Binv, -1).T
+        R = (Binv * _class_gram(st.W)).reshape(n, J, n, J).sum(axis=(1, 3))
         M = 0.5 * (st.alpha @ st.alpha.T - R)
         traces, _ = self.kernel.gradient_terms(self.X, 0.5 * (M + M.T), K=st.K)
         return np.asarray(traces, dtype=float)
@@ -335,8 +380,9 @@ class MultinomialProbitEPPosterior(MulticlassPosterior):
     def latent_cov(self) -> np.ndarray:
         """The (Cn x Cn) posterior covariance, class-major (index c n + i)."""
         n, C = self._state.mu.shape
-        V = self._V(self._state.K).reshape(-1, n * C)
-        S = np.kron(self._state.K, np.eye(C)) - V.T @ V  # case-major
+        # (L^-1 G^T (K (x) I))^T, rows case-major
+        Vt = (_contrasts(C) @ self._state.solve_cross(self._state.K)).reshape(n * C, -1)
+        S = np.kron(self._state.K, np.eye(C)) - Vt @ Vt.T  # case-major
         order = (np.arange(n)[None, :] * C + np.arange(C)[:, None]).ravel()
         S = S[np.ix_(order, order)]
         return 0.5 * (S + S.T)
