@@ -39,7 +39,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable
 from functools import cached_property
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import scipy.linalg
@@ -88,12 +88,31 @@ def _point_covariances(Vt: np.ndarray, Q: np.ndarray) -> np.ndarray:
     return Q @ (Vt @ np.swapaxes(Vt, 1, 2)) @ Q.T
 
 
+def _spread(Kx: np.ndarray, J: int) -> np.ndarray:
+    """Kx^T with each column repeated J times, (m, nJ): entry (s, (i, a)) is Kx_is."""
+    return np.repeat(Kx.T, J, axis=1)
+
+
+class _Prior(NamedTuple):
+    """K and the two layouts of it every sweep uses, made once a fit: ``KJ`` = K (x) 1 1^T
+    (J x J blocks, (nJ, nJ)) and ``KR`` = ``_spread(K, J)``."""
+
+    K: np.ndarray
+    KJ: np.ndarray
+    KR: np.ndarray
+
+    @classmethod
+    def of(cls, K: np.ndarray, J: int) -> _Prior:
+        return cls(K, np.kron(K, np.ones((J, J))), _spread(K, J))
+
+
 class _State:
     """The Gaussian approximation implied by the sites (P, h): L, alpha, mu, the C x C
     marginals and the prior part of the evidence (see the module notes)."""
 
-    def __init__(self, K: np.ndarray, B: np.ndarray, P: np.ndarray, h: np.ndarray) -> None:
+    def __init__(self, prior: _Prior, B: np.ndarray, P: np.ndarray, h: np.ndarray) -> None:
         n, C, J = B.shape
+        K = prior.K
         self.K, self.B, self.P, self.h = K, B, P, h
         lam, U = np.linalg.eigh(P)
         # P = (A^-1 + 1 1^T)^-1 is positive semi-definite; eigh's rounding can leave a
@@ -101,9 +120,8 @@ class _State:
         R = (U * np.sqrt(np.maximum(lam, 0.0))[:, None, :]) @ np.swapaxes(U, 1, 2)
         self.W = B @ R  # G's blocks, (n, C, J)
         # [G^T (K (x) I) G]_(ia),(jb) = K_ij (W_i^T W_j)_ab
-        Bm = _class_gram(self.W).reshape(n, J, n, J)
-        Bm *= K[:, None, :, None]
-        Bm = Bm.reshape(n * J, n * J)
+        Bm = _class_gram(self.W)
+        Bm *= prior.KJ
         Bm[np.diag_indices(n * J)] += 1.0
         self.L = cholesky(Bm, what="I + G^T K G")
         self.nu = (B @ h[:, :, None])[:, :, 0]  # nu~_i = B_i h_i
@@ -111,32 +129,33 @@ class _State:
         s = cho_solve(self.L, t).reshape(n, J)
         self.alpha = self.nu - (self.W @ s[:, :, None])[:, :, 0]
         self.mu = K @ self.alpha
-        self.Sigma = self._marginals()
+        self.Sigma = self._marginals(prior.KR)
         self.prior_part = -float(np.log(np.diag(self.L)).sum()) + 0.5 * float(
             np.sum(self.nu * self.mu)
         )
 
-    def solve_cross(self, Kx: np.ndarray) -> np.ndarray:
-        """V = L^-1 G^T (Kx (x) Q) for Kx = k(X, Xs) (n, m), returned transposed, V^T of
-        shape (m, C - 1, n(C - 1)). L^-1 G^T (Kx (x) I) = V (I (x) Q^T), Q (C, C - 1)
-        orthonormal and orthogonal to 1 (``_contrasts``), as G^T (Kx (x) 1) = 0 (B_i^T 1 =
-        0): C - 1 right-hand sides a point, not C."""
+    def solve_cross(self, KxR: np.ndarray) -> np.ndarray:
+        """V = L^-1 G^T (Kx (x) Q) for Kx = k(X, Xs) (n, m), given KxR = ``_spread(Kx,
+        C - 1)``, returned transposed, V^T of shape (m, C - 1, n(C - 1)). L^-1 G^T (Kx (x)
+        I) = V (I (x) Q^T), Q (C, C - 1) orthonormal and orthogonal to 1 (``_contrasts``),
+        as G^T (Kx (x) 1) = 0 (B_i^T 1 = 0): C - 1 right-hand sides a point, not C."""
         n, C, J = self.W.shape
         WQ = np.swapaxes(self.W, 1, 2) @ _contrasts(C)  # (n, J, J)
         # V^T built C-ordered, so that its transpose is the Fortran-ordered right-hand
         # side LAPACK solves in place
-        GKt = Kx.T[:, None, :, None] * np.transpose(WQ, (2, 0, 1))[None]  # (m, J, n, J)
-        m = Kx.shape[1]
-        GKt = GKt.reshape(m * J, n * J)
+        m = KxR.shape[0]
+        GKt = np.empty((m, J, n * J))  # entry (s, b, (i, a)): Kx_is (W_i^T Q)_ab
+        for b in range(J):
+            np.multiply(KxR, WQ[:, :, b].reshape(-1), out=GKt[:, b, :])
         V = scipy.linalg.solve_triangular(
-            self.L, GKt.T, lower=True, overwrite_b=True, check_finite=False
+            self.L, GKt.reshape(m * J, n * J).T, lower=True, overwrite_b=True, check_finite=False
         )
         return V.T.reshape(m, J, n * J)
 
-    def _marginals(self) -> np.ndarray:
+    def _marginals(self, KR: np.ndarray) -> np.ndarray:
         """Sigma_ii = K_ii I - Q V_i^T V_i Q^T, V = L^-1 G^T (K (x) Q), shape (n, C, C)."""
         C = self.W.shape[1]
-        S = -_point_covariances(self.solve_cross(self.K), _contrasts(C))
+        S = -_point_covariances(self.solve_cross(KR), _contrasts(C))
         S += np.diag(self.K)[:, None, None] * np.eye(C)
         return 0.5 * (S + np.swapaxes(S, 1, 2))
 
@@ -197,8 +216,9 @@ def _run(K, B, options, tilted: Tilted, start):
     damping = 1.0 if options.damping is None else options.damping
     adaptive = options.damping is None
     lml_old, change_old = -np.inf, np.inf
+    prior = _Prior.of(K, J)
     for sweep in range(1, options.max_iter + 1):
-        state = _State(K, B, P, h)
+        state = _State(prior, B, P, h)
         mu_cav, Sigma_cav = state.cavities()
         log_zhat, P_new, h_new, inner = tilted(B, mu_cav, Sigma_cav, inner)
         lml = state.log_evidence(mu_cav, Sigma_cav, log_zhat)
@@ -350,7 +370,7 @@ class MultinomialProbitEPPosterior(MulticlassPosterior):
         for start in range(0, Xs.shape[0], 256):
             Z = Xs[start : start + 256]
             Ks = self.kernel(self.X, Z)
-            cov = -_point_covariances(self._state.solve_cross(Ks), Q)
+            cov = -_point_covariances(self._state.solve_cross(_spread(Ks, C - 1)), Q)
             cov += self.kernel.diag(Z)[:, None, None] * np.eye(C)
             means.append(Ks.T @ self._state.alpha)
             covs.append(0.5 * (cov + np.swapaxes(cov, 1, 2)))
@@ -381,7 +401,8 @@ class MultinomialProbitEPPosterior(MulticlassPosterior):
         """The (Cn x Cn) posterior covariance, class-major (index c n + i)."""
         n, C = self._state.mu.shape
         # (L^-1 G^T (K (x) I))^T, rows case-major
-        Vt = (_contrasts(C) @ self._state.solve_cross(self._state.K)).reshape(n * C, -1)
+        Vt = self._state.solve_cross(_spread(self._state.K, C - 1))
+        Vt = (_contrasts(C) @ Vt).reshape(n * C, -1)
         S = np.kron(self._state.K, np.eye(C)) - Vt @ Vt.T  # case-major
         order = (np.arange(n)[None, :] * C + np.arange(C)[:, None]).ravel()
         S = S[np.ix_(order, order)]
