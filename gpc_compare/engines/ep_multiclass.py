@@ -54,7 +54,7 @@ from .laplace_softmax import check_codes
 
 __all__ = ["MultinomialProbitEPPosterior", "infer_multiclass", "infer_multinomial_probit"]
 
-_POTRI = scipy.linalg.get_lapack_funcs("potri", dtype=np.float64)
+_POTRF, _POTRI = scipy.linalg.get_lapack_funcs(("potrf", "potri"), dtype=np.float64)
 
 #: The smallest adaptive damping (halved from 1 whenever the sites' change grows).
 MIN_DAMPING = 0.05
@@ -123,7 +123,13 @@ class _State:
         Bm = _class_gram(self.W)
         Bm *= prior.KJ
         Bm[np.diag_indices(n * J)] += 1.0
-        self.L = cholesky(Bm, what="I + G^T K G")
+        # Bm is symmetric: its transpose is the Fortran-ordered matrix LAPACK factorises
+        # in place, and L comes back Fortran-ordered, as trtrs takes it
+        self.L, info = _POTRF(Bm.T, lower=1, overwrite_a=1, clean=1)
+        if info != 0:
+            raise np.linalg.LinAlgError(
+                f"the I + G^T K G is not positive definite (Cholesky failed at {info})"
+            )
         self.nu = (B @ h[:, :, None])[:, :, 0]  # nu~_i = B_i h_i
         t = (np.swapaxes(self.W, 1, 2) @ (K @ self.nu)[:, :, None]).ravel()
         s = cho_solve(self.L, t).reshape(n, J)
