@@ -128,7 +128,8 @@ class _State:
         self.L, info = _POTRF(Bm.T, lower=1, overwrite_a=1, clean=1)
         if info != 0:
             raise np.linalg.LinAlgError(
-                f"the I + G^T K G is not positive definite (Cholesky failed at {info})"
+                f"I + G^T K G is not positive definite (Cholesky failed: its leading minor "
+                f"of order {info})"
             )
         self.nu = (B @ h[:, :, None])[:, :, 0]  # nu~_i = B_i h_i
         t = (np.swapaxes(self.W, 1, 2) @ (K @ self.nu)[:, :, None]).ravel()
