@@ -27,8 +27,10 @@ new site directly (the paper's section 4.2). With G = blockdiag(B_i P_i^1/2), T~
   against central differences in tests/engines/test_ep_multiclass.py).
 
 Cost: each outer sweep factorises one matrix of size n(C - 1) (C = 3: 8 n^3 / 3 flops,
-eight Choleskys of size n) and solves with it for the C x C marginals; the inner EP is
-O(n C^3) a sweep. Naming as R&W: ``K``, ``alpha``, ``L``; ``P, h`` the sites in
+eight Choleskys of size n) and solves with it for the C x C marginals, n(C - 1)
+right-hand sides, not nC: G^T (K (x) 1) = 0 as B_i^T 1 = 0, so only the C - 1 contrasts
+orthogonal to 1 need solving (C = 3: 8 n^3 flops, the sweep's largest cost); the inner
+EP is O(n C^3) a sweep. Naming as R&W: ``K``, ``alpha``, ``L``; ``P, h`` the sites in
 difference coordinates; ``mu_cav, Sigma_cav`` the cavities.
 """
 
@@ -37,7 +39,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable
 from functools import cached_property
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import scipy.linalg
@@ -52,6 +54,8 @@ from .laplace_softmax import check_codes
 
 __all__ = ["MultinomialProbitEPPosterior", "infer_multiclass", "infer_multinomial_probit"]
 
+_POTRF, _POTRI = scipy.linalg.get_lapack_funcs(("potrf", "potri"), dtype=np.float64)
+
 #: The smallest adaptive damping (halved from 1 whenever the sites' change grows).
 MIN_DAMPING = 0.05
 #: The inner EP's tolerance on its sites (tight: the evidence gradient assumes its fixed
@@ -60,36 +64,105 @@ INNER_TOL = 1e-11
 INNER_MAX_ITER = 200
 
 
+def _contrasts(C: int) -> np.ndarray:
+    """Q (C, C - 1): orthonormal columns orthogonal to 1 (Helmert contrasts), so that
+    I_C = Q Q^T + 1 1^T / C."""
+    Q = np.zeros((C, C - 1))
+    for k in range(1, C):
+        Q[:k, k - 1] = 1.0
+        Q[k, k - 1] = -float(k)
+        Q[:, k - 1] /= np.sqrt(k * (k + 1.0))
+    return Q
+
+
+def _class_gram(W: np.ndarray) -> np.ndarray:
+    """(W_i^T W_j)_ab at row (i, a), column (j, b), for W (n, C, J): one GEMM over the C
+    classes, shape (nJ, nJ)."""
+    n, C, J = W.shape
+    Wf = np.swapaxes(W, 1, 2).reshape(n * J, C)
+    return Wf @ Wf.T
+
+
+def _point_covariances(Vt: np.ndarray, Q: np.ndarray) -> np.ndarray:
+    """Q V_s^T V_s Q^T for every point s of V^T (m, J, k): shape (m, C, C)."""
+    return Q @ (Vt @ np.swapaxes(Vt, 1, 2)) @ Q.T
+
+
+def _spread(Kx: np.ndarray, J: int) -> np.ndarray:
+    """Kx^T with each column repeated J times, (m, nJ): entry (s, (i, a)) is Kx_is."""
+    return np.repeat(Kx.T, J, axis=1)
+
+
+class _Prior(NamedTuple):
+    """K and the two layouts of it every sweep uses, made once a fit: ``KJ`` = K (x) 1 1^T
+    (J x J blocks, (nJ, nJ)) and ``KR`` = ``_spread(K, J)``."""
+
+    K: np.ndarray
+    KJ: np.ndarray
+    KR: np.ndarray
+
+    @classmethod
+    def of(cls, K: np.ndarray, J: int) -> _Prior:
+        return cls(K, np.kron(K, np.ones((J, J))), _spread(K, J))
+
+
 class _State:
     """The Gaussian approximation implied by the sites (P, h): L, alpha, mu, the C x C
     marginals and the prior part of the evidence (see the module notes)."""
 
-    def __init__(self, K: np.ndarray, B: np.ndarray, P: np.ndarray, h: np.ndarray) -> None:
+    def __init__(self, prior: _Prior, B: np.ndarray, P: np.ndarray, h: np.ndarray) -> None:
         n, C, J = B.shape
+        K = prior.K
         self.K, self.B, self.P, self.h = K, B, P, h
         lam, U = np.linalg.eigh(P)
         # P = (A^-1 + 1 1^T)^-1 is positive semi-definite; eigh's rounding can leave a
         # zero eigenvalue at -1e-17, which the square root takes as zero
         R = (U * np.sqrt(np.maximum(lam, 0.0))[:, None, :]) @ np.swapaxes(U, 1, 2)
         self.W = B @ R  # G's blocks, (n, C, J)
-        GKG = np.einsum("ica,ij,jcb->iajb", self.W, K, self.W).reshape(n * J, n * J)
-        self.L = cholesky(np.eye(n * J) + GKG, what="I + G^T K G")
-        self.nu = np.einsum("ica,ia->ic", B, h)  # nu~_i = B_i h_i
-        t = np.einsum("ica,ic->ia", self.W, K @ self.nu).ravel()
+        # [G^T (K (x) I) G]_(ia),(jb) = K_ij (W_i^T W_j)_ab
+        Bm = _class_gram(self.W)
+        Bm *= prior.KJ
+        Bm[np.diag_indices(n * J)] += 1.0
+        # Bm is symmetric: its transpose is the Fortran-ordered matrix LAPACK factorises
+        # in place, and L comes back Fortran-ordered, as trtrs takes it
+        self.L, info = _POTRF(Bm.T, lower=1, overwrite_a=1, clean=1)
+        if info != 0:
+            raise np.linalg.LinAlgError(
+                f"I + G^T K G is not positive definite (Cholesky failed: its leading minor "
+                f"of order {info})"
+            )
+        self.nu = (B @ h[:, :, None])[:, :, 0]  # nu~_i = B_i h_i
+        t = (np.swapaxes(self.W, 1, 2) @ (K @ self.nu)[:, :, None]).ravel()
         s = cho_solve(self.L, t).reshape(n, J)
-        self.alpha = self.nu - np.einsum("ica,ia->ic", self.W, s)
+        self.alpha = self.nu - (self.W @ s[:, :, None])[:, :, 0]
         self.mu = K @ self.alpha
-        self.Sigma = self._marginals()
+        self.Sigma = self._marginals(prior.KR)
         self.prior_part = -float(np.log(np.diag(self.L)).sum()) + 0.5 * float(
             np.sum(self.nu * self.mu)
         )
 
-    def _marginals(self) -> np.ndarray:
-        """Sigma_ii = K_ii I - V_i^T V_i, V = L^-1 G^T (K (x) I), shape (n, C, C)."""
+    def solve_cross(self, KxR: np.ndarray) -> np.ndarray:
+        """V = L^-1 G^T (Kx (x) Q) for Kx = k(X, Xs) (n, m), given KxR = ``_spread(Kx,
+        C - 1)``, returned transposed, V^T of shape (m, C - 1, n(C - 1)). L^-1 G^T (Kx (x)
+        I) = V (I (x) Q^T), Q (C, C - 1) orthonormal and orthogonal to 1 (``_contrasts``),
+        as G^T (Kx (x) 1) = 0 (B_i^T 1 = 0): C - 1 right-hand sides a point, not C."""
         n, C, J = self.W.shape
-        GK = np.einsum("ica,ij->iajc", self.W, self.K).reshape(n * J, n * C)
-        V = scipy.linalg.solve_triangular(self.L, GK, lower=True).reshape(n * J, n, C)
-        S = -np.einsum("kic,kid->icd", V, V)
+        WQ = np.swapaxes(self.W, 1, 2) @ _contrasts(C)  # (n, J, J)
+        # V^T built C-ordered, so that its transpose is the Fortran-ordered right-hand
+        # side LAPACK solves in place
+        m = KxR.shape[0]
+        GKt = np.empty((m, J, n * J))  # entry (s, b, (i, a)): Kx_is (W_i^T Q)_ab
+        for b in range(J):
+            np.multiply(KxR, WQ[:, :, b].reshape(-1), out=GKt[:, b, :])
+        V = scipy.linalg.solve_triangular(
+            self.L, GKt.reshape(m * J, n * J).T, lower=True, overwrite_b=True, check_finite=False
+        )
+        return V.T.reshape(m, J, n * J)
+
+    def _marginals(self, KR: np.ndarray) -> np.ndarray:
+        """Sigma_ii = K_ii I - Q V_i^T V_i Q^T, V = L^-1 G^T (K (x) Q), shape (n, C, C)."""
+        C = self.W.shape[1]
+        S = -_point_covariances(self.solve_cross(KR), _contrasts(C))
         S += np.diag(self.K)[:, None, None] * np.eye(C)
         return 0.5 * (S + np.swapaxes(S, 1, 2))
 
@@ -150,8 +223,9 @@ def _run(K, B, options, tilted: Tilted, start):
     damping = 1.0 if options.damping is None else options.damping
     adaptive = options.damping is None
     lml_old, change_old = -np.inf, np.inf
+    prior = _Prior.of(K, J)
     for sweep in range(1, options.max_iter + 1):
-        state = _State(K, B, P, h)
+        state = _State(prior, B, P, h)
         mu_cav, Sigma_cav = state.cavities()
         log_zhat, P_new, h_new, inner = tilted(B, mu_cav, Sigma_cav, inner)
         lml = state.log_evidence(mu_cav, Sigma_cav, log_zhat)
@@ -294,22 +368,17 @@ class MultinomialProbitEPPosterior(MulticlassPosterior):
         nu~_i^T f_i): (T~ = B_i P_i B_i^T (n, C, C), nu~ = B_i h_i (n, C))."""
         return self._state.site_precision(), self._state.nu
 
-    def _V(self, Ks: np.ndarray) -> np.ndarray:
-        """L^-1 G^T (k(X, Xs) (x) I), shape (n(C-1), m, C)."""
-        W, L = self._state.W, self._state.L
-        n, C, J = W.shape
-        GK = np.einsum("ica,is->iasc", W, Ks).reshape(n * J, -1)
-        return scipy.linalg.solve_triangular(L, GK, lower=True).reshape(n * J, -1, C)
-
     def _predict_latent(self, Xs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Mean k*^T alpha (m, C) and covariance k** I - V*^T V* (m, C, C)."""
+        """Mean k*^T alpha (m, C) and covariance k** I - Q V*^T V* Q^T (m, C, C), V* =
+        L^-1 G^T (k(X, Xs) (x) Q) (``_State.solve_cross``)."""
         C = self.n_classes
+        Q = _contrasts(C)
         means, covs = [], []
         for start in range(0, Xs.shape[0], 256):
             Z = Xs[start : start + 256]
             Ks = self.kernel(self.X, Z)
-            V = self._V(Ks)
-            cov = -np.einsum("ksc,ksd->scd", V, V) + self.kernel.diag(Z)[:, None, None] * np.eye(C)
+            cov = -_point_covariances(self._state.solve_cross(_spread(Ks, C - 1)), Q)
+            cov += self.kernel.diag(Z)[:, None, None] * np.eye(C)
             means.append(Ks.T @ self._state.alpha)
             covs.append(0.5 * (cov + np.swapaxes(cov, 1, 2)))
         return np.concatenate(means), np.concatenate(covs)
@@ -324,9 +393,12 @@ class MultinomialProbitEPPosterior(MulticlassPosterior):
         R~_ij = sum_c [G Bm^-1 G^T]_(ic),(jc)."""
         st = self._state
         n, C, J = st.W.shape
-        Linv = scipy.linalg.solve_triangular(st.L, np.eye(n * J), lower=True)
-        Z = np.einsum("mia,ica->mic", Linv.reshape(n * J, n, J), st.W)
-        R = np.einsum("mic,mjc->ij", Z, Z)
+        # R~_ij = sum_ab [Bm^-1]_(ia),(jb) (W_i^T W_j)_ab, Bm^-1 from L (LAPACK potri)
+        Binv, info = _POTRI(st.L, lower=1)
+        if info != 0:
+            raise np.linalg.LinAlgError(f"potri failed on I + G^T K G (info {info})")
+        Binv = np.tril(Binv) + np.tril(Binv, -1).T
+        R = (Binv * _class_gram(st.W)).reshape(n, J, n, J).sum(axis=(1, 3))
         M = 0.5 * (st.alpha @ st.alpha.T - R)
         traces, _ = self.kernel.gradient_terms(self.X, 0.5 * (M + M.T), K=st.K)
         return np.asarray(traces, dtype=float)
@@ -335,8 +407,10 @@ class MultinomialProbitEPPosterior(MulticlassPosterior):
     def latent_cov(self) -> np.ndarray:
         """The (Cn x Cn) posterior covariance, class-major (index c n + i)."""
         n, C = self._state.mu.shape
-        V = self._V(self._state.K).reshape(-1, n * C)
-        S = np.kron(self._state.K, np.eye(C)) - V.T @ V  # case-major
+        # (L^-1 G^T (K (x) I))^T, rows case-major
+        Vt = self._state.solve_cross(_spread(self._state.K, C - 1))
+        Vt = (_contrasts(C) @ Vt).reshape(n * C, -1)
+        S = np.kron(self._state.K, np.eye(C)) - Vt @ Vt.T  # case-major
         order = (np.arange(n)[None, :] * C + np.arange(C)[:, None]).ravel()
         S = S[np.ix_(order, order)]
         return 0.5 * (S + S.T)

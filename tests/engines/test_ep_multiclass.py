@@ -200,3 +200,29 @@ def test_refusals_and_the_estimator():
     assert P.shape == (4, 3)
     np.testing.assert_allclose(P.sum(axis=1), 1.0, atol=1e-12)
     assert set(clf.predict(X)) <= set(labels)
+
+
+def test_four_classes_moments_equal_the_dense_gaussian_of_the_sites():
+    """The marginals, predictions and latent_cov solve only for the C - 1 contrasts
+    orthogonal to 1 (G^T (K (x) 1) = 0); with C = 4 they equal the Gaussian of the sites
+    computed densely, Sigma = (K^-1 (x) I + T~)^-1 and mu = Sigma nu~ (R&W eq. 3.53)."""
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(10, 2))
+    y = np.digitize(X[:, 0] + X[:, 1], [-1.0, 0.0, 1.0])
+    k = SquaredExponential(0.7, 2.0)
+    post = infer_multinomial_probit(X, y, 4, k, MultinomialProbit(n_classes=4), options())
+    T, nu = post.site_terms
+    n, C = nu.shape
+    blocks = np.zeros((n * C, n * C))  # case-major, index C i + c
+    for i in range(n):
+        blocks[C * i : C * (i + 1), C * i : C * (i + 1)] = T[i]
+    Sigma = np.linalg.inv(np.kron(np.linalg.inv(k(X)), np.eye(C)) + blocks)
+    mean = (Sigma @ nu.ravel()).reshape(n, C)
+    diag = np.array([Sigma[C * i : C * (i + 1), C * i : C * (i + 1)] for i in range(n)])
+    np.testing.assert_allclose(post.latent_mean, mean, atol=1e-9)
+    np.testing.assert_allclose(post.latent_point_cov, diag, atol=1e-9)
+    order = (np.arange(n)[None, :] * C + np.arange(C)[:, None]).ravel()
+    np.testing.assert_allclose(post.latent_cov, Sigma[np.ix_(order, order)], atol=1e-9)
+    mean_s, cov_s = post.predict_latent(X)
+    np.testing.assert_allclose(mean_s, mean, atol=1e-9)
+    np.testing.assert_allclose(cov_s, diag, atol=1e-9)
