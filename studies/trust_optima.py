@@ -31,7 +31,7 @@ import pandas as pd
 from scipy import stats
 
 from gpc_compare.provenance import versions_text
-from gpc_compare.report.figures import symlog_khat_axis
+from gpc_compare.report.trust_figure import symlog_khat_axis
 from gpc_compare.study import read_records
 from gpc_compare.study.records import read_record
 from gpc_compare.study.table import converged
@@ -299,7 +299,7 @@ def section(df: pd.DataFrame, at_ep: pd.DataFrame) -> list[str]:
 
 def khat_axes(ax, pareto_k: pd.Series, title: str) -> None:
     """The k-hat-against-marginal-KL axes of this study's figures (and studies/trust.py's):
-    log x, the package's k-hat axis (:func:`~gpc_compare.report.figures.symlog_khat_axis`),
+    log x, the package's k-hat axis (:func:`~gpc_compare.report.trust_figure.symlog_khat_axis`),
     and the title counting the infinite k-hat the figure cannot show."""
     symlog_khat_axis(ax, pareto_k.to_numpy(dtype=float))
     ax.set_xscale("log")

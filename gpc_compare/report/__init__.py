@@ -30,7 +30,6 @@ from .figures import (
     plot_metrics,
     plot_reliability,
     plot_timings,
-    plot_trust,
 )
 from .findings import reference_mcse
 from .kernels import by_kernel, kernel_section
@@ -38,6 +37,7 @@ from .markdown import report_markdown
 from .profiles import evidence_profiles
 from .styles import ENGINE_STYLE, METRICS, REFERENCE_METRICS, set_styles
 from .trust import TRUST_CAPTION
+from .trust_figure import plot_trust
 
 __all__ = [
     "ENGINE_STYLE",

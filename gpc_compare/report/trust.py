@@ -21,7 +21,7 @@ from .styles import style
 
 __all__ = ["TRUST_CAPTION", "recommendation", "trust_rows", "trust_section"]
 
-#: The caption of ``figures/trust.png`` (:func:`gpc_compare.report.figures.plot_trust`).
+#: The caption of ``figures/trust.png`` (:func:`gpc_compare.report.trust_figure.plot_trust`).
 TRUST_CAPTION = "Pareto k-hat per engine and data set, beside the distance to the reference"
 
 

@@ -1,7 +1,8 @@
-"""The report's trust figure (``figures/trust.png``, :func:`gpc_compare.report.figures.plot_trust`):
-k-hat per engine and data set with the 0.7 line, beside the measured marginal KL from the
-reference, drawn from the committed checks of results/trust (the records built from its
-table, so that the test reads no job files) and shown inside the trust section."""
+"""The report's trust figure (``figures/trust.png``,
+:func:`gpc_compare.report.trust_figure.plot_trust`): k-hat per engine and data set with the
+0.7 line, beside the measured marginal KL from the reference, drawn from the committed
+checks of results/trust (the records built from its table, so that the test reads no job
+files) and shown inside the trust section."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from gpc_compare.report import figures
+from gpc_compare.report import trust_figure
 from gpc_compare.report.markdown import INLINE_FIGURES
 from gpc_compare.report.trust import TRUST_CAPTION, trust_section
 from gpc_compare.study import JobRecord
@@ -51,7 +52,7 @@ def _committed() -> tuple[list[JobRecord], pd.DataFrame, list[str]]:
 def drawn(monkeypatch):
     """The figures ``plot_trust`` draws, kept instead of written."""
     kept = []
-    monkeypatch.setattr(figures, "save_figure", lambda fig, path, dpi: kept.append(fig))
+    monkeypatch.setattr(trust_figure, "save_figure", lambda fig, path, dpi: kept.append(fig))
     return kept
 
 
@@ -62,7 +63,7 @@ def test_the_figure_shows_every_check(drawn, tmp_path) -> None:
     records[1] = JobRecord(
         **{**records[1].__dict__, "psis": {**records[1].psis, "pareto_k": np.nan}}
     )
-    assert figures.plot_trust(records, table, datasets, engines, "mcmc", tmp_path / "t.png")
+    assert trust_figure.plot_trust(records, table, datasets, engines, "mcmc", tmp_path / "t.png")
     left, right = drawn[0].axes
     k = np.array([r.psis["pareto_k"] for r in records])
     k[np.isnan(k)] = np.inf
@@ -89,10 +90,10 @@ def test_the_figure_shows_every_check(drawn, tmp_path) -> None:
 def test_no_check_no_figure_and_the_section_shows_it(drawn, tmp_path) -> None:
     records, table, datasets = _committed()
     bare = [JobRecord(**{**r.__dict__, "psis": {}}) for r in records]
-    assert not figures.plot_trust(bare, table, datasets, ["ep"], "mcmc", tmp_path / "t.png")
+    assert not trust_figure.plot_trust(bare, table, datasets, ["ep"], "mcmc", tmp_path / "t.png")
     assert not drawn and not (tmp_path / "t.png").exists()
     # without a reference's KL: k-hat alone, one panel
-    assert figures.plot_trust(records, table.iloc[:0], datasets, ["ep"], None, tmp_path / "t")
+    assert trust_figure.plot_trust(records, table.iloc[:0], datasets, ["ep"], None, tmp_path / "t")
     assert len(drawn[0].axes) == 1
     summary = pd.DataFrame(columns=["dataset", "engine", "metric", "mean"])
     lines = trust_section(records, summary, datasets, ["ep"], "mcmc", figure="trust.png")
