@@ -186,6 +186,7 @@ STUDIES: dict[str, Callable[[], StudyTime]] = {
     "approximations_multiclass.toml": lambda: runner(
         "approximations_multiclass", "approximations_multiclass_probit"
     ),
+    "multiclass_sparse.toml": lambda: runner("multiclass_sparse"),
     "loo.py": loo,
     "synthetic_2d.py": synthetic_2d,
     "iris.py": iris,
