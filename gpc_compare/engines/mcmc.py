@@ -47,6 +47,7 @@ from typing import Any
 
 import numpy as np
 
+from .._convergence import peak_bytes
 from .._validation import (
     OptionError,
     check_flag,
@@ -301,14 +302,16 @@ class MCMCEngine(Engine):
     ) -> int:
         """The n x n matrices and the draws: n latent values (n C with the softmax) per
         draw of every chain, the tuning iterations' kept too (nutpie keeps its warmup),
-        through the fit and the predictions at as many test inputs (:attr:`draw_copies`)."""
+        through the fit (with the convergence diagnostics' temporaries,
+        :func:`gpc_compare._convergence.peak_bytes`) and the predictions at as many test
+        inputs (:attr:`draw_copies`)."""
         dense = self.dense_bytes(n, optimize, kernel=kernel, classes=classes)
         values = 8 * n * (classes or 1) * options.chains
         kept = options.draws + options.tune
         copies = self.draw_copies
-        fit = copies["fit"] * kept
-        predict = copies["held"] * kept + copies["predict"] * options.draws
-        return int(dense + values * max(fit, predict))
+        fit = values * copies["fit"] * kept + peak_bytes(values // 8 * options.draws)
+        predict = values * (copies["held"] * kept + copies["predict"] * options.draws)
+        return int(dense + max(fit, predict))
 
     def storage_hint(self, options: EngineOptions) -> str:
         return (
