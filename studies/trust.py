@@ -486,16 +486,7 @@ def write_readme(
         "",
         "## Per data set and engine (median k-hat, splits below the threshold)",
         "",
-        "| data set | engine | median k-hat | below threshold | mean marginal KL |",
-        "|---|---|---|---|---|",
-    ]
-    for (dataset, engine), g in df.groupby(["dataset", "engine"], sort=False):
-        below = int((g.pareto_k < g.khat_threshold).sum())
-        text.append(
-            f"| {dataset} | {engine} | {g.pareto_k.median():.2f} | {below} of {len(g)} | "
-            f"{g.marginal_kl.mean():.4f} |"
-        )
-    text += [
+        *OPTIMA.per_dataset_lines(df, optima=False),
         "",
         "Why EP's k-hat is so large on sonar, where its marginals are close to MCMC's:",
         "[sonar/README.md](sonar/README.md) (`studies/trust_sonar.py`).",
