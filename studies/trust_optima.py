@@ -64,11 +64,7 @@ def _row(rec, ref, marginal_kl: float) -> dict:
         "split": rec.split,
         "engine": rec.engine,
         "n": rec.n_train,
-        "pareto_k": psis.get("pareto_k", np.nan),
-        "khat_threshold": psis.get("khat_threshold", np.nan),
-        "ess": psis.get("ess", np.nan),
-        "is_log_evidence": psis.get("log_evidence", np.nan),
-        "is_log_evidence_se": psis.get("log_evidence_se", np.nan),
+        **psis_columns(psis),
         "log_evidence": rec.log_evidence,
         "smc_log_evidence": ref.log_evidence,
         "smc_log_evidence_se": ref.log_evidence_se,
@@ -83,6 +79,18 @@ def _row(rec, ref, marginal_kl: float) -> dict:
         "log_lengthscale": ref.hyperparameters.values[0],
         "log_sf": ref.hyperparameters.values[1] / 2.0,
         "mcmc_converged": converged(ref),
+    }
+
+
+def psis_columns(psis: dict) -> dict[str, float]:
+    """A job record's Pareto-k check (``rec.psis``; NaN where it did not run) as the
+    tables' columns: k-hat, its threshold, the ESS, the IS evidence and its se."""
+    return {
+        "pareto_k": psis.get("pareto_k", np.nan),
+        "khat_threshold": psis.get("khat_threshold", np.nan),
+        "ess": psis.get("ess", np.nan),
+        "is_log_evidence": psis.get("log_evidence", np.nan),
+        "is_log_evidence_se": psis.get("log_evidence_se", np.nan),
     }
 
 
