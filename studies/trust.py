@@ -214,13 +214,7 @@ def findings(df: pd.DataFrame) -> list[str]:
     )
     if "is_mean_log_predictive" in df:
         lines += heldout_findings(df)
-    unreliable = df[df.pareto_k >= df.khat_threshold]
-    if len(unreliable):
-        gap = unreliable.log_evidence - unreliable.smc_log_evidence
-        lines.append(
-            f"- Where it is not ({len(unreliable)} cases), the approximation's own evidence is "
-            f"{(-gap).median():.2f} nats below SMC's at the median (largest {(-gap).max():.2f})."
-        )
+    lines += OPTIMA.evidence_where_unreliable(df)
     ratio = df.psis_seconds / df.mcmc_seconds
     lines.append(
         f"- **Cost**: a check took {df.psis_seconds.median():.2f} s at the median (largest "

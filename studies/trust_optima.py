@@ -94,6 +94,19 @@ def psis_columns(psis: dict) -> dict[str, float]:
     }
 
 
+def evidence_where_unreliable(df: pd.DataFrame) -> list[str]:
+    """The findings' line on the cases whose k-hat is not below the threshold (NaN
+    included): how far the approximation's own evidence lies below SMC's; none if none."""
+    unreliable = df[~(df.pareto_k < df.khat_threshold)]
+    if unreliable.empty:
+        return []
+    gap = unreliable.smc_log_evidence - unreliable.log_evidence
+    return [
+        f"- Where it is not ({len(unreliable)} cases), the approximation's own evidence is "
+        f"{gap.median():.2f} nats below SMC's at the median (largest {gap.max():.2f})."
+    ]
+
+
 def _se(psis: dict) -> float:
     """The corrected held-out score's standard error where k-hat <= 0.7, else NaN, as
     :meth:`gpc_compare.trust.PSISDiagnosis.mean_log_predictive` now returns it (records
@@ -240,12 +253,7 @@ def findings(df: pd.DataFrame, at_ep: pd.DataFrame) -> list[str]:
         f"{own.median():.4f}, largest {own.max():.4f})."
     )
     lines += within_combined(reliable)
-    unreliable = df[~(df.pareto_k < df.khat_threshold)]
-    gap = unreliable.smc_log_evidence - unreliable.log_evidence
-    lines.append(
-        f"- Where it is not ({len(unreliable)} cases), the approximation's own evidence is "
-        f"{gap.median():.2f} nats below SMC's at the median (largest {gap.max():.2f})."
-    )
+    lines += evidence_where_unreliable(df)
     ratio = df.psis_seconds / df.mcmc_seconds
     lines.append(
         f"- **Cost**: a check took {df.psis_seconds.median():.2f} s at the median (largest "
