@@ -30,6 +30,10 @@ takes the one-pass sum(x^2)/n - mean^2, which agrees to rounding except where a 
 is itself rounding error: chains each constant at different values, where R-hat is inf (or
 a rounding-sized W gives ~1e16) here and ArviZ's numba path may give NaN.
 
+:func:`ess_mean` is ``az.ess(method="mean")`` the same way: the ESS of the draws
+themselves (not their ranks) over the split chains, what ``az.mcse(method="mean")``
+divides the sample sd by (the Monte Carlo errors of :mod:`gpc_compare.metrics.mcse`).
+
 ArviZ loops in Python over entries (seconds for a few hundred latent values); here the
 work is array operations over all entries, in blocks that bound the memory.
 """
@@ -40,7 +44,7 @@ import numpy as np
 from scipy.fft import next_fast_len
 from scipy.special import ndtri
 
-__all__ = ["peak_bytes", "rank_diagnostics"]
+__all__ = ["ess_mean", "peak_bytes", "rank_diagnostics"]
 
 #: Blom's offset c in the rank normalisation (r - c) / (S - 2c + 1).
 _BLOM = 3.0 / 8.0
@@ -92,6 +96,37 @@ def rank_diagnostics(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]
         block = np.moveaxis(x[:, :, lo : lo + step], 2, 0)  # (entries, chains, draws)
         out[:, lo : lo + step] = _block(np.ascontiguousarray(block))
     return out[0], out[1], out[2]
+
+
+def ess_mean(x: np.ndarray) -> np.ndarray:
+    """The ESS of the mean of every entry, as ``az.ess(method="mean")`` gives it.
+
+    Parameters
+    ----------
+    x : ndarray, shape (chains, draws, k)
+        The draws of k scalar quantities.
+
+    Returns
+    -------
+    ndarray, shape (k,)
+        The ESS over the split chains of the draws as they are (V21 section 3; no rank
+        normalisation), not relative; NaN for an entry holding a NaN or fewer than 4
+        draws a chain, the number of draws for an entry that is constant.
+    """
+    x = np.asarray(x, dtype=float)
+    if x.ndim != 3:
+        raise ValueError(f"x must be (chains, draws, k), got shape {x.shape}")
+    chains, draws, k = x.shape
+    out = np.full(k, np.nan)
+    if draws < _MIN_DRAWS or chains < 1:
+        return out
+    step = max(1, _BLOCK // (chains * draws))
+    for lo in range(0, k, step):
+        block = np.ascontiguousarray(np.moveaxis(x[:, :, lo : lo + step], 2, 0))
+        bad = np.isnan(block).any(axis=(1, 2))
+        ess = _ess(_split_chains(np.where(bad[:, None, None], 0.0, block)))
+        out[lo : lo + step] = np.where(bad, np.nan, ess)
+    return out
 
 
 def _block(a: np.ndarray) -> np.ndarray:

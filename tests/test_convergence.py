@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from scipy.signal import lfilter
 
-from gpc_compare._convergence import rank_diagnostics
+from gpc_compare._convergence import ess_mean, rank_diagnostics
 from gpc_compare.diagnostics import diagnose
 
 from .helpers import arviz_extremes
@@ -114,6 +114,26 @@ def test_rank_diagnostics_are_arviz_s(name):
     for label, mine, az_value in zip(("R-hat", "bulk ESS", "tail ESS"), ours, theirs, strict=True):
         assert mine.shape == (x.shape[2],)
         np.testing.assert_allclose(mine, az_value, rtol=RTOL, err_msg=f"{name}: {label}")
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_ess_mean_is_arviz_s(name):
+    """``ess_mean`` is ``az.ess(method="mean")`` (the draws' own ESS over split chains, no
+    ranks) entry by entry, NaN where ArviZ gives NaN (numpy path for the stuck chains, as
+    above)."""
+    x = CASES[name]
+    az = _az()
+    had_numba = az.Numba.numba_flag
+    if name == "stuck chains":
+        az.Numba.disable_numba()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            theirs = az.ess(az.convert_to_dataset({"x": x}), method="mean")["x"].to_numpy()
+    finally:
+        if had_numba and name == "stuck chains":
+            az.Numba.enable_numba()
+    np.testing.assert_allclose(ess_mean(x), theirs, rtol=RTOL, err_msg=name)
 
 
 def test_the_cases_reach_the_edges_they_are_named_for():
