@@ -122,7 +122,7 @@ def site_mean_cg(
 
 def anderson(history: list[tuple[np.ndarray, np.ndarray]], beta: float = 1.0) -> np.ndarray:
     """Anderson's extrapolation of a fixed-point iteration x <- F(x) (Anderson 1965;
-    Walker and Ni 2011, type II, with mixing parameter beta: their eq. 2.2's
+    Walker and Ni 2011, type II, with a mixing parameter beta as in their algorithm:
     x_k + beta f_k - (dx + beta df) gamma).
 
     Parameters
