@@ -315,9 +315,11 @@ def maximize_bound(
         acceleration.push(x, np.concatenate([W_fix.ravel(), b_fix.ravel()]) - x)
         new = None
         # try the Anderson-extrapolated sites first; after a halving, those of the damped
-        # step x + rho (F(x) - x): where only a short step raises the bound (a direction
-        # the full step overshoots), that step alone creeps along the slow ones (sigma_f^2
-        # in the thousands: a site change stuck near 1e-4 for hundreds of iterations)
+        # step x + rho (F(x) - x). Where only short steps raise the bound (a direction the
+        # full step overshoots: the multi-class SVGP at sigma_f^2 ~ e^8), those steps alone
+        # creep, and once the bound's changes are within its rounding rho cycles between
+        # a step that shrinks the residual and its double, which the bound can no longer
+        # refuse and which grows it (satimage: the site change stuck near 1e-5)
         trial = acceleration.extrapolate(rho)
         if trial is not None:
             if np.all(np.isfinite(trial)):
