@@ -120,25 +120,30 @@ def site_mean_cg(
     return None
 
 
-def anderson(history: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
+def anderson(history: list[tuple[np.ndarray, np.ndarray]], beta: float = 1.0) -> np.ndarray:
     """Anderson's extrapolation of a fixed-point iteration x <- F(x) (Anderson 1965;
-    Walker and Ni 2011, type II).
+    Walker and Ni 2011, type II, with a mixing parameter beta as in their algorithm:
+    x_k + beta f_k - (dx + beta df) gamma).
 
     Parameters
     ----------
     history : list of (x_k, F(x_k) - x_k)
         The last few iterates and their residuals, oldest first (at least two).
+    beta : float
+        The mixing: 1 extrapolates x <- F(x), rho < 1 the damped iteration
+        x <- x + rho (F(x) - x) (the same gamma).
 
     Returns
     -------
     ndarray
-        F(x_k) - sum_j gamma_j (dx_j + df_j), gamma minimising |f_k - sum_j gamma_j df_j|.
+        x_k + beta f_k - sum_j gamma_j (dx_j + beta df_j), gamma minimising
+        |f_k - sum_j gamma_j df_j| (with beta = 1, F(x_k) - sum_j gamma_j (dx_j + df_j)).
     """
     xs = np.array([h[0] for h in history])
     fs = np.array([h[1] for h in history])
     dx, df = np.diff(xs, axis=0), np.diff(fs, axis=0)
     gamma = np.linalg.lstsq(df.T, fs[-1], rcond=None)[0]
-    return xs[-1] + fs[-1] - (dx + df).T @ gamma
+    return xs[-1] + beta * fs[-1] - (dx + beta * df).T @ gamma
 
 
 class Anderson:
@@ -161,10 +166,10 @@ class Anderson:
         ``memory`` + 1)."""
         self.history = [*self.history[-self.memory :], (x, residual)]
 
-    def extrapolate(self) -> np.ndarray | None:
-        """Anderson's extrapolation over the iterates remembered (:func:`anderson`), or
-        None while fewer than two are."""
-        return anderson(self.history) if len(self.history) > 1 else None
+    def extrapolate(self, beta: float = 1.0) -> np.ndarray | None:
+        """Anderson's extrapolation over the iterates remembered (:func:`anderson`, mixing
+        ``beta``), or None while fewer than two are."""
+        return anderson(self.history, beta) if len(self.history) > 1 else None
 
     def restart(self) -> None:
         """Forget all but the last iterate (an extrapolation failed, or its residuals
@@ -263,10 +268,11 @@ def maximize_bound(
 
     A state (``make_state(W, b)``) carries ``W``, ``b``, ``mu`` (the mean the sites act
     on), ``expected`` = (E_i, dE/dmu, dE/dvar), ``elbo`` and ``noise`` (its rounding). Each
-    iteration first tries Anderson's extrapolation of the fixed point
-    W = -2 dE/dvar, b = dE/dmu + W mu, then the natural-gradient step
-    W <- (1 - rho) W + rho W_fix, b <- (1 - rho) b + rho b_fix, halving rho until the
-    bound does not drop (beyond rounding); rho grows back towards 1 after each step.
+    iteration first tries Anderson's extrapolation of the natural-gradient step
+    W <- (1 - rho) W + rho W_fix, b <- (1 - rho) b + rho b_fix towards the fixed point
+    W_fix = -2 dE/dvar, b_fix = dE/dmu + W mu (mixing beta = rho), then that step itself,
+    halving rho until the bound does not drop (beyond rounding); rho grows back towards 1
+    after each step.
     Converged when the bound changes by less than ``tol`` and the fixed-point update would
     move no site by more than ``site_tol`` relative to 1 + its size; where no step raises
     the bound above its rounding, converged "at the limit of rounding" if the sites are
@@ -308,8 +314,14 @@ def maximize_bound(
         x = np.concatenate([state.W.ravel(), state.b.ravel()])
         acceleration.push(x, np.concatenate([W_fix.ravel(), b_fix.ravel()]) - x)
         new = None
-        trial = acceleration.extrapolate() if rho == 1.0 else None
-        if trial is not None:  # try the Anderson-extrapolated sites first
+        # try the Anderson-extrapolated sites first; after a halving, those of the damped
+        # step x + rho (F(x) - x). Where only short steps raise the bound (a direction the
+        # full step overshoots: the multi-class SVGP at sigma_f^2 ~ e^8), those steps alone
+        # creep, and once the bound's changes are within its rounding rho cycles between
+        # a step that shrinks the residual and its double, which the bound can no longer
+        # refuse and which grows it (satimage: the site change stuck near 1e-5)
+        trial = acceleration.extrapolate(rho)
+        if trial is not None:
             if np.all(np.isfinite(trial)):
                 W_trial = project(trial[:n].reshape(shapes[0]))
                 candidate = make_state(W_trial, trial[n:].reshape(shapes[1]))

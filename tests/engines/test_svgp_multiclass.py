@@ -248,14 +248,14 @@ def test_common_mode_step_is_the_bounds_exact_move(likelihood, how):
 
 
 @pytest.mark.parametrize(
-    "likelihood,most,fewest_plain", [("softmax", 40, 60), ("robustmax", 60, 150)]
+    "likelihood,most,fewest_plain", [("softmax", 40, 60), ("robustmax", 60, 120)]
 )
 def test_common_mode_step_same_optimum_in_fewer_iterations(monkeypatch, likelihood, most,
                                                            fewest_plain):  # fmt: skip
     """sigma_f^2 = 300 (the scale Iris selects): with the common-mode step the fit converges
-    in at most ``most`` iterations (31 softmax, 47 robust-max measured; the margin for
+    in at most ``most`` iterations (31 softmax, 43 robust-max measured; the margin for
     rounding), the plain site iteration (the step replaced by the identity) in at least
-    ``fewest_plain`` (73 and 177 measured): the bound's optimum (the same to 1e-10
+    ``fewest_plain`` (73 and 141 measured): the bound's optimum (the same to 1e-10
     relative), q's means and the predictive probabilities the same to 1e-7; at the
     optimum sum_c m_c = 0."""
     from gpc_compare.engines import svgp_multiclass as sm
@@ -273,3 +273,26 @@ def test_common_mode_step_same_optimum_in_fewer_iterations(monkeypatch, likeliho
     np.testing.assert_allclose(plain.q_mean, post.q_mean, atol=1e-7 * np.abs(post.q_mean).max())
     np.testing.assert_allclose(plain.predict_proba(Xs), post.predict_proba(Xs), atol=1e-7)
     assert np.abs(post.q_mean.sum(axis=1)).max() < 1e-10 * np.abs(post.q_mean).max()
+
+
+def test_damped_steps_are_extrapolated_where_only_short_steps_raise_the_bound():
+    """80 cases of satimage (6 classes: the softmax by Monte Carlo), M = 16, sigma_f^2 =
+    e^8: a full natural-gradient step lowers the bound there, so the site iteration runs on
+    steps of rho = 1/8 and 1/16, which alone crept (before Anderson's extrapolation was
+    tried after a halving: not converged after 300 iterations, the site change stuck near
+    1e-5 and the bound changes within its rounding; the limit cycle of the
+    multiclass_sparse study). Now converged to the tolerances (79 iterations measured, not
+    at the limit of rounding), at the optimum: restarted from its sites, the iteration
+    stops at once, with the same bound."""
+    data = gc.datasets.load_satimage()
+    idx = np.random.default_rng(1).choice(data.y.size, 80, replace=False)
+    X, y = gc.datasets.standardize(data.X[idx], data.X[idx])[0], data.y[idx]
+    kernel = SquaredExponential(np.exp(2.2), np.exp(8.0))
+    options = {"inducing": 16, "optimize": False, "max_iter": 150}
+    post = gc.fit(X, y, "svgp", kernel, "softmax", **options)
+    assert post.convergence.converged and "rounding" not in post.convergence.message
+    assert post.convergence.iterations <= 110
+    again = gc.fit(X, y, "svgp", kernel, "softmax", warm_start=post.warm_start, **options)
+    assert again.convergence.converged and again.convergence.iterations <= 2
+    bound = post.log_marginal_likelihood
+    assert again.log_marginal_likelihood == pytest.approx(bound, abs=1e-9 * abs(bound))
