@@ -4,6 +4,7 @@ job records of the multi-class SVGP on satimage in full."""
 from __future__ import annotations
 
 import json
+import re
 
 import pandas as pd
 
@@ -35,10 +36,14 @@ def test_multiclass_sparse_findings() -> None:
     (final,) = [r["convergence"] for r in searches if r["split"] == slow]
     assert final["converged"]
     assert not stalled.converged.iloc[0] and own.converged.sum() == 4
-    assert (
-        "not converged after 1000 iterations"
-        in jobs.set_index("job_id").warnings[stalled.job_id.iloc[0]]
+    warned = re.findall(
+        r"not converged after 1000 iterations \(bound change (\S+), site change (\S+);"
+        r" .*?last step (\S+)\)",
+        jobs.set_index("job_id").warnings[stalled.job_id.iloc[0]],
     )
+    cycled = [w for w in warned if float(w[1]) < 1e-4]  # (the bound flat, the sites not)
+    (extreme,) = [w for w in warned if float(w[1]) >= 1e-4]
+    assert len(cycled) == 2
     assert_on_page(
         PAGE,
         f"M = 128: mean log predictive {mean['mean_log_predictive'][BIG]:.3f} nats per case,"
@@ -51,7 +56,11 @@ def test_multiclass_sparse_findings() -> None:
         f" sigma_f^2 {hp.log_variance.min():.2f}-{hp.log_variance.max():.2f}",
         f"(3 runs, {min(evaluations)}-{max(evaluations)} evaluations) took"
         f" {rest.min():.0f}-{rest.max():.0f} s on four folds and {t[BIG][slow]:.0f} s on one"
-        f" (split {slow})",
+        f" (split {slow}): three of its evaluations stopped",
+        f"(bound change {cycled[0][0]} and {float(cycled[1][0]):.2e}, site change"
+        f" {cycled[0][1]} and {cycled[1][1]}, last step {float(cycled[0][2]):.2f} and"
+        f" {float(cycled[1][2]):.2f})",
+        f"The third (bound change {extreme[0]}, site change {extreme[1]})",
         f"(M = 64) took {t[SMALL].min():.0f}-{t[SMALL].max():.0f} s",
         f"converged in {final['iterations']} iterations)",
     )
