@@ -110,6 +110,8 @@ class _Findings:
         if (dataset, a, b, metric) not in self.paired:
             return "n/a"
         p = self.paired[(dataset, a, b, metric)]
+        if not (np.isfinite(p.lower) and np.isfinite(p.upper)):  # (one split: none)
+            return f"{fmt(p.mean, digits)} (no interval)"
         return f"{fmt(p.mean, digits)} [{fmt(p.lower, digits)}, {fmt(p.upper, digits)}]"
 
     def _wins(self, dataset: str, a: str, b: str, metric: str) -> bool:
@@ -173,6 +175,15 @@ class _Findings:
                 + ")"
             )
         self.notes["tie"] = _TIE_NOTE
+        if n_max < 2:  # no interval from one split, so no win whatever the difference
+            return (
+                f"no win on mean log predictive from one split: {name}'s "
+                f"{fmt(complete[best]['mean'])} nats is ahead of "
+                + ", ".join(
+                    f"{style(e)[2]}'s by {self.diff(dataset, best, e, mlp)}" for e in ties
+                )
+                + ", but an interval needs two splits or more"
+            )
         return (
             f"no win on mean log predictive: {name}'s {fmt(complete[best]['mean'])} nats is "
             "within the interval of "

@@ -172,8 +172,10 @@ def _split_text(splits) -> str:
         repeats = splits.get("n_repeats", 1)
         return folds if repeats == 1 else f"{folds}, {repeats} repeats (each a new shuffle)"
     if splits["kind"] == "holdout":
+        r = splits["n_repeats"]
         return (
-            f"{splits['n_repeats']} stratified train/test splits, test size {splits['test_size']}"
+            f"{r} stratified train/test split{'s' if r != 1 else ''}, test size "
+            f"{splits['test_size']}"
         )
     return "every case trains, none is held out (evidence only)"
 

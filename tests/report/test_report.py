@@ -175,6 +175,31 @@ def test_a_win_only_when_larger_than_its_interval() -> None:
     assert sum("called a win only" in line for line in lines) == 1  # the caveat, once
 
 
+def test_one_split_gives_no_interval_and_no_win() -> None:
+    """A study of one holdout split: the corrected t-interval needs two splits (NaN bounds),
+    so the finding says the lead and that it is no win, never "within the interval"."""
+    set_styles(["svgp_128", "svgp_64"])
+    summary = pd.DataFrame(
+        [{"dataset": "letter", "engine": e, "metric": "mean_log_predictive", "n_splits": 1,
+          "mean": m, "low": m - 0.01, "high": m + 0.01}
+         for e, m in [("svgp_128", -0.2511), ("svgp_64", -0.3885)]]
+    )  # fmt: skip
+    table = pd.DataFrame(columns=["dataset", "engine", "metric", "split", "value", "job_id"])
+    nan = float("nan")
+    paired = {
+        ("letter", a, b, "mean_log_predictive"): metrics.PairedDifference(
+            sign * 0.1374, nan, nan, 1, 0, "no difference", 0.0, 0.0, 0.95
+        )
+        for a, b, sign in [("svgp_128", "svgp_64", 1.0), ("svgp_64", "svgp_128", -1.0)]
+    }
+    lines = findings(summary, table, [], ["letter"], ["svgp_128", "svgp_64"], None, paired)
+    (letter,) = [line for line in lines if "**letter**" in line]
+    assert "no win on mean log predictive from one split" in letter
+    assert "-0.251 nats is ahead of" in letter and "by 0.1374 (no interval)" in letter
+    assert "an interval needs two splits or more" in letter
+    assert "within the interval" not in letter and "n/a" not in letter
+
+
 def test_a_difference_within_the_references_monte_carlo_error_is_not_decided() -> None:
     """Issue 29: EP - MCMC within twice MCMC's Monte Carlo error (from the records' mcse,
     combined over the splits) is "indistinguishable" where its interval includes zero and
