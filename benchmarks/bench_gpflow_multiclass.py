@@ -216,7 +216,7 @@ def check_rows(name: str, likelihood: str, companion: Companion, args) -> list[t
         "proba_max_abs_diff": float(np.abs(g["proba"] - P).max()),
     }  # fmt: skip
     if likelihood == "robustmax":
-        out |= robustmax_extras(prob, lik, g)
+        out |= robustmax_extras(prob, lik, g, P)
     else:
         out |= softmax_extras(prob, lik, post, g, args)
     out["elbo_diff"] = out["elbo_gpflow"] - out["elbo_ours"]
@@ -227,11 +227,31 @@ def check_rows(name: str, likelihood: str, companion: Companion, args) -> list[t
     return [(part, k, v) for k, v in out.items()]
 
 
-def robustmax_extras(prob: dict, lik, g: dict) -> dict:
-    """GPflow's expectation reproduced in numpy at GPflow's marginals (clipped and not), and
-    ours there: what the difference in the expected log likelihood consists of."""
+def gpflow_predict(mean: np.ndarray, var: np.ndarray, gh_points: int = 20, clip: bool = True):
+    """GPflow's ``MultiClass`` robust-max ``predict_y`` in numpy: eps / (C - 1) +
+    (1 - eps - eps / (C - 1)) P_c for every class c, P_c by :func:`gpflow_prob_largest`."""
+    m, C = mean.shape
+    P = np.column_stack(
+        [gpflow_prob_largest(np.full(m, c), mean, var, gh_points, clip) for c in range(C)]
+    )
+    return P * (1 - EPSILON) + (1 - P) * EPSILON / (C - 1)
+
+
+def robustmax_extras(prob: dict, lik, g: dict, P_ours: np.ndarray) -> dict:
+    """GPflow's expectation and predictive probabilities reproduced in numpy at GPflow's
+    marginals (clipped and not, 20 and 200 nodes), and ours there: what the differences
+    consist of."""
     y, C = prob["y"], prob["C"]
     off, on = np.log(EPSILON / (C - 1)), np.log1p(-EPSILON)
+    mean, var = g["fte_mean"], g["fte_var"]
+    copy20 = gpflow_predict(mean, var)
+    plain20, plain200 = (gpflow_predict(mean, var, k, clip=False) for k in (20, 200))
+    predictive = {
+        "proba_copy_vs_gpflow": float(np.abs(copy20 - g["proba"]).max()),
+        "proba_copy_squash_effect": float(np.abs(copy20 - plain20).max()),
+        "proba_copy_gh20_vs_gh200": float(np.abs(plain20 - plain200).max()),
+        "proba_copy_gh200_vs_ours": float(np.abs(plain200 - P_ours).max()),
+    }
 
     def expect(P: np.ndarray) -> float:
         return float(np.sum(P * on + (1 - P) * off))
@@ -248,6 +268,7 @@ def robustmax_extras(prob: dict, lik, g: dict) -> dict:
             gpflow_prob_largest(y, g["f_mean"], g["f_var"], 200, clip=False)
         ),
         "ell_ours_at_gpflow_marginals": float(ours_there),
+        **predictive,
     }
 
 
