@@ -205,10 +205,13 @@ def fit(inp: dict) -> dict:
 def versions() -> dict:
     import platform
 
+    import tensorflow_probability as tfp
+
     return {
         "python": platform.python_version(),
         "numpy": np.__version__,
         "tensorflow": tf.__version__,
+        "tensorflow_probability": tfp.__version__,
         "gpflow": gpflow.__version__,
     }
 
