@@ -67,7 +67,7 @@ from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import machine_facts  # noqa: E402
-from gpflow_section import HEADING, render  # noqa: E402
+from gpflow_section import write_section  # noqa: E402
 
 import gpc_compare as gc  # noqa: E402
 from gpc_compare.engines import svgp_multiclass  # noqa: E402
@@ -436,10 +436,7 @@ def write(rows: list[tuple], out: Path, command: str) -> None:
         writer.writerow(["part", "what", "value"])
         for part, what, value in rows + [("command", "command", command)]:
             writer.writerow([part, what, value if isinstance(value, str) else repr(float(value))])
-    md = out / "svgp_multiclass.md"
-    text = md.read_text() if md.exists() else "# The multi-class SVGP\n"
-    head = text.split(HEADING)[0].rstrip("\n")
-    md.write_text(head + "\n\n" + render(path))
+    write_section(path, out / "svgp_multiclass.md")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,6 +1,9 @@
 """The "Against GPflow" section of results/benchmarks/svgp_multiclass.md, rendered from
 svgp_multiclass_gpflow.csv (bench_gpflow_multiclass.py writes both; the findings test
-tests/findings/test_findings_gpflow.py renders it again and compares)."""
+tests/findings/test_findings_gpflow.py renders it again and compares).
+
+``python benchmarks/gpflow_section.py`` renders the section again from the committed CSV.
+"""
 
 from __future__ import annotations
 
@@ -94,7 +97,7 @@ def _robustmax_table(t: dict) -> list[str]:
 def _softmax_table(t: dict) -> list[str]:
     lines = [
         "| problem | E GPflow (Monte Carlo) | E ours (the fit's) | E ours (large Monte Carlo) "
-        "| GPflow - ours (large), in standard errors | max sd of GPflow's p |",
+        "| GPflow - ours (large), in standard errors | largest standard error of GPflow's p |",
         "| --- | ---: | ---: | ---: | ---: | ---: |",
     ]
     for name, lik in CHECKS:
@@ -238,3 +241,15 @@ def _timing(t: dict, lik: str) -> list[str]:
         *_timing_table(t, lik),
         "",
     ]
+
+
+def write_section(csv_path: Path, md_path: Path) -> None:
+    """Replace the section (from its heading to the end) of ``md_path``, or append it."""
+    text = md_path.read_text() if md_path.exists() else "# The multi-class SVGP\n"
+    head = text.split(HEADING)[0].rstrip("\n")
+    md_path.write_text(head + "\n\n" + render(csv_path))
+
+
+if __name__ == "__main__":
+    out = Path(__file__).resolve().parents[1] / "results" / "benchmarks"
+    write_section(out / "svgp_multiclass_gpflow.csv", out / "svgp_multiclass.md")
