@@ -33,12 +33,13 @@ GPflow's ``Softmax`` is Monte Carlo: its expectations are averaged over replicat
 with their standard errors.
 
 ``timing`` -- letter as in bench_svgp_multiclass.py's letter row (the seeded 80/20 split,
-n = 16,000 training and 4,000 test cases, SE ell = 5, sigma_f^2 = 10 given, M = 128 by
-k-means++, the same Z for both), robust-max (deterministic on both sides): our site
-iteration at its default tolerances against GPflow's natural gradients on q (full batch,
-``--gamma``), each in its own process, one after the other, one thread each; the ELBO
-reached (each q also scored by the other side's bound), held-out accuracy and mean log
-predictive, seconds.
+16,000 training and 4,000 test cases, SE ell = 5, sigma_f^2 = 10 given, M = 128 by
+k-means++ on the 16,000, the same Z for both), fitted on a seeded subsample of
+``--timing-n`` training cases (0: all), robust-max and softmax: our site iteration at its
+default tolerances against GPflow's natural gradients on q (full batch, gamma warmed up
+to ``--gamma``, at most ``--budget`` seconds), each in its own process, one after the
+other, one thread each; the ELBO reached (each q also scored by the other side's bound),
+held-out accuracy and mean log predictive, seconds.
 
 Outputs: ``<output>/svgp_multiclass_gpflow.csv`` (tidy: part, what, value) and, rendered
 from it (``gpflow_section.render``), the section "Against GPflow" at the end of
