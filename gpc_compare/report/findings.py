@@ -179,9 +179,7 @@ class _Findings:
             return (
                 f"no win on mean log predictive from one split: {name}'s "
                 f"{fmt(complete[best]['mean'])} nats is ahead of "
-                + ", ".join(
-                    f"{style(e)[2]}'s by {self.diff(dataset, best, e, mlp)}" for e in ties
-                )
+                + ", ".join(f"{style(e)[2]}'s by {self.diff(dataset, best, e, mlp)}" for e in ties)
                 + ", but an interval needs two splits or more"
             )
         return (
