@@ -160,6 +160,7 @@ QUOTES: tuple[Quote, ...] = (
         " studies/approximations_multiclass_probit.toml",
     ),
     _computed("multiclass_sparse", "multiclass_sparse.toml"),
+    _computed("multiclass_sparse_large", "multiclass_sparse_large.toml"),
     _computed("loo_study", "loo.py"),
     _computed("synthetic_2d", "synthetic_2d.py"),
     _computed("iris", "iris.py"),

@@ -187,6 +187,7 @@ STUDIES: dict[str, Callable[[], StudyTime]] = {
         "approximations_multiclass", "approximations_multiclass_probit"
     ),
     "multiclass_sparse.toml": lambda: runner("multiclass_sparse"),
+    "multiclass_sparse_large.toml": lambda: runner("multiclass_sparse_large"),
     "loo.py": loo,
     "synthetic_2d.py": synthetic_2d,
     "iris.py": iris,

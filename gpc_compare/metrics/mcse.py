@@ -9,8 +9,8 @@ Buerkner 2021, Bayesian Analysis 16(2)); by the delta method (d log p / d p = 1 
 log predictive's is sd(p_s / p) / sqrt(ESS), computed here from the ratios p_s / p in log
 space, so a rare-event estimate (a case whose p is carried by a few draws) keeps its
 error rather than underflowing. The ESS is computed for all cases at once
-(:func:`gpc_compare._convergence.ess_mean`, equal to ArviZ's to 1e-10; ArviZ's loop over
-the cases took 0.7 s of an MCMC job at 189 test cases, this 0.02 s). The MCSE of a mean
+(:func:`gpc_compare._convergence.ess_mean`, equal to ArviZ's to 1e-10, which loops over
+the cases in Python). The MCSE of a mean
 log predictive over m cases is then :func:`mean_log_predictive_mcse`,
 sqrt(sum_j mcse_j^2) / m, which takes the cases' errors as independent; they are not
 quite (every case's p_s comes from the same draws of f, so the errors of nearby cases
