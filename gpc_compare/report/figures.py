@@ -332,7 +332,7 @@ def plot_evidence(
             ax.set_ylabel("log evidence / n_train")
             ax.set_title(f"{dataset} (split {split}): along {hp}", fontsize=10, pad=12)
             ax.grid(alpha=0.3)
-            ax.legend(fontsize=8, loc="lower center")
+            ax.legend(fontsize=8, loc="best")  # (clear of the markers: they can sit low)
     title = _EVIDENCE_TITLES[bool(profiles)]
     # about 12 characters per inch at 11 points: wrapped to the figure's width
     fig.suptitle(textwrap.fill(title, width=int(12 * 5.4 * len(shown))), fontsize=11)
