@@ -202,6 +202,20 @@ def test_robustmax_probability_of_the_largest_against_closed_forms():
     y, mean, var = _moments(8, 7, 8)
     total = sum(prob_largest(np.full(8, c), mean, var)[0] for c in range(7))
     np.testing.assert_allclose(total, 1.0, atol=1e-13)
+    # the value alone (predictions): the same P without the derivatives, three ways
+    P, _, _ = prob_largest(y, mean, var)
+    Q, dm, dv = prob_largest(y, mean, var, derivatives=False)
+    np.testing.assert_allclose(Q, P, rtol=1e-13, atol=1e-16)
+    assert dm is None and dv is None
+    np.testing.assert_allclose(
+        sum(prob_largest(np.full(8, c), mean, var, derivatives=False)[0] for c in range(7)),
+        1.0,
+        atol=1e-13,
+    )
+    y, mean, var = _moments(8, 2, 6)
+    t = (mean[r, y] - mean[r, 1 - y]) / np.sqrt(var.sum(1))
+    Q = prob_largest(y, mean, var, derivatives=False)[0]
+    np.testing.assert_allclose(Q, norm.cdf(t), atol=1e-15)
 
 
 def test_robustmax_expectation_derivatives_and_predictive():

@@ -214,7 +214,7 @@ class RobustMax(Likelihood):
         off, on = self._levels(C)
         P = np.empty_like(m)
         for c in range(C):
-            P[:, c] = prob_largest(np.full(m.shape[0], c), m, v)[0]
+            P[:, c] = prob_largest(np.full(m.shape[0], c), m, v, derivatives=False)[0]
         # p = eps/(C-1) + (1 - eps - eps/(C-1)) P = exp(off) + (exp(on) - exp(off)) P
         lp = np.log(np.exp(off) + (np.exp(on) - np.exp(off)) * P).reshape(*shape, C)
         return (lp, np.zeros_like(lp)) if return_se else lp
