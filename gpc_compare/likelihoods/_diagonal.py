@@ -88,18 +88,22 @@ def prob_largest(
     return P, dP_dm, dP_dv
 
 
+def _node_arguments(m_c, s_c, mean, sd, z):
+    """t_k = (x - mean_k) / sd_k at the nodes x = mean_c + sd_c z, shape (k, C, P)."""
+    x = m_c[:, None] + s_c[:, None] * z  # (k, P)
+    return (x[:, None, :] - mean[:, :, None]) / sd[:, :, None]
+
+
 def _largest_value(m_c, s_c, mean, sd, other, z, w):
     """:func:`prob_largest`'s P alone for a block of inputs on the nodes z, weights w."""
-    x = m_c[:, None] + s_c[:, None] * z  # (k, P)
-    t = (x[:, None, :] - mean[:, :, None]) / sd[:, :, None]  # (k, C, P)
+    t = _node_arguments(m_c, s_c, mean, sd, z)
     log_G = np.sum(log_phi(t) * other[:, :, None], axis=1)  # class c: Phi = 1
     return np.exp(log_G) @ w
 
 
 def _largest_nodes(m_c, s_c, mean, sd, other, z, w):
     """:func:`prob_largest` for a block of inputs on the nodes z with weights w."""
-    x = m_c[:, None] + s_c[:, None] * z  # (k, P)
-    t = (x[:, None, :] - mean[:, :, None]) / sd[:, :, None]  # (k, C, P)
+    t = _node_arguments(m_c, s_c, mean, sd, z)
     log_Phi, r, r_prime = log_phi_d2(t)
     mask = other[:, :, None]
     log_Phi, r, r_prime = log_Phi * mask, r * mask, r_prime * mask  # class c: Phi = 1
