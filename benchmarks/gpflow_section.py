@@ -29,6 +29,20 @@ def _f(v: str, fmt: str) -> str:
     return format(float(v), fmt)
 
 
+def _part(t: dict, part: str) -> dict[str, str]:
+    """One part's rows of the CSV as {what: value}."""
+    return {what: value for (p, what), value in t.items() if p == part}
+
+
+def _checks(t: dict, lik: str | None = None, key: str = "elbo_ours"):
+    """(problem, likelihood, part) of each value check in the CSV (of likelihood ``lik``
+    where given), those holding ``key``."""
+    for name, check_lik in CHECKS:
+        p = f"check_{name}_{check_lik}"
+        if (lik is None or check_lik == lik) and (p, key) in t:
+            yield name, check_lik, p
+
+
 def _check_table(t: dict) -> list[str]:
     lines = [
         "| problem | likelihood | n / test / C / M | ELBO ours | ELBO GPflow | GPflow - ours "
@@ -36,11 +50,8 @@ def _check_table(t: dict) -> list[str]:
         "| max abs p diff |",
         "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
-    for name, lik in CHECKS:
-        p = f"check_{name}_{lik}"
-        v = {what: value for (part, what), value in t.items() if part == p}
-        if not v:
-            continue
+    for name, lik, p in _checks(t):
+        v = _part(t, p)
         size = "/".join(str(int(float(v[k]))) for k in ("n", "n_test", "C", "M"))
         se = f" +- {_f(v['elbo_gpflow_se'], '.3f')}" if float(v["elbo_gpflow_se"]) else ""
         lines.append(
@@ -59,10 +70,7 @@ def _robustmax_table(t: dict) -> list[str]:
         "200 nodes | ours at GPflow's marginals | GPflow's epsilon, eps / (C - 1) |",
         "| --- | ---: | ---: | ---: | ---: | ---: | --- |",
     ]
-    for name, lik in CHECKS:
-        p = f"check_{name}_{lik}"
-        if lik != "robustmax" or (p, "ell_gpflow") not in t:
-            continue
+    for name, _, p in _checks(t, "robustmax", "ell_gpflow"):
         cells = [
             _f(t[p, k], ".6f")
             for k in (
@@ -84,10 +92,7 @@ def _robustmax_table(t: dict) -> list[str]:
         "nodes vs 200 (unclipped) | unclipped, 200 nodes vs ours |",
         "| --- | ---: | ---: | ---: | ---: |",
     ]
-    for name, lik in CHECKS:
-        p = f"check_{name}_{lik}"
-        if lik != "robustmax" or (p, "proba_copy_vs_gpflow") not in t:
-            continue
+    for name, _, p in _checks(t, "robustmax", "proba_copy_vs_gpflow"):
         keys = ("vs_gpflow", "squash_effect", "gh20_vs_gh200", "gh200_vs_ours")
         cells = [_f(t[p, f"proba_copy_{k}"], ".1e") for k in keys]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
@@ -100,10 +105,7 @@ def _softmax_table(t: dict) -> list[str]:
         "| GPflow - ours (large), in standard errors | largest standard error of GPflow's p |",
         "| --- | ---: | ---: | ---: | ---: | ---: |",
     ]
-    for name, lik in CHECKS:
-        p = f"check_{name}_{lik}"
-        if lik != "softmax" or (p, "ell_gpflow") not in t:
-            continue
+    for name, _, p in _checks(t, "softmax", "ell_gpflow"):
         g, gs = float(t[p, "ell_gpflow"]), float(t[p, "ell_gpflow_se"])
         big, bs = float(t[p, "ell_ours_large_mc"]), float(t[p, "ell_ours_large_mc_se"])
         own, os_ = float(t[p, "ell_ours"]), float(t[p, "ell_ours_se"])
@@ -141,7 +143,7 @@ def _versions(t: dict) -> list[str]:
     out = []
     envs = (("versions_ours_env", "gpc_compare's"), ("versions_gpflow_env", "GPflow's"))
     for part, label in envs:
-        items = [f"{what} {value}" for (p, what), value in t.items() if p == part]
+        items = [f"{what} {value}" for what, value in _part(t, part).items()]
         out.append(f"- {label} environment: " + "; ".join(items))
     return out
 
@@ -209,8 +211,7 @@ def render(path: Path) -> str:
 
 
 def _timing(t: dict, lik: str) -> list[str]:
-    s = {what: v for (part, what), v in t.items() if part == f"timing_{lik}_settings"}
-    g = {what: v for (part, what), v in t.items() if part == f"timing_{lik}_gpflow"}
+    s, g = _part(t, f"timing_{lik}_settings"), _part(t, f"timing_{lik}_gpflow")
     n = int(float(s["n"]))
     noisy = (
         " GPflow's softmax ELBO is its Monte Carlo estimate (100 draws a case, GPflow's "
