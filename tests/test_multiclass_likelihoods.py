@@ -4,6 +4,8 @@ against closed forms, independent integration and finite differences of itself."
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 from scipy.special import owens_t
@@ -216,6 +218,21 @@ def test_robustmax_probability_of_the_largest_against_closed_forms():
     t = (mean[r, y] - mean[r, 1 - y]) / np.sqrt(var.sum(1))
     Q = prob_largest(y, mean, var, derivatives=False)[0]
     np.testing.assert_allclose(Q, norm.cdf(t), atol=1e-15)
+
+
+@pytest.mark.parametrize("variance", [0.0, 1e-300, 1e-200, 1e-100])
+def test_robustmax_derivatives_are_finite_where_the_latents_are_point_masses(variance):
+    """Variances at (or near) their floor, sd down to 1e-150: P is the indicator of the
+    largest mean and, where no two means tie, its derivatives are 0 (they overflowed to
+    NaN at variances below 1e-154, t / sd^2 ~ 1e300 meeting a node of weight 0)."""
+    mean = np.array([[0.3, 0.1, -0.2], [0.0, 0.5, 1.0], [2.0, -1.0, 1.9]])
+    var = np.full(mean.shape, variance)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        P, dm, dv = prob_largest(np.array([0, 1, 2]), mean, var)
+    np.testing.assert_allclose(P, [1.0, 0.0, 0.0], atol=1e-15)  # (the weights' sum, rounded)
+    np.testing.assert_array_equal(dm, 0.0)
+    np.testing.assert_array_equal(dv, 0.0)
 
 
 def test_robustmax_expectation_derivatives_and_predictive():

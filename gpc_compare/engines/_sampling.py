@@ -43,6 +43,8 @@ class NutsSettings:
     ----------
     draws, tune, chains, random_seed, target_accept, progressbar
         As for ``pm.sample`` (per chain: ``tune`` iterations discarded, then ``draws``).
+    cores : int or None
+        Chains sampled at once (as for ``pm.sample``); None: the samplers' default.
     nuts_sampler : {"nutpie", "pymc"}
         The NUTS implementation tried first.
     rhat_max, ess_min : float
@@ -52,6 +54,7 @@ class NutsSettings:
     draws: int
     tune: int
     chains: int
+    cores: int | None
     random_seed: Any
     target_accept: float
     nuts_sampler: str
@@ -138,6 +141,7 @@ def _sample(sampler: str, settings: NutsSettings, model: Callable[[], Any], comp
             draws=settings.draws,
             tune=settings.tune,
             chains=settings.chains,
+            cores=settings.cores,
             random_seed=settings.random_seed,
             target_accept=settings.target_accept,
             nuts_sampler=sampler,
@@ -155,8 +159,8 @@ def sample_nutpie(model, settings: NutsSettings):
         A nutpie model (:func:`._compiled.whitened_model`,
         :func:`._compiled_multiclass.whitened_model`).
     settings : NutsSettings
-        ``draws``, ``tune``, ``chains``, ``target_accept``, ``progressbar`` as for
-        ``pm.sample``; nutpie's seed is drawn from ``random_seed``
+        ``draws``, ``tune``, ``chains``, ``cores``, ``target_accept``, ``progressbar``
+        as for ``pm.sample``; nutpie's seed is drawn from ``random_seed``
         (``np.random.default_rng``), so an integer (or a Generator) reproduces the draws.
 
     Returns
@@ -174,6 +178,7 @@ def sample_nutpie(model, settings: NutsSettings):
         draws=settings.draws,
         tune=settings.tune,
         chains=settings.chains,
+        cores=settings.cores,
         seed=seed,
         target_accept=settings.target_accept,
         progress_bar=settings.progressbar,

@@ -153,6 +153,13 @@ class MCMCOptions(EngineOptions):
     chains: int = option(
         4, count(1), "Independent chains (as in pymc.sample; R-hat needs at least two)."
     )
+    cores: int | None = option(
+        None,
+        optional(count(1)),
+        "Chains run at once, each on its own thread (as in pymc.sample); default: as many "
+        "as the machine has CPUs. The draws do not depend on it (each chain has its own "
+        "seed); a study runs every job at cores = 1, its workers being the parallelism.",
+    )
     random_seed: Any = option(
         None,
         check_random_seed,
@@ -380,6 +387,7 @@ def _nuts(options: MCMCOptions) -> NutsSettings:
         draws=options.draws,
         tune=options.tune,
         chains=options.chains,
+        cores=options.cores,
         random_seed=options.random_seed,
         target_accept=target_accept,
         nuts_sampler=options.nuts_sampler or default_sampler(),

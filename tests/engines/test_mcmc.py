@@ -211,6 +211,22 @@ def test_same_seed_same_draws():
     np.testing.assert_array_equal(a.f_draws, b.f_draws)
 
 
+@pytest.mark.parametrize("nuts_sampler", ["nutpie", "pymc"])
+def test_the_draws_do_not_depend_on_how_many_chains_run_at_once(nuts_sampler):
+    """``cores`` (PyMC's name) only says how many chains run at once: each chain has its
+    own seed, so one at a time gives the same draws as two together."""
+    X, y = toy_data(n=8, d=1, seed=2)
+    fit = {"draws": 30, "tune": 30, "chains": 2, "random_seed": 5, "rhat_max": np.inf}
+    fit.update(ess_min=0, nuts_sampler=nuts_sampler)
+    if nuts_sampler == "pymc":
+        fit["parameterization"] = "prior"  # (the PyMC model, not the compiled density)
+    one = gc.fit(X, y, method="mcmc", cores=1, **fit)
+    two = gc.fit(X, y, method="mcmc", cores=2, **fit)
+    np.testing.assert_array_equal(one.f_draws, two.f_draws)
+    with pytest.raises(ValueError, match="cores"):
+        gc.fit(X, y, method="mcmc", cores=0, **fit)
+
+
 def test_full_bayes_with_a_tight_prior_is_the_fixed_hyperparameter_posterior(easy):
     """A prior on the log hyperparameters with sd 1e-3 pins them: the latent posterior must
     then be the fixed-hyperparameter one, within Monte Carlo error."""

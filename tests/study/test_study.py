@@ -133,6 +133,21 @@ def test_expand_jobs_ids_and_dependencies(tmp_path: Path) -> None:
     assert len({j.seed for j in jobs}) == len(jobs)  # every job its own seed
 
 
+def test_a_job_samples_one_chain_at_a_time_unless_the_study_says(tmp_path: Path) -> None:
+    """The workers are a study's parallelism: an MCMC job's chains run one at a time
+    (``cores = 1``, as its BLAS runs one thread) unless the study sets ``cores``; engines
+    without the option are not given it."""
+    path = write_study(tmp_path, n_splits=2)
+    text = path.read_text() + "[engines.mcmc]\ndraws = 50\n"
+    path.write_text(text)
+    options = {j.engine: worker._fit_options(j) for j in study.expand(study.load_study(path))}
+    assert options["mcmc"]["cores"] == 1
+    assert "cores" not in options["laplace"] and "cores" not in options["ep"]
+    path.write_text(text + "cores = 2\n")
+    jobs = study.expand(study.load_study(path))
+    assert [worker._fit_options(j)["cores"] for j in jobs if j.engine == "mcmc"] == [2, 2]
+
+
 # --------------------------------------------------------------------------- running
 def test_run_scores_match_a_direct_fit(tmp_path: Path) -> None:
     """The table's numbers are those of gc.fit on the same standardised fold."""
@@ -327,6 +342,30 @@ def mcmc_study(tmp_path_factory) -> Path:
     path = write_study(tmp, name="vs_mcmc", n_splits=2, text=MCMC_STUDY)
     assert main(["run", str(path), "--output", str(tmp / "out"), "--workers", "2"]) == 0
     return tmp / "out" / "vs_mcmc"
+
+
+def test_the_rank_plots_show_the_largest_r_hats_as_arviz_computes_them(mcmc_study, monkeypatch):
+    """mcmc_diagnostics.png's panels are the latent values with the largest R-hat, titled
+    with az.rhat's and az.ess's values (computed by the vectorised equal)."""
+    import arviz as az
+
+    from gpc_compare.report import figures
+    from gpc_compare.study import read_records
+
+    drawn = []
+    monkeypatch.setattr(figures, "save_figure", lambda fig, path, dpi: drawn.append(fig))
+    records = [r for r in read_records(mcmc_study)[0].values() if r.ok]
+    assert figures.plot_mcmc(mcmc_study, records, ["breast_cancer"], mcmc_study / "x.png")
+    first = min((r for r in records if r.idata), key=lambda r: r.split)
+    idata = az.from_netcdf(str(mcmc_study / "jobs" / first.idata))
+    rhat = az.rhat(idata, var_names=["f"])["f"].to_numpy()
+    ess = az.ess(idata, var_names=["f"])["f"].to_numpy()
+    worst = np.argsort(-rhat)[:3]
+    titles = [ax.get_title() for ax in drawn[0].axes]
+    assert titles == [
+        f"breast_cancer split {first.split}: f[{k}], R-hat {rhat[k]:.3f}, ESS {ess[k]:.0f}"
+        for k in worst
+    ]
 
 
 def test_comparisons_with_the_reference(mcmc_study: Path) -> None:
