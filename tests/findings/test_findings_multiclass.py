@@ -152,12 +152,31 @@ def test_multinomial_probit_findings() -> None:
     lv = s.assign(lv=s.hyperparameters.map(lambda h: json.loads(h)["log_variance"]))
     wine_lv = lv[(lv.engine == "ep") & (lv.dataset == "wine")].lv
     assert np.allclose(wine_lv, np.log(1e5)), "EP's wine sigma_f^2 no longer at the bound"
+    lv_split = lv[lv.engine == "ep"]
     lv = lv.groupby(["dataset", "engine"]).lv.mean().unstack()
     run = mcmc_records(study)
     failed = run[~run.passed]
     jobs = pd.read_csv(RESULTS / study / "jobs.csv")
     wine_mcmc = jobs[(jobs.engine == "mcmc") & (jobs.dataset == "wine")].seconds / 60
     ep = jobs[jobs.engine == "ep"].seconds
+    # Iris's one split at the bound, where the reference failed, and the other nine
+    iris_lv = lv_split[lv_split.dataset == "iris"].set_index("split").lv
+    worst = int(iris_lv.idxmax())
+    others = iris_lv.drop(worst)
+    iris = s[s.dataset == "iris"].pivot_table(index="split", columns="engine", values="value")
+    rest = (iris.ep - iris.mcmc).drop(worst)
+    bad = run[(run.dataset == "iris") & (run.split == worst)].iloc[0]
+    assert not bad.passed and iris.ep[worst] > iris.mcmc[worst]
+    assert np.isclose(iris_lv[worst], np.log(1e5)) and others.max() < iris_lv[worst] - 4
+    assert_on_page(
+        PAGE,
+        f"on Iris split {worst} EP selected sigma_f^2 at its upper bound 1e5 (log"
+        f" {iris_lv[worst]:.2f}; the other Iris splits {others.min():.1f}-{others.max():.1f}),"
+        f" and there the reference failed its diagnostics ({int(bad.divergences)} divergences,"
+        f" bulk ESS {bad.ess_bulk_min:.0f}) and scored {iris.mcmc[worst]:.3f} nats per case"
+        f" against EP's {iris.ep[worst]:.3f}; on the other {len(rest)} Iris splits EP - MCMC"
+        f" is {rest.min():+.4f} to {rest.max():+.4f}",
+    )
     assert_on_page(
         PAGE,
         f"EP - MCMC: {diff_list(ep_mcmc, names=SETS)}:"
@@ -183,6 +202,6 @@ def test_multinomial_probit_findings() -> None:
         ),
         f"a wine fold took {wine_mcmc.min():.0f}-{wine_mcmc.max():.0f} minutes on the shared"
         f" machine against nested EP's {ep.min():.0f}-{ep.max():.0f} s",
-        "indistinguishable from its MCMC reference on wine and within"
-        f" {abs(ep_mcmc['iris'].mean):.3f} nats per case on Iris",
+        "no win either way against its MCMC reference on wine and, where the reference held,"
+        f" within {max(abs(rest.min()), abs(rest.max())):.4f} nats per case on Iris",
     )
