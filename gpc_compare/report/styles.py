@@ -33,10 +33,11 @@ ENGINE_STYLE = {
     "kl": ("tab:red", "v", "KL"),
     "vb": ("tab:brown", "P", "VB"),
     "mcmc": ("tab:green", "^", "MCMC"),
-    # the sparse engines: each in a lighter shade of its dense counterpart's colour
-    "fitc_laplace": ("tab:cyan", "o", "FITC-Laplace"),
-    "fitc_ep": ("goldenrod", "s", "FITC-EP"),
-    "svgp": ("salmon", "v", "SVGP"),
+    # the sparse engines: each in a lighter shade of its dense counterpart's colour, with a
+    # marker of its own (beside its counterpart the shade alone was hard to tell apart)
+    "fitc_laplace": ("tab:cyan", "p", "FITC-Laplace"),
+    "fitc_ep": ("goldenrod", "d", "FITC-EP"),
+    "svgp": ("salmon", "*", "SVGP"),
 }
 
 

@@ -131,7 +131,44 @@ def test_softmax_findings() -> None:
         f"(2 extra starts) {kl_v.min():.0f}-{kl_v.max():.0f} s and the MCMC reference"
         f" {mcmc_v.min():.0f}-{mcmc_v.max():.0f} s",
     )
-    assert (vehicle.status == "ok").all() and len(vehicle) == 40
+    assert (vehicle.status == "ok").all() and len(vehicle) == 50
+
+
+def test_softmax_svgp_findings() -> None:
+    """The multi-class SVGP (M = 32 inducing inputs) at its own bound optimum, beside KL at
+    its own and the reference at KL's values."""
+    sets = SOFTMAX_SETS
+    lp, ece, err = (
+        _means(STUDY, m) for m in ("mean_log_predictive", "ece_top_label", "error_rate")
+    )
+    s = table(STUDY)
+    s = s[s.metric == "mean_log_predictive"]
+    lv = s.assign(lv=s.hyperparameters.map(lambda h: json.loads(h)["log_variance"]))
+    lv = lv.groupby(["dataset", "engine"]).lv.mean().unstack()
+    svgp_mcmc = {d: diff(STUDY, d, "svgp", "mcmc") for d in sets}
+    jobs = pd.read_csv(RESULTS / STUDY / "jobs.csv")
+    seconds = jobs[jobs.engine == "svgp"].groupby("dataset").seconds
+    assert_on_page(
+        PAGE,
+        f"SVGP - KL, each at its own optimum: {_listed(STUDY, 'svgp', 'kl', sets)}",
+        f"SVGP (at its own values) - MCMC (at KL's): {diff_list(svgp_mcmc, names=sets)}:"
+        f" {reference_verdicts('SVGP', svgp_mcmc, reference_mcse(STUDY), sets)}",
+        "mean log predictive "
+        + ", ".join(f"{sets[d]} {lp.svgp[d]:.3f} (SVGP) and {lp.kl[d]:.3f} (KL)" for d in sets),
+        "error rates "
+        + ", ".join(
+            f"{sets[d]} {100 * err.svgp[d]:.1f}% (SVGP) and {100 * err.kl[d]:.1f}% (KL)"
+            for d in sets
+        ),
+        "top-label ECE "
+        + ", ".join(f"{sets[d]} {ece.svgp[d]:.3f} (SVGP) and {ece.kl[d]:.3f} (KL)" for d in sets),
+        "mean log sigma_f^2 "
+        + ", ".join(f"{sets[d]} {lv.svgp[d]:.2f} (SVGP) and {lv.kl[d]:.2f} (KL)" for d in sets),
+        "its hyperparameter search took "
+        + ", ".join(
+            f"{seconds.min()[d]:.0f}-{seconds.max()[d]:.0f} s a fold on {sets[d]}" for d in sets
+        ),
+    )
 
 
 def test_multinomial_probit_findings() -> None:
