@@ -40,6 +40,8 @@ work is array operations over all entries, in blocks that bound the memory.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 from scipy.fft import next_fast_len
 from scipy.special import ndtri
@@ -85,16 +87,9 @@ def rank_diagnostics(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     x = np.asarray(x)
     # a float32 sample is folded in float32, as ArviZ folds it (|x - median| rounded there)
     x = x.astype(x.dtype if np.issubdtype(x.dtype, np.floating) else float, copy=False)
-    if x.ndim != 3:
-        raise ValueError(f"x must be (chains, draws, k), got shape {x.shape}")
-    chains, draws, k = x.shape
-    out = np.full((3, k), np.nan)
-    if draws < _MIN_DRAWS or chains < 1:
-        return out[0], out[1], out[2]
-    step = max(1, _BLOCK // (chains * draws))
-    for lo in range(0, k, step):
-        block = np.moveaxis(x[:, :, lo : lo + step], 2, 0)  # (entries, chains, draws)
-        out[:, lo : lo + step] = _block(np.ascontiguousarray(block))
+    out = np.full((3, _entries(x)), np.nan)
+    for where, block in _blocks(x):
+        out[:, where] = _block(block)
     return out[0], out[1], out[2]
 
 
@@ -114,19 +109,32 @@ def ess_mean(x: np.ndarray) -> np.ndarray:
         draws a chain, the number of draws for an entry that is constant.
     """
     x = np.asarray(x, dtype=float)
-    if x.ndim != 3:
-        raise ValueError(f"x must be (chains, draws, k), got shape {x.shape}")
-    chains, draws, k = x.shape
-    out = np.full(k, np.nan)
-    if draws < _MIN_DRAWS or chains < 1:
-        return out
-    step = max(1, _BLOCK // (chains * draws))
-    for lo in range(0, k, step):
-        block = np.ascontiguousarray(np.moveaxis(x[:, :, lo : lo + step], 2, 0))
+    out = np.full(_entries(x), np.nan)
+    for where, block in _blocks(x):
         bad = np.isnan(block).any(axis=(1, 2))
         ess = _ess(_split_chains(np.where(bad[:, None, None], 0.0, block)))
-        out[lo : lo + step] = np.where(bad, np.nan, ess)
+        out[where] = np.where(bad, np.nan, ess)
     return out
+
+
+def _entries(x: np.ndarray) -> int:
+    """k, the entries of draws x of shape (chains, draws, k) (a ValueError otherwise)."""
+    if x.ndim != 3:
+        raise ValueError(f"x must be (chains, draws, k), got shape {x.shape}")
+    return x.shape[2]
+
+
+def _blocks(x: np.ndarray) -> Iterator[tuple[slice, np.ndarray]]:
+    """(slice, block) over the entries of x (chains, draws, k): each block (entries,
+    chains, draws), contiguous, of at most _BLOCK values; none where there are fewer than
+    _MIN_DRAWS draws a chain (the diagnostics are then NaN)."""
+    chains, draws, k = x.shape
+    if draws < _MIN_DRAWS or chains < 1:
+        return
+    step = max(1, _BLOCK // (chains * draws))
+    for lo in range(0, k, step):
+        block = np.moveaxis(x[:, :, lo : lo + step], 2, 0)
+        yield slice(lo, lo + step), np.ascontiguousarray(block)
 
 
 def _block(a: np.ndarray) -> np.ndarray:
