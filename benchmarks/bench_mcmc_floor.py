@@ -16,7 +16,8 @@ through the same compiled density and the same sampler settings:
 
 and the density's parts timed alone (a numba loop, one thread): the two n x r products
 (g = g0 + H z, and the gradient's H^T d in single precision, as the density takes them)
-and the n likelihood terms (log Phi and its derivative).
+(H lower trapezoidal: its entries on and below the diagonal) and the n likelihood terms
+(log Phi and its derivative).
 
 Also the engine's model at target_accept 0.65 and 0.7 besides the default 0.8 (PyMC's,
 the baseline's): the minimum over f of bulk, tail and sd ESS (``az.ess`` methods "bulk",
@@ -50,7 +51,7 @@ from threadpoolctl import threadpool_limits
 
 import gpc_compare as gc
 from gpc_compare.engines import _compiled, ep
-from gpc_compare.engines._whitening import prior_factor, site_whitening
+from gpc_compare.engines._whitening import lower_trapezoidal, prior_factor, site_whitening
 from gpc_compare.likelihoods import Gaussian, Probit
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -70,7 +71,7 @@ def whitened(n: int) -> tuple[np.ndarray, tuple]:
     G, _ = prior_factor(kernel(X))
     approx = ep.infer(X, y, kernel, Probit(), None, schedule="parallel")
     a, B = site_whitening(approx.ttau, approx.tnu, G)
-    parts = (G @ B, G @ a, y, approx.ttau, approx.tnu)
+    parts = (lower_trapezoidal(G @ B), G @ a, y, approx.ttau, approx.tnu)
     return _compiled.pack(*parts[:2], 0.0, *parts[2:], Probit()), parts
 
 
@@ -106,10 +107,12 @@ def run(data: np.ndarray, seed: int, target_accept: float = 0.8) -> dict[str, fl
 
 
 @numba.njit(cache=False)
-def _products(H, H_single, z, d_single, repeats):  # pragma: no cover - timed, compiled
+def _products(data, z, d_single, repeats):  # pragma: no cover - timed, compiled
+    H, g0, _, _, _, H_single = _compiled._unpack(data)
+    n, r = g0.shape[0], z.shape[0]
     s = 0.0
-    for _ in range(repeats):  # as the density: H z in double, d^T H in single precision
-        s += np.dot(H, z)[0] + np.dot(d_single, H_single)[0]
+    for _ in range(repeats):  # as the density: H z in double, H^T d in single precision
+        s += _compiled._product(H, z, n)[0] + _compiled._transpose_product(d_single, H_single, r)[0]
     return s
 
 
@@ -136,11 +139,10 @@ def parts(H: np.ndarray, g0: np.ndarray, y: np.ndarray, repeats: int = 20000) ->
     and gradient), each in a compiled loop."""
     z = np.random.default_rng(0).standard_normal(H.shape[1])
     d, f, grad = g0.copy(), g0 + H @ z, np.empty(H.shape[1])
-    H32 = H.astype(np.float32)
     data = _compiled.pack(H, g0, 0.0, y, np.ones_like(y), np.zeros_like(y), Probit())
     out = {}
     for name, call in (
-        ("us_products", lambda k: _products(H, H32, z, d.astype(np.float32), k)),
+        ("us_products", lambda k: _products(data, z, d.astype(np.float32), k)),
         ("us_likelihood", lambda k: _likelihood(y, f, k)),
         ("us_density", lambda k: _density(z, grad, data, k)),
     ):

@@ -1,13 +1,17 @@
 """The whitened model's log density, compiled once, for nutpie.
 
 At fixed hyperparameters the MCMC engine samples z in g = f - m = g0 + H z (g0 = G a,
-H = G B: :mod:`._whitening`) with density
+H = G B Q: :mod:`._whitening`) with density
 
     log p(z | y) = log N(z; 0, I) + log p(y | m + g) + 1/2 g^T T g - b^T g + const,
 
 the prior written over the approximation's sites t(g) = exp(-1/2 g^T T g + b^T g) (EP's or
 Laplace's), which the whitening makes close to N(0, I). Its gradient is
--z + H^T (d log p(y | f) / df + T g - b): two n x r matrix-vector products.
+-z + H^T (d log p(y | f) / df + T g - b): two n x r matrix-vector products. H is lower
+trapezoidal (G B turned by an orthogonal Q, which leaves z's N(0, I) as it is:
+:func:`._whitening.lower_trapezoidal`), and only its min(i + 1, r) leading entries of row i
+are kept and multiplied: at r ~ n (the usual case) half of the arithmetic and of the
+memory read, which is what bounds these products.
 
 PyMC can build this density (the engine does, for PyMC's own sampler), but nutpie's route
 from a PyMC model generates and compiles numba code for every model, about 10 s at n = 300,
@@ -112,18 +116,26 @@ def _log_likelihood(code: int, y: float, f: float, variance: float) -> tuple[flo
 
 
 @numba.njit(cache=True)
+def _entries(n: int, r: int) -> int:
+    """The entries of a lower trapezoidal n x r H kept: min(i + 1, r) in row i."""
+    return n * r - r * (r - 1) // 2
+
+
+@numba.njit(cache=True)
 def _size(n: int, r: int) -> int:
     """The buffer's length: the header, H, four n-vectors, H in float32 (two a float64)."""
-    return _HEADER + n * r + 4 * n + (n * r + 1) // 2
+    e = _entries(n, r)
+    return _HEADER + e + 4 * n + (e + 1) // 2
 
 
 @numba.njit(cache=True)
 def _unpack(data: np.ndarray):
     n, r = int(data[0]), int(data[1])
+    e = _entries(n, r)
     o = _HEADER
-    H = data[o : o + n * r].reshape((n, r))
-    o += n * r
-    single = data[o + 4 * n : _size(n, r)].view(np.float32)[: n * r].reshape((n, r))
+    H = data[o : o + e]
+    o += e
+    single = data[o + 4 * n : _size(n, r)].view(np.float32)[:e]
     return (
         H,
         data[o : o + n],
@@ -134,20 +146,52 @@ def _unpack(data: np.ndarray):
     )
 
 
+# (reassociation lets the loops run in SIMD lanes; no assumption about NaN or infinities,
+# which the status check must see)
+@numba.njit(cache=True, fastmath={"reassoc", "contract"})
+def _product(H: np.ndarray, z: np.ndarray, n: int) -> np.ndarray:
+    """H z, H lower trapezoidal with its rows' kept entries in a row (see :func:`pack`)."""
+    r = z.shape[0]
+    g = np.empty(n)
+    o = 0
+    for i in range(n):
+        k = min(i + 1, r)
+        s = 0.0
+        for j in range(k):
+            s += H[o + j] * z[j]
+        g[i] = s
+        o += k
+    return g
+
+
+@numba.njit(cache=True, fastmath={"reassoc", "contract"})
+def _transpose_product(d: np.ndarray, H: np.ndarray, r: int) -> np.ndarray:
+    """H^T d in single precision (d and H float32), H as in :func:`_product`."""
+    out = np.zeros(r, dtype=np.float32)
+    o = 0
+    for i in range(d.shape[0]):
+        k = min(i + 1, r)
+        d_i = d[i]
+        for j in range(k):
+            out[j] += d_i * H[o + j]
+        o += k
+    return out
+
+
 @numba.njit(cache=True)
 def _log_density(z: np.ndarray, grad: np.ndarray, data: np.ndarray) -> float:
     """The log density of z (up to a constant); its gradient, with H^T d in single
     precision (see the module note), is written to ``grad``."""
     code, m, variance = int(data[2]), data[3], data[4]
     H, g0, y, T, b, H_single = _unpack(data)
-    g = g0 + np.dot(H, z)
+    g = g0 + _product(H, z, g0.shape[0])
     d = np.empty(g.shape[0], dtype=np.float32)
     value = 0.0
     for i in range(g.shape[0]):
         ll, dll = _log_likelihood(code, y[i], m + g[i], variance)
         value += ll + g[i] * (0.5 * T[i] * g[i] - b[i])  # p(y | f) / t(g)
         d[i] = dll + T[i] * g[i] - b[i]
-    grad[:] = np.dot(d, H_single) - z
+    grad[:] = _transpose_product(d, H_single, z.shape[0]) - z
     return value - 0.5 * np.dot(z, z)
 
 
@@ -205,7 +249,7 @@ def _expand_cfunc(dim, expanded, x_ptr, f_ptr, data_ptr):  # pragma: no cover - 
     H, g0, _, _, _, _ = _unpack(data)
     f = numba.carray(f_ptr, (n,))
     try:
-        f[:] = head[3] + g0 + np.dot(H, numba.carray(x_ptr, (r,)))  # f = m + g0 + H z
+        f[:] = head[3] + g0 + _product(H, numba.carray(x_ptr, (r,)), n)  # f = m + g0 + H z
     except Exception:  # noqa: BLE001
         return -2
     return 0
@@ -235,7 +279,7 @@ def pack(
     Parameters
     ----------
     H : ndarray, shape (n, r)
-        G B: g = g0 + H z.
+        G B Q, lower trapezoidal (:func:`._whitening.lower_trapezoidal`): g = g0 + H z.
     g0 : ndarray, shape (n,)
         G a.
     m : float
@@ -250,17 +294,24 @@ def pack(
     -------
     ndarray
         float64, read-only: the header (n, r, the likelihood's code, m, the noise
-        variance), H row by row, g0, y, T, b, and H row by row in float32 (two values
-        to a float64, the last padded with a zero).
+        variance), H's kept entries row by row (min(i + 1, r) in row i), g0, y, T, b,
+        and the same entries in float32 (two values to a float64, the last padded with a
+        zero).
     """
+    H = np.asarray(H, dtype=float)
     n, r = H.shape
+    if r > n or np.any(np.triu(H, 1) != 0.0):
+        raise ValueError(
+            "the compiled density needs H lower trapezoidal (r <= n, zero above the "
+            "diagonal): turn it with _whitening.lower_trapezoidal"
+        )
     code, variance = _code(likelihood)
     head = np.array([n, r, code, m, variance], dtype=float)
     vectors = [np.asarray(v, dtype=float).reshape(n) for v in (g0, y, T, b)]
-    single = np.zeros(2 * ((n * r + 1) // 2), dtype=np.float32)  # (an even count)
-    single[: n * r] = np.asarray(H, dtype=np.float32).ravel()
-    H = np.ascontiguousarray(H, dtype=float).ravel()
-    data = np.concatenate([head, H, *vectors, single.view(np.float64)])
+    kept = np.concatenate([H[i, : min(i + 1, r)] for i in range(n)])  # rows' kept entries
+    single = np.zeros(2 * ((kept.size + 1) // 2), dtype=np.float32)  # (an even count)
+    single[: kept.size] = kept
+    data = np.concatenate([head, kept, *vectors, single.view(np.float64)])
     data.flags.writeable = False
     return data
 

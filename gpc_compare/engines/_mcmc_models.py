@@ -28,7 +28,7 @@ from ..likelihoods import Gaussian, Likelihood, Logistic, Probit
 from ..numerics import JITTER
 from . import ep, laplace
 from ._engine import Problem
-from ._whitening import laplace_sites, prior_factor, site_whitening
+from ._whitening import laplace_sites, lower_trapezoidal, prior_factor, site_whitening
 
 if TYPE_CHECKING:
     import pymc
@@ -76,7 +76,8 @@ class Whitened:
     g0 : ndarray, shape (n,)
         G a: the Gaussian approximation's mean of g = f - m.
     H : ndarray, shape (n, r)
-        G B, with K ~= G G^T (r eigen-directions of K).
+        G B Q, lower trapezoidal, with K ~= G G^T (r eigen-directions of K) and Q
+        orthogonal (:func:`._whitening.lower_trapezoidal`).
     T, b : ndarray, shape (n,)
         The approximation's site terms t(g) = exp(-1/2 g^T diag(T) g + b^T g).
     dropped : float
@@ -110,7 +111,10 @@ def whiten(problem: Problem, K: np.ndarray, parameterization: str) -> Whitened:
     else:
         T, b = approx.ttau, approx.tnu - approx.ttau * _prior_mean(problem)
     a, B = site_whitening(T, b, G)
-    return Whitened(G @ a, G @ B, T, b, dropped, parameterization, approx)
+    # G B turned to lower trapezoidal form: the same whitening, its zeros skipped by the
+    # compiled density (:func:`._whitening.lower_trapezoidal`)
+    H = lower_trapezoidal(G @ B)
+    return Whitened(G @ a, H, T, b, dropped, parameterization, approx)
 
 
 def _ep_for_whitening(problem: Problem):

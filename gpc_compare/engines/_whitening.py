@@ -22,6 +22,7 @@ __all__ = [
     "RANK_TOL",
     "block_site_whitening",
     "laplace_sites",
+    "lower_trapezoidal",
     "prior_factor",
     "site_whitening",
     "softmax_laplace_sites",
@@ -86,6 +87,30 @@ def site_whitening(ttau: np.ndarray, b: np.ndarray, G: np.ndarray) -> tuple[np.n
     B = scipy.linalg.solve_triangular(LP.T, np.eye(r), lower=False, check_finite=False)
     a = scipy.linalg.cho_solve((LP, True), G.T @ b, check_finite=False)
     return a, B
+
+
+def lower_trapezoidal(H: np.ndarray) -> np.ndarray:
+    """H Q, with Q orthogonal such that H Q is lower trapezoidal (zero above its diagonal).
+
+    From the QR decomposition H^T = Q R: H Q = R^T. The whitened coordinates turn with it:
+    g0 + H z = g0 + (H Q)(Q^T z), and Q^T z is N(0, I) when z is, so H Q whitens exactly
+    as H does (the same Gaussian, the same posterior, NUTS's coordinates rotated). Its
+    zeros are what the compiled density skips: at r ~ n, half of each gradient's products.
+
+    Parameters
+    ----------
+    H : ndarray, shape (n, r), r <= n
+
+    Returns
+    -------
+    ndarray, shape (n, r)
+        R^T: entry (i, j) is exactly 0 for j > i, and R^T R = H^T H.
+    """
+    n, r = H.shape
+    if r > n:
+        raise ValueError(f"a lower trapezoidal H Q needs r <= n columns, not {r} > {n}")
+    (R,) = scipy.linalg.qr(H.T, mode="r", check_finite=False)
+    return np.ascontiguousarray(R[:r].T)
 
 
 def softmax_laplace_sites(lap) -> tuple[np.ndarray, np.ndarray]:

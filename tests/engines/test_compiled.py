@@ -44,7 +44,7 @@ def test_log_phi_and_its_ratio_against_mpmath() -> None:
 def _problem(likelihood, scale: float = 1.0, seed: int = 0):
     rng = np.random.default_rng(seed)
     n, r = 12, 7
-    H = scale * rng.standard_normal((n, r))
+    H = np.tril(scale * rng.standard_normal((n, r)))  # (lower trapezoidal, as pack needs)
     g0 = scale * rng.standard_normal(n)
     y = rng.standard_normal(n) if isinstance(likelihood, Gaussian) else rng.choice([-1.0, 1.0], n)
     T, b = rng.uniform(0.0, 2.0, n), rng.standard_normal(n)
@@ -111,6 +111,16 @@ def test_the_gradient_is_the_exact_one_within_single_precision_rounding(likeliho
         bound = (n + 2) * 2.0**-24 * (np.abs(H).T @ np.abs(d)) + 1e-15 * np.abs(exact)
         assert np.all(np.abs(grad - exact) <= bound)
         assert np.max(np.abs(grad - exact) / bound) > 1e-4  # (the float32 path: not exact)
+
+
+def test_pack_refuses_an_H_that_is_not_lower_trapezoidal() -> None:
+    """Its entries above the diagonal would be dropped silently; r > n has no such form."""
+    (H, *rest), _ = _problem(Probit())
+    H[2, 5] = 1e-300
+    with pytest.raises(ValueError, match="lower trapezoidal"):
+        _compiled.pack(H, *rest, Probit())
+    with pytest.raises(ValueError, match="lower trapezoidal"):
+        _compiled.pack(np.eye(3, 4), np.zeros(3), 0.0, np.ones(3), np.ones(3), np.ones(3), Probit())
 
 
 def test_pack_refuses_a_likelihood_it_has_no_density_for() -> None:

@@ -358,6 +358,7 @@ def test_the_rank_plots_show_the_largest_r_hats_as_arviz_computes_them(mcmc_stud
     assert figures.plot_mcmc(mcmc_study, records, ["breast_cancer"], mcmc_study / "x.png")
     first = min((r for r in records if r.idata), key=lambda r: r.split)
     idata = az.from_netcdf(str(mcmc_study / "jobs" / first.idata))
+    assert not idata.posterior["f"].encoding.get("zlib")  # (uncompressed: the worker's note)
     rhat = az.rhat(idata, var_names=["f"])["f"].to_numpy()
     ess = az.ess(idata, var_names=["f"])["f"].to_numpy()
     worst = np.argsort(-rhat)[:3]
