@@ -118,7 +118,8 @@ def _log_likelihood(code: int, y: float, f: float, variance: float) -> tuple[flo
 @numba.njit(cache=True)
 def _entries(n: int, r: int) -> int:
     """The entries of a lower trapezoidal n x r H kept: min(i + 1, r) in row i."""
-    return n * r - r * (r - 1) // 2
+    k = min(n, r)
+    return k * (k + 1) // 2 + (n - k) * r
 
 
 @numba.njit(cache=True)
@@ -300,10 +301,10 @@ def pack(
     """
     H = np.asarray(H, dtype=float)
     n, r = H.shape
-    if r > n or np.any(np.triu(H, 1) != 0.0):
+    if np.any(np.triu(H, 1) != 0.0):
         raise ValueError(
-            "the compiled density needs H lower trapezoidal (r <= n, zero above the "
-            "diagonal): turn it with _whitening.lower_trapezoidal"
+            "the compiled density needs H lower trapezoidal (zero above the diagonal): "
+            "turn it with _whitening.lower_trapezoidal"
         )
     code, variance = _code(likelihood)
     head = np.array([n, r, code, m, variance], dtype=float)

@@ -99,18 +99,15 @@ def lower_trapezoidal(H: np.ndarray) -> np.ndarray:
 
     Parameters
     ----------
-    H : ndarray, shape (n, r), r <= n
+    H : ndarray, shape (n, r)
 
     Returns
     -------
     ndarray, shape (n, r)
         R^T: entry (i, j) is exactly 0 for j > i, and R^T R = H^T H.
     """
-    n, r = H.shape
-    if r > n:
-        raise ValueError(f"a lower trapezoidal H Q needs r <= n columns, not {r} > {n}")
-    (R,) = scipy.linalg.qr(H.T, mode="r", check_finite=False)
-    return np.ascontiguousarray(R[:r].T)
+    (R,) = scipy.linalg.qr(H.T, mode="r", check_finite=False)  # (r, n): H^T = Q R
+    return np.ascontiguousarray(R.T)
 
 
 def softmax_laplace_sites(lap) -> tuple[np.ndarray, np.ndarray]:
