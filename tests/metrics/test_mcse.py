@@ -89,18 +89,24 @@ def test_the_posterior_mcse_uses_the_draws_log_predictive_uses():
     assert by_chain[0].max() < 200 <= by_chain[1].min()
 
 
-def test_the_mcse_of_a_held_out_score_matches_the_spread_of_20_independent_runs():
-    """The issue's proof: 20 MCMC runs (seeds 0-19) of one small problem (30 training
+def test_the_mcse_of_a_held_out_score_matches_the_spread_of_60_independent_runs():
+    """The issue's proof: 60 MCMC runs (seeds 0-59) of one small problem (30 training
     points, sigma_f^2 = 4, 2 chains of 200 draws after 200 tuning steps), scored on 60
-    held-out cases. The sd of their 20 mean log predictives against the root mean square
-    of their MCSEs: within a factor of 1.5. Measured: sd 0.00287; the MCSE with the cases
-    combined as independent 0.00260 (ratio 0.90), with their correlation kept 0.00316
-    (1.10). (With 100 draws: 0.77 and 0.93; at sigma_f^2 = 100: 0.77 and 1.03.) The runs
-    take about 20 s after the sampler's first compilation."""
+    held-out cases. The sd of their 60 mean log predictives against the root mean square
+    of their MCSEs: the MCSE with the cases' correlation kept within a factor of 1.5; the
+    one that combines the cases as independent below it (the same draws score every case,
+    so the cases' errors correlate positively) and above half the spread.
+
+    Measured over 400 runs (seeds 0-399): sd 0.00340, independent 0.00257 (0.76); in the
+    engine's earlier coordinates (before the whitening was turned lower trapezoidal) sd
+    0.00316 (0.81): batches of 100 runs range 0.00308-0.00371 and 0.00299-0.00358. Here,
+    seeds 0-59: sd 0.00391, independent 0.00258 (0.66), joint 0.00327 (0.84). 20 runs
+    (this test before) estimate the sd to +-16%, and the independent ratio's 0.76 then
+    fell below 1/1.5 by chance (0.63 at seeds 0-19); 60 runs, +-9%, take about 5 s."""
     X, y = toy_data(n=30, d=2, seed=1)
     Xs, ys = toy_data(n=60, d=2, seed=2)
     scores, independent, joint = [], [], []
-    for seed in range(20):
+    for seed in range(60):
         post = _fit(seed)
         assert np.array_equal(post.X, X)
         lp = post.log_predictive_draws(Xs, ys)
@@ -108,9 +114,11 @@ def test_the_mcse_of_a_held_out_score_matches_the_spread_of_20_independent_runs(
         independent.append(mean_log_predictive_mcse(post.log_predictive_mcse(Xs, ys)))
         joint.append(joint_mean_log_predictive_mcse(lp))
     spread = np.std(scores, ddof=1)
-    for mcse in (independent, joint):
-        ratio = np.sqrt(np.mean(np.square(mcse))) / spread
-        assert 1 / 1.5 < ratio < 1.5, ratio
+    ratio = {
+        k: np.sqrt(np.mean(np.square(v))) / spread for k, v in (("i", independent), ("j", joint))
+    }
+    assert 1 / 1.5 < ratio["j"] < 1.5, ratio
+    assert 0.5 < ratio["i"] < ratio["j"], ratio
 
 
 # --------------------------------------------------------------------------- C classes
