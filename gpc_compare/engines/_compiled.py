@@ -167,8 +167,8 @@ def _product(H: np.ndarray, z: np.ndarray, n: int) -> np.ndarray:
 
 @numba.njit(cache=True, fastmath={"reassoc", "contract"})
 def _transpose_product(d: np.ndarray, H: np.ndarray, r: int) -> np.ndarray:
-    """H^T d in single precision (d and H float32), H as in :func:`_product`."""
-    out = np.zeros(r, dtype=np.float32)
+    """H^T d in d's precision (here single: d and H float32), H as in :func:`_product`."""
+    out = np.zeros(r, dtype=d.dtype)
     o = 0
     for i in range(d.shape[0]):
         k = min(i + 1, r)

@@ -9,14 +9,15 @@ is written over the sites: N(u; 0, I) prod_i t_i(f_i) is N(z; 0, I) up to a cons
     log p(z | y) = -|z|^2 / 2 + sum_i [log p(y_i | f_i) + 1/2 f_i^T T_i f_i - b_i^T f_i]
                    + const,
 
-F = F0 + H z with H = G_blk B (n C x C r, rows case-major); its gradient is -z + H^T d,
-d_i = d log p(y_i | f_i) / df_i + T_i f_i - b_i: two (n C) x (C r) matrix-vector products,
-where -|u|^2 / 2 would take two (C r) x (C r) ones and four n x r ones (more work unless
-r < n (C - 1) / C). The constant, -|a|^2 / 2 - sum_i [1/2 F0_i^T T_i F0_i - b_i^T F0_i],
-is kept, so the value is the PyMC model's own (tested to 1e-10 against its compiled
-log density and gradient). The products stay in double precision (the binary density's
-float32 product would gain a few per cent, less with the multinomial probit, whose
-quadrature is most of the cost).
+F = F0 + H z with H = G_blk B (n C x C r, rows case-major; B turned so that H is lower
+trapezoidal, whose zeros the products skip, as in the binary density); its gradient is
+-z + H^T d, d_i = d log p(y_i | f_i) / df_i + T_i f_i - b_i: two (n C) x (C r)
+matrix-vector products, where -|u|^2 / 2 would take two (C r) x (C r) ones and four n x r
+ones (more work unless r < n (C - 1) / C). The constant,
+-|a|^2 / 2 - sum_i [1/2 F0_i^T T_i F0_i - b_i^T F0_i], is kept, so the value is the PyMC
+model's own (tested to 1e-10 against its compiled log density and gradient). The products
+stay in double precision (the binary density's float32 product would gain a few per cent,
+less with the multinomial probit, whose quadrature is most of the cost).
 
 The likelihoods (the PyMC model's, the same arithmetic):
 
@@ -55,7 +56,17 @@ import numba
 import numpy as np
 
 from ..likelihoods import Likelihood, MultinomialProbit, Softmax
-from ._compiled import EXPAND, LOGP, log_phi_ratio, nutpie_model, status
+from ._compiled import (
+    EXPAND,
+    LOGP,
+    _entries,
+    _product,
+    _transpose_product,
+    log_phi_ratio,
+    nutpie_model,
+    status,
+)
+from ._whitening import case_major
 
 __all__ = ["log_density", "pack", "rule", "whitened_model"]
 
@@ -69,15 +80,16 @@ _SQRT2 = math.sqrt(2.0)
 @numba.njit(cache=True)
 def _size(n: int, C: int, r: int, nodes: int) -> int:
     """The buffer's length: the header, H, F0, the labels, T, b, the nodes, their terms."""
-    return _HEADER + n * C * C * r + n * C + n + n * C * C + n * C + 2 * nodes
+    return _HEADER + _entries(n * C, C * r) + n * C + n + n * C * C + n * C + 2 * nodes
 
 
 @numba.njit(cache=True)
 def _unpack(data: np.ndarray):
     n, C, r, nodes = int(data[0]), int(data[1]), int(data[2]), int(data[4])
     o = _HEADER
-    H = data[o : o + n * C * C * r].reshape((n * C, C * r))
-    o += n * C * C * r
+    e = _entries(n * C, C * r)
+    H = data[o : o + e]
+    o += e
     F0 = data[o : o + n * C]
     labels = data[o + n * C : o + n * C + n]
     o += n * C + n
@@ -167,7 +179,7 @@ def _log_density(z: np.ndarray, grad: np.ndarray, data: np.ndarray) -> float:
     written to ``grad``."""
     n, C, code, steps, const = int(data[0]), int(data[1]), int(data[3]), int(data[5]), data[6]
     H, F0, labels, T, b, x, w0 = _unpack(data)
-    F = (F0 + np.dot(H, z)).reshape((n, C))
+    F = (F0 + _product(H, z, n * C)).reshape((n, C))
     d = np.empty((n, C))
     value = const - 0.5 * np.dot(z, z)
     for i in range(n):
@@ -182,7 +194,7 @@ def _log_density(z: np.ndarray, grad: np.ndarray, data: np.ndarray) -> float:
                 Tf += T[i, j, k] * F[i, k]
             value += F[i, j] * (0.5 * Tf - b[i, j])
             d[i, j] += Tf - b[i, j]
-    grad[:] = np.dot(d.reshape(n * C), H) - z
+    grad[:] = _transpose_product(d.reshape(n * C), H, z.shape[0]) - z
     return value
 
 
@@ -212,7 +224,7 @@ def _expand_cfunc(dim, expanded, x_ptr, f_ptr, data_ptr):  # pragma: no cover - 
     H, F0, _, _, _, _, _ = _unpack(data)
     f = numba.carray(f_ptr, (n * C,))
     try:
-        f[:] = F0 + np.dot(H, numba.carray(x_ptr, (dim,)))  # F = F0 + H z, case-major
+        f[:] = F0 + _product(H, numba.carray(x_ptr, (dim,)), n * C)  # F = F0 + H z, case-major
     except Exception:  # noqa: BLE001
         return -2
     return 0
@@ -253,7 +265,10 @@ def pack(
         K ~= G G^T (:func:`._whitening.prior_factor`).
     a : ndarray, shape (C r,)
     B : ndarray, shape (C r, C r)
-        u = a + B z, class-major, f_c = G u_c (:func:`._whitening.block_site_whitening`).
+        u = a + B z, class-major, f_c = G u_c (:func:`._whitening.block_site_whitening`),
+        turned so that H = G_blk B is lower trapezoidal (:func:`._whitening.turned_block`;
+        what rounding leaves above the diagonal, below 1e-10 of H's largest entry, is
+        dropped).
     T : ndarray, shape (n, C, C)
     b : ndarray, shape (n, C)
         The sites t_i(f_i) = exp(-1/2 f_i^T T_i f_i + b_i^T f_i) that whitened.
@@ -268,7 +283,8 @@ def pack(
     -------
     ndarray
         float64, read-only: the header (n, C, r, the likelihood's code, the rule's nodes
-        and Newton steps, the constant), H row by row (rows i C + c), F0 (n, C), the
+        and Newton steps, the constant), H's kept entries row by row (rows i C + c,
+        min(i C + c + 1, C r) each), F0 (n, C), the
         labels, T, b, the Hermite nodes and their log weights with the rule's constants.
     """
     code = _code(likelihood)
@@ -287,13 +303,20 @@ def pack(
     sites = 0.5 * np.einsum("ic,icd,id->", F0, T, F0) - np.sum(b * F0)
     const = -0.5 * float(a @ a) - float(sites)
     x, w0 = rule(nodes)
+    H = case_major(G, B)  # (n C, C r), lower trapezoidal up to rounding
+    if np.abs(np.triu(H, 1)).max(initial=0.0) > 1e-10 * np.abs(H).max(initial=0.0):
+        raise ValueError(
+            "the compiled multi-class density needs G_blk B lower trapezoidal: turn B "
+            "with _whitening.turned_block"
+        )
     data = np.empty(_size(n, C, r, nodes))
     data[:_HEADER] = [n, C, r, code, nodes, steps, const]
-    H = data[_HEADER : _HEADER + n * C * C * r].reshape(n, C, C * r)
-    for c in range(C):  # H[i C + c] = G_i B_c, B_c the rows of class c: written in place
-        H[:, c, :] = G @ B[c * r : (c + 1) * r]
+    e = _entries(n * C, C * r)
+    data[_HEADER : _HEADER + e] = np.concatenate(  # the rows' kept entries, in a row
+        [H[i, : min(i + 1, C * r)] for i in range(n * C)]
+    )
     rest = [F0.ravel(), codes, T.ravel(), b.ravel(), x, w0]
-    data[_HEADER + n * C * C * r :] = np.concatenate([np.asarray(v, dtype=float) for v in rest])
+    data[_HEADER + e :] = np.concatenate([np.asarray(v, dtype=float) for v in rest])
     data.flags.writeable = False
     return data
 

@@ -43,7 +43,7 @@ import numpy as np
 from ..likelihoods import MultinomialProbit, Softmax
 from ._engine import Problem
 from ._mcmc_models import unless_unavailable
-from ._whitening import block_site_whitening, prior_factor, softmax_laplace_sites
+from ._whitening import block_site_whitening, prior_factor, softmax_laplace_sites, turned_block
 from .kl_softmax import contrasts
 
 if TYPE_CHECKING:
@@ -185,6 +185,7 @@ class BlockWhitened:
         K ~= G G^T (:func:`._whitening.prior_factor`).
     a : ndarray, shape (C r,)
     B : ndarray, shape (C r, C r)
+        Turned (:func:`._whitening.turned_block`): G_blk B is lower trapezoidal.
     T : ndarray, shape (n, C, C)
     b : ndarray, shape (n, C)
         The approximation's C x C site terms that whitened.
@@ -208,7 +209,9 @@ def block_whiten(
     G, dropped = prior_factor(K)
     T, b, _ = _sites(problem, codes, C, parameterization)
     a, B = block_site_whitening(T, b, G)
-    return BlockWhitened(G, a, B, T, b, dropped)
+    # B turned so that the compiled density's H = G_blk B is lower trapezoidal: the same
+    # whitening, its zeros skipped (:func:`._whitening.turned_block`)
+    return BlockWhitened(G, a, turned_block(G, B), T, b, dropped)
 
 
 def compiled_multiclass_model(whitened: BlockWhitened, codes: np.ndarray, likelihood: Any):

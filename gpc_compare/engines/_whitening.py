@@ -21,12 +21,14 @@ from ..numerics import cholesky
 __all__ = [
     "RANK_TOL",
     "block_site_whitening",
+    "case_major",
     "laplace_sites",
     "lower_trapezoidal",
     "prior_factor",
     "site_whitening",
     "softmax_laplace_sites",
     "softmax_laplace_whitening",
+    "turned_block",
 ]
 
 #: Eigen-directions of K with prior variance below this fraction of the mean prior variance
@@ -156,6 +158,48 @@ def block_site_whitening(
     B = scipy.linalg.solve_triangular(LP.T, np.eye(C * r), lower=False, check_finite=False)
     a = scipy.linalg.cho_solve((LP, True), (G.T @ b).T.ravel(), check_finite=False)
     return a, B
+
+
+def case_major(G: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """H with F = F0 + H z for the C latent functions f_c = G u_c, u = a + B z
+    (class-major): row i C + c is G_i B_c, B_c the rows of class c.
+
+    Parameters
+    ----------
+    G : ndarray, shape (n, r)
+    B : ndarray, shape (C r, C r)
+
+    Returns
+    -------
+    ndarray, shape (n C, C r)
+    """
+    n, r = G.shape
+    C = B.shape[0] // r
+    H = np.empty((n, C, B.shape[1]))
+    for c in range(C):
+        H[:, c, :] = G @ B[c * r : (c + 1) * r]
+    return H.reshape(n * C, B.shape[1])
+
+
+def turned_block(G: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """B Q, with Q orthogonal such that :func:`case_major`'s H Q is lower trapezoidal (up
+    to rounding): the multi-class form of :func:`lower_trapezoidal`.
+
+    From the QR decomposition H^T = Q R: H Q = R^T. u = a + (B Q)(Q^T z), and Q^T z is
+    N(0, I) when z is: the same whitening, NUTS's coordinates rotated, and the compiled
+    density's products skip the zeros (:mod:`._compiled_multiclass`).
+
+    Parameters
+    ----------
+    G : ndarray, shape (n, r)
+    B : ndarray, shape (C r, C r)
+
+    Returns
+    -------
+    ndarray, shape (C r, C r)
+    """
+    Q, _ = scipy.linalg.qr(case_major(G, B).T, mode="economic", check_finite=False)
+    return B @ Q
 
 
 def softmax_laplace_whitening(lap, G: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -181,6 +181,26 @@ def test_where_the_compiled_density_is_unavailable_nutpie_compiles_the_model(
     assert "z" in seen["model"].named_vars  # (the PyMC model, for pm.sample)
 
 
+def test_the_turned_whitening_is_the_same_gaussian_and_lower_trapezoidal() -> None:
+    """B Q has B's covariance B B^T and makes the case-major G_blk B Q lower trapezoidal
+    (up to rounding); pack refuses a B that was not turned (it keeps H's lower part)."""
+    from gpc_compare.engines._whitening import case_major, turned_block
+
+    *_, w, _ = _whitened(Softmax(), 3, n=6)
+    rng = np.random.default_rng(4)
+    B = rng.standard_normal(w.B.shape)
+    BQ = turned_block(w.G, B)
+    np.testing.assert_allclose(BQ @ BQ.T, B @ B.T, atol=1e-12)
+    H, HQ = case_major(w.G, B), case_major(w.G, BQ)
+    assert np.abs(np.triu(HQ, 1)).max() < 1e-13 * np.abs(HQ).max()
+    H_engine = case_major(w.G, w.B)  # (the engine's whitening, already turned)
+    assert np.abs(np.triu(H_engine, 1)).max() < 1e-13 * np.abs(H_engine).max()
+    np.testing.assert_allclose(HQ @ HQ.T, H @ H.T, atol=1e-12)
+    codes = np.arange(6) % 3
+    with pytest.raises(ValueError, match="turn B"):
+        _compiled_multiclass.pack(w.G, w.a, B, w.T, w.b, codes, Softmax(), *RULE)
+
+
 def test_the_buffer_is_checked() -> None:
     *_, w, data = _whitened(Softmax(), 3, n=6)
     codes = np.arange(6) % 3
