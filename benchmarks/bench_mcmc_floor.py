@@ -112,7 +112,10 @@ def _products(data, z, d_single, repeats):  # pragma: no cover - timed, compiled
     n, r = g0.shape[0], z.shape[0]
     s = 0.0
     for _ in range(repeats):  # as the density: H z in double, H^T d in single precision
-        s += _compiled._product(H, z, n)[0] + _compiled._transpose_product(d_single, H_single, r)[0]
+        s += (
+            _compiled.lower_product(H, z, n)[0]
+            + _compiled.lower_transpose_product(d_single, H_single, r)[0]
+        )
     return s
 
 

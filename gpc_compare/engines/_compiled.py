@@ -55,8 +55,11 @@ from ..likelihoods import Gaussian, Likelihood, Logistic, Probit
 __all__ = [
     "EXPAND",
     "LOGP",
+    "kept_entries",
     "log_density",
     "log_phi_ratio",
+    "lower_product",
+    "lower_transpose_product",
     "nutpie_model",
     "pack",
     "status",
@@ -116,7 +119,7 @@ def _log_likelihood(code: int, y: float, f: float, variance: float) -> tuple[flo
 
 
 @numba.njit(cache=True)
-def _entries(n: int, r: int) -> int:
+def kept_entries(n: int, r: int) -> int:
     """The entries of a lower trapezoidal n x r H kept: min(i + 1, r) in row i."""
     k = min(n, r)
     return k * (k + 1) // 2 + (n - k) * r
@@ -125,14 +128,14 @@ def _entries(n: int, r: int) -> int:
 @numba.njit(cache=True)
 def _size(n: int, r: int) -> int:
     """The buffer's length: the header, H, four n-vectors, H in float32 (two a float64)."""
-    e = _entries(n, r)
+    e = kept_entries(n, r)
     return _HEADER + e + 4 * n + (e + 1) // 2
 
 
 @numba.njit(cache=True)
 def _unpack(data: np.ndarray):
     n, r = int(data[0]), int(data[1])
-    e = _entries(n, r)
+    e = kept_entries(n, r)
     o = _HEADER
     H = data[o : o + e]
     o += e
@@ -150,7 +153,7 @@ def _unpack(data: np.ndarray):
 # (reassociation lets the loops run in SIMD lanes; no assumption about NaN or infinities,
 # which the status check must see)
 @numba.njit(cache=True, fastmath={"reassoc", "contract"})
-def _product(H: np.ndarray, z: np.ndarray, n: int) -> np.ndarray:
+def lower_product(H: np.ndarray, z: np.ndarray, n: int) -> np.ndarray:
     """H z, H lower trapezoidal with its rows' kept entries in a row (see :func:`pack`)."""
     r = z.shape[0]
     g = np.empty(n)
@@ -166,8 +169,8 @@ def _product(H: np.ndarray, z: np.ndarray, n: int) -> np.ndarray:
 
 
 @numba.njit(cache=True, fastmath={"reassoc", "contract"})
-def _transpose_product(d: np.ndarray, H: np.ndarray, r: int) -> np.ndarray:
-    """H^T d in d's precision (here single: d and H float32), H as in :func:`_product`."""
+def lower_transpose_product(d: np.ndarray, H: np.ndarray, r: int) -> np.ndarray:
+    """H^T d in d's precision (here single: d and H float32), H as in :func:`lower_product`."""
     out = np.zeros(r, dtype=d.dtype)
     o = 0
     for i in range(d.shape[0]):
@@ -185,14 +188,14 @@ def _log_density(z: np.ndarray, grad: np.ndarray, data: np.ndarray) -> float:
     precision (see the module note), is written to ``grad``."""
     code, m, variance = int(data[2]), data[3], data[4]
     H, g0, y, T, b, H_single = _unpack(data)
-    g = g0 + _product(H, z, g0.shape[0])
+    g = g0 + lower_product(H, z, g0.shape[0])
     d = np.empty(g.shape[0], dtype=np.float32)
     value = 0.0
     for i in range(g.shape[0]):
         ll, dll = _log_likelihood(code, y[i], m + g[i], variance)
         value += ll + g[i] * (0.5 * T[i] * g[i] - b[i])  # p(y | f) / t(g)
         d[i] = dll + T[i] * g[i] - b[i]
-    grad[:] = _transpose_product(d, H_single, z.shape[0]) - z
+    grad[:] = lower_transpose_product(d, H_single, z.shape[0]) - z
     return value - 0.5 * np.dot(z, z)
 
 
@@ -250,7 +253,7 @@ def _expand_cfunc(dim, expanded, x_ptr, f_ptr, data_ptr):  # pragma: no cover - 
     H, g0, _, _, _, _ = _unpack(data)
     f = numba.carray(f_ptr, (n,))
     try:
-        f[:] = head[3] + g0 + _product(H, numba.carray(x_ptr, (r,)), n)  # f = m + g0 + H z
+        f[:] = head[3] + g0 + lower_product(H, numba.carray(x_ptr, (r,)), n)  # f = m + g0 + H z
     except Exception:  # noqa: BLE001
         return -2
     return 0

@@ -61,10 +61,10 @@ from ..likelihoods import Likelihood, MultinomialProbit, Softmax
 from ._compiled import (
     EXPAND,
     LOGP,
-    _entries,
-    _product,
-    _transpose_product,
+    kept_entries,
     log_phi_ratio,
+    lower_product,
+    lower_transpose_product,
     nutpie_model,
     status,
 )
@@ -82,14 +82,14 @@ _SQRT2 = math.sqrt(2.0)
 @numba.njit(cache=True)
 def _size(n: int, C: int, r: int, nodes: int) -> int:
     """The buffer's length: the header, H, F0, the labels, T, b, the nodes, their terms."""
-    return _HEADER + _entries(n * C, C * r) + n * C + n + n * C * C + n * C + 2 * nodes
+    return _HEADER + kept_entries(n * C, C * r) + n * C + n + n * C * C + n * C + 2 * nodes
 
 
 @numba.njit(cache=True)
 def _unpack(data: np.ndarray):
     n, C, r, nodes = int(data[0]), int(data[1]), int(data[2]), int(data[4])
     o = _HEADER
-    e = _entries(n * C, C * r)
+    e = kept_entries(n * C, C * r)
     H = data[o : o + e]
     o += e
     F0 = data[o : o + n * C]
@@ -181,7 +181,7 @@ def _log_density(z: np.ndarray, grad: np.ndarray, data: np.ndarray) -> float:
     written to ``grad``."""
     n, C, code, steps, const = int(data[0]), int(data[1]), int(data[3]), int(data[5]), data[6]
     H, F0, labels, T, b, x, w0 = _unpack(data)
-    F = (F0 + _product(H, z, n * C)).reshape((n, C))
+    F = (F0 + lower_product(H, z, n * C)).reshape((n, C))
     d = np.empty((n, C))
     value = const - 0.5 * np.dot(z, z)
     for i in range(n):
@@ -196,7 +196,7 @@ def _log_density(z: np.ndarray, grad: np.ndarray, data: np.ndarray) -> float:
                 Tf += T[i, j, k] * F[i, k]
             value += F[i, j] * (0.5 * Tf - b[i, j])
             d[i, j] += Tf - b[i, j]
-    grad[:] = _transpose_product(d.reshape(n * C), H, z.shape[0]) - z
+    grad[:] = lower_transpose_product(d.reshape(n * C), H, z.shape[0]) - z
     return value
 
 
@@ -226,7 +226,7 @@ def _expand_cfunc(dim, expanded, x_ptr, f_ptr, data_ptr):  # pragma: no cover - 
     H, F0, _, _, _, _, _ = _unpack(data)
     f = numba.carray(f_ptr, (n * C,))
     try:
-        f[:] = F0 + _product(H, numba.carray(x_ptr, (dim,)), n * C)  # F = F0 + H z, case-major
+        f[:] = F0 + lower_product(H, numba.carray(x_ptr, (dim,)), n * C)  # F = F0 + H z, case-major
     except Exception:  # noqa: BLE001
         return -2
     return 0
@@ -313,7 +313,7 @@ def pack(
         )
     data = np.empty(_size(n, C, r, nodes))
     data[:_HEADER] = [n, C, r, code, nodes, steps, const]
-    e = _entries(n * C, C * r)
+    e = kept_entries(n * C, C * r)
     data[_HEADER : _HEADER + e] = np.concatenate(  # the rows' kept entries, in a row
         [H[i, : min(i + 1, C * r)] for i in range(n * C)]
     )
