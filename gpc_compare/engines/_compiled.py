@@ -58,6 +58,7 @@ __all__ = [
     "kept_entries",
     "log_density",
     "log_phi_ratio",
+    "lower_part",
     "lower_product",
     "lower_transpose_product",
     "nutpie_model",
@@ -269,6 +270,25 @@ def _code(likelihood: Likelihood) -> tuple[int, float]:
     raise ValueError(f"no compiled density for the {likelihood!r} likelihood")
 
 
+def lower_part(H: np.ndarray) -> np.ndarray:
+    """The entries of a lower trapezoidal H the compiled densities keep: min(i + 1, r) of
+    row i, row by row (:func:`kept_entries` of them).
+
+    Raises
+    ------
+    ValueError
+        Where anything stands above H's diagonal (it would be dropped silently).
+    """
+    H = np.asarray(H, dtype=float)
+    if H.ndim != 2 or np.any(np.triu(H, 1) != 0.0):
+        raise ValueError(
+            "the compiled density needs H lower trapezoidal (zero above the diagonal): "
+            "turn it with _whitening.lower_trapezoidal or turned_block"
+        )
+    r = H.shape[1]
+    return np.concatenate([H[i, : min(i + 1, r)] for i in range(H.shape[0])])
+
+
 def pack(
     H: np.ndarray,
     g0: np.ndarray,
@@ -302,17 +322,11 @@ def pack(
         and the same entries in float32 (two values to a float64, the last padded with a
         zero).
     """
-    H = np.asarray(H, dtype=float)
-    n, r = H.shape
-    if np.any(np.triu(H, 1) != 0.0):
-        raise ValueError(
-            "the compiled density needs H lower trapezoidal (zero above the diagonal): "
-            "turn it with _whitening.lower_trapezoidal"
-        )
+    n, r = np.shape(H)
+    kept = lower_part(H)
     code, variance = _code(likelihood)
     head = np.array([n, r, code, m, variance], dtype=float)
     vectors = [np.asarray(v, dtype=float).reshape(n) for v in (g0, y, T, b)]
-    kept = np.concatenate([H[i, : min(i + 1, r)] for i in range(n)])  # rows' kept entries
     single = np.zeros(2 * ((kept.size + 1) // 2), dtype=np.float32)  # (an even count)
     single[: kept.size] = kept
     data = np.concatenate([head, kept, *vectors, single.view(np.float64)])

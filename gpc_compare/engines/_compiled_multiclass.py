@@ -63,12 +63,12 @@ from ._compiled import (
     LOGP,
     kept_entries,
     log_phi_ratio,
+    lower_part,
     lower_product,
     lower_transpose_product,
     nutpie_model,
     status,
 )
-from ._whitening import case_major
 
 __all__ = ["log_density", "pack", "rule", "whitened_model"]
 
@@ -251,7 +251,7 @@ def rule(nodes: int) -> tuple[np.ndarray, np.ndarray]:
 def pack(
     G: np.ndarray,
     a: np.ndarray,
-    B: np.ndarray,
+    H: np.ndarray,
     T: np.ndarray,
     b: np.ndarray,
     codes: np.ndarray,
@@ -266,11 +266,11 @@ def pack(
     G : ndarray, shape (n, r)
         K ~= G G^T (:func:`._whitening.prior_factor`).
     a : ndarray, shape (C r,)
-    B : ndarray, shape (C r, C r)
-        u = a + B z, class-major, f_c = G u_c (:func:`._whitening.block_site_whitening`),
-        turned so that H = G_blk B is lower trapezoidal (:func:`._whitening.turned_block`;
-        what rounding leaves above the diagonal, below 1e-10 of H's largest entry, is
-        dropped).
+        u = a + B z, class-major, f_c = G u_c (:func:`._whitening.block_site_whitening`).
+    H : ndarray, shape (n C, C r)
+        G_blk B, rows case-major (i C + c), lower trapezoidal: B turned by
+        :func:`._whitening.turned_block`, which returns this H (anything above its
+        diagonal is refused).
     T : ndarray, shape (n, C, C)
     b : ndarray, shape (n, C)
         The sites t_i(f_i) = exp(-1/2 f_i^T T_i f_i + b_i^T f_i) that whitened.
@@ -293,7 +293,7 @@ def pack(
     n, r = G.shape
     C = T.shape[1]
     codes = np.asarray(codes)
-    shapes = {"a": (a.shape, (C * r,)), "B": (B.shape, (C * r, C * r)), "T": (T.shape, (n, C, C))}
+    shapes = {"a": (a.shape, (C * r,)), "H": (H.shape, (n * C, C * r)), "T": (T.shape, (n, C, C))}
     shapes |= {"b": (b.shape, (n, C)), "codes": (codes.shape, (n,))}
     for name, (shape, expected) in shapes.items():
         if shape != expected:
@@ -305,18 +305,10 @@ def pack(
     sites = 0.5 * np.einsum("ic,icd,id->", F0, T, F0) - np.sum(b * F0)
     const = -0.5 * float(a @ a) - float(sites)
     x, w0 = rule(nodes)
-    H = case_major(G, B)  # (n C, C r), lower trapezoidal up to rounding
-    if np.abs(np.triu(H, 1)).max(initial=0.0) > 1e-10 * np.abs(H).max(initial=0.0):
-        raise ValueError(
-            "the compiled multi-class density needs G_blk B lower trapezoidal: turn B "
-            "with _whitening.turned_block"
-        )
     data = np.empty(_size(n, C, r, nodes))
     data[:_HEADER] = [n, C, r, code, nodes, steps, const]
     e = kept_entries(n * C, C * r)
-    data[_HEADER : _HEADER + e] = np.concatenate(  # the rows' kept entries, in a row
-        [H[i, : min(i + 1, C * r)] for i in range(n * C)]
-    )
+    data[_HEADER : _HEADER + e] = lower_part(H)
     rest = [F0.ravel(), codes, T.ravel(), b.ravel(), x, w0]
     data[_HEADER + e :] = np.concatenate([np.asarray(v, dtype=float) for v in rest])
     data.flags.writeable = False

@@ -186,6 +186,9 @@ class BlockWhitened:
     a : ndarray, shape (C r,)
     B : ndarray, shape (C r, C r)
         Turned (:func:`._whitening.turned_block`): G_blk B is lower trapezoidal.
+    H : ndarray, shape (n C, C r)
+        G_blk B, rows case-major (i C + c), exactly 0 above its diagonal: what the
+        compiled density multiplies.
     T : ndarray, shape (n, C, C)
     b : ndarray, shape (n, C)
         The approximation's C x C site terms that whitened.
@@ -196,6 +199,7 @@ class BlockWhitened:
     G: np.ndarray
     a: np.ndarray
     B: np.ndarray
+    H: np.ndarray
     T: np.ndarray
     b: np.ndarray
     dropped: float
@@ -211,7 +215,8 @@ def block_whiten(
     a, B = block_site_whitening(T, b, G)
     # B turned so that the compiled density's H = G_blk B is lower trapezoidal: the same
     # whitening, its zeros skipped (:func:`._whitening.turned_block`)
-    return BlockWhitened(G, a, turned_block(G, B), T, b, dropped)
+    B, H = turned_block(G, B)
+    return BlockWhitened(G, a, B, H, T, b, dropped)
 
 
 def compiled_multiclass_model(whitened: BlockWhitened, codes: np.ndarray, likelihood: Any):
@@ -223,7 +228,7 @@ def compiled_multiclass_model(whitened: BlockWhitened, codes: np.ndarray, likeli
     def build():
         from . import _compiled_multiclass as compiled
 
-        data = compiled.pack(w.G, w.a, w.B, w.T, w.b, codes, likelihood, GH_NODES, _NEWTON_STEPS)
+        data = compiled.pack(w.G, w.a, w.H, w.T, w.b, codes, likelihood, GH_NODES, _NEWTON_STEPS)
         return compiled.whitened_model(data)
 
     return unless_unavailable(build)

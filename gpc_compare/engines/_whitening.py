@@ -181,13 +181,14 @@ def case_major(G: np.ndarray, B: np.ndarray) -> np.ndarray:
     return H.reshape(n * C, B.shape[1])
 
 
-def turned_block(G: np.ndarray, B: np.ndarray) -> np.ndarray:
-    """B Q, with Q orthogonal such that :func:`case_major`'s H Q is lower trapezoidal (up
-    to rounding): the multi-class form of :func:`lower_trapezoidal`.
+def turned_block(G: np.ndarray, B: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """B Q and H Q, with Q orthogonal such that H Q, H :func:`case_major`'s, is lower
+    trapezoidal: the multi-class form of :func:`lower_trapezoidal`.
 
     From the QR decomposition H^T = Q R: H Q = R^T. u = a + (B Q)(Q^T z), and Q^T z is
-    N(0, I) when z is: the same whitening, NUTS's coordinates rotated, and the compiled
-    density's products skip the zeros (:mod:`._compiled_multiclass`).
+    N(0, I) when z is: the same whitening, NUTS's coordinates rotated; the compiled
+    density multiplies R^T's kept entries (:mod:`._compiled_multiclass`), the PyMC model
+    uses B Q (the two agree to rounding).
 
     Parameters
     ----------
@@ -196,10 +197,12 @@ def turned_block(G: np.ndarray, B: np.ndarray) -> np.ndarray:
 
     Returns
     -------
-    ndarray, shape (C r, C r)
+    BQ : ndarray, shape (C r, C r)
+    H : ndarray, shape (n C, C r)
+        R^T = case_major(G, B Q) up to rounding, exactly 0 above its diagonal.
     """
-    Q, _ = scipy.linalg.qr(case_major(G, B).T, mode="economic", check_finite=False)
-    return B @ Q
+    Q, R = scipy.linalg.qr(case_major(G, B).T, mode="economic", check_finite=False)
+    return B @ Q, np.ascontiguousarray(R.T)
 
 
 def softmax_laplace_whitening(lap, G: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

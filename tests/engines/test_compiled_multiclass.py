@@ -46,7 +46,7 @@ def _whitened(likelihood, C: int, n: int = 9, variance: float = 4.0, seed: int =
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         w = block_whiten(problem, codes, C, K, parameterization)
-    data = _compiled_multiclass.pack(w.G, w.a, w.B, w.T, w.b, codes, likelihood, *RULE)
+    data = _compiled_multiclass.pack(w.G, w.a, w.H, w.T, w.b, codes, likelihood, *RULE)
     return problem, codes, K, parameterization, w, data
 
 
@@ -182,23 +182,24 @@ def test_where_the_compiled_density_is_unavailable_nutpie_compiles_the_model(
 
 
 def test_the_turned_whitening_is_the_same_gaussian_and_lower_trapezoidal() -> None:
-    """B Q has B's covariance B B^T and makes the case-major G_blk B Q lower trapezoidal
-    (up to rounding); pack refuses a B that was not turned (it keeps H's lower part)."""
+    """B Q has B's covariance B B^T; the H returned with it is the case-major G_blk B Q
+    (to rounding) with exact zeros above its diagonal, as is the engine's; pack refuses
+    the H of a B that was not turned (its upper part would be dropped)."""
     from gpc_compare.engines._whitening import case_major, turned_block
 
     *_, w, _ = _whitened(Softmax(), 3, n=6)
-    rng = np.random.default_rng(4)
-    B = rng.standard_normal(w.B.shape)
-    BQ = turned_block(w.G, B)
+    B = np.random.default_rng(4).standard_normal(w.B.shape)
+    BQ, HQ = turned_block(w.G, B)
     np.testing.assert_allclose(BQ @ BQ.T, B @ B.T, atol=1e-12)
-    H, HQ = case_major(w.G, B), case_major(w.G, BQ)
-    assert np.abs(np.triu(HQ, 1)).max() < 1e-13 * np.abs(HQ).max()
-    H_engine = case_major(w.G, w.B)  # (the engine's whitening, already turned)
-    assert np.abs(np.triu(H_engine, 1)).max() < 1e-13 * np.abs(H_engine).max()
+    np.testing.assert_allclose(HQ, case_major(w.G, BQ), atol=1e-12)
+    H = case_major(w.G, B)
     np.testing.assert_allclose(HQ @ HQ.T, H @ H.T, atol=1e-12)
+    for turned in (HQ, w.H):
+        assert np.all(np.triu(turned, 1) == 0.0)
+    np.testing.assert_allclose(w.H, case_major(w.G, w.B), atol=1e-12)
     codes = np.arange(6) % 3
-    with pytest.raises(ValueError, match="turn B"):
-        _compiled_multiclass.pack(w.G, w.a, B, w.T, w.b, codes, Softmax(), *RULE)
+    with pytest.raises(ValueError, match="lower trapezoidal"):
+        _compiled_multiclass.pack(w.G, w.a, H, w.T, w.b, codes, Softmax(), *RULE)
 
 
 def test_the_buffer_is_checked() -> None:
@@ -207,9 +208,9 @@ def test_the_buffer_is_checked() -> None:
     with pytest.raises(ValueError, match="the buffer pack"):
         _compiled_multiclass.whitened_model(data[:-1])
     with pytest.raises(ValueError, match="no compiled multi-class density"):
-        _compiled_multiclass.pack(w.G, w.a, w.B, w.T, w.b, codes, None, *RULE)
-    with pytest.raises(ValueError, match="B must have shape"):
-        _compiled_multiclass.pack(w.G, w.a, w.B[:-1], w.T, w.b, codes, Softmax(), *RULE)
+        _compiled_multiclass.pack(w.G, w.a, w.H, w.T, w.b, codes, None, *RULE)
+    with pytest.raises(ValueError, match="H must have shape"):
+        _compiled_multiclass.pack(w.G, w.a, w.H[:-1], w.T, w.b, codes, Softmax(), *RULE)
     with pytest.raises(ValueError, match="class indices 0..2"):
-        _compiled_multiclass.pack(w.G, w.a, w.B, w.T, w.b, codes + 1, Softmax(), *RULE)
+        _compiled_multiclass.pack(w.G, w.a, w.H, w.T, w.b, codes + 1, Softmax(), *RULE)
     assert not data.flags.writeable

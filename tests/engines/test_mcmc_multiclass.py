@@ -122,7 +122,7 @@ def test_model_density_is_prior_times_likelihood(likelihood):
         logp = model.compile_logp(mode="FAST_COMPILE")
     G, _ = prior_factor(K)
     a, B = block_site_whitening(T, b, G)
-    B = turned_block(G, B)  # (as the engine turns it for the compiled density)
+    B, _ = turned_block(G, B)  # (as the engine turns it for the compiled density)
     r = G.shape[1]
     rng = np.random.default_rng(2)
     values = []
