@@ -56,6 +56,11 @@ def save_figure(fig: Any, path: Path, dpi: int) -> None:
     """Write ``fig`` as the PNG ``path``, replacing whatever the name was (a link is not
     followed: :func:`gpc_compare.study.output.atomic_write`)."""
     buffer = io.BytesIO()
+    fig.set_dpi(dpi)
+    # constrained layout settles over two passes where an axes has a fixed aspect (the
+    # reliability diagrams): laid out once before savefig's pass, the bottom label stays
+    # inside the figure (it was cut at the edge)
+    fig.draw_without_rendering()
     fig.savefig(buffer, format="png", dpi=dpi)
     atomic_write(path, buffer.getvalue())
 
@@ -116,6 +121,7 @@ def plot_metrics(
                 label=name,
             )
         ax.set_title(f"{label} ({better} is better)", fontsize=10)
+        ax.locator_params(axis="x", nbins=4)  # (a narrow interval's long tick labels)
         ax.grid(alpha=0.3)
         ax.set_yticks(y0, datasets)
         ax.set_ylim(len(datasets) - 0.5, -0.5)
@@ -135,7 +141,8 @@ def plot_reliability(
     records: Records, datasets: Sequence[str], engines: Sequence[str], path: Path
 ) -> None:
     """``reliability.png``: reliability diagrams of the test predictions pooled over splits
-    (with C classes, of the top label: its confidence against how often it is right)."""
+    (with C classes, of the top label: its confidence against how often it is right), each
+    bin with the 95% Jeffreys interval of its observed frequency."""
     ncols = min(3, len(datasets))
     nrows = math.ceil(len(datasets) / ncols)
     fig = _figure(4.6 * ncols, 4.4 * nrows + 0.6)
@@ -157,28 +164,36 @@ def plot_reliability(
                 curve = reliability_curve(y, p1, n_bins=10)
             n_cases = y.size
             colour, marker, name = style(engine)
-            ax.plot(
+            freq = curve["observed_frequency"]
+            ax.errorbar(  # each bin's 95% Jeffreys interval: a sparse bin's is wide
                 curve["mean_predicted"],
-                curve["observed_frequency"],
+                freq,
+                yerr=[freq - curve["observed_lower"], curve["observed_upper"] - freq],
                 marker=marker,
                 color=colour,
                 label=name,
                 alpha=0.85,
+                capsize=2,
+                elinewidth=0.8,
             )
         ax.set_xlim(-0.02, 1.02)
         ax.set_ylim(-0.02, 1.02)
         ax.set_aspect("equal")
         ax.set_title(f"{dataset} ({n_cases} test cases, pooled)", fontsize=10)
         ax.set_xlabel(
-            "top-label confidence max_c p_c, bin mean" if top else "predicted P(y = 1), bin mean"
+            "largest class probability, bin mean" if top else "predicted P(y = 1), bin mean"
         )
         ax.set_ylabel("observed fraction top label right" if top else "observed fraction y = 1")
         ax.grid(alpha=0.3)
         ax.legend(loc="upper left", fontsize=8)
     for ax in list(axes.flat)[len(datasets) :]:
         ax.set_visible(False)
-    title = "Reliability diagrams (10 equal-width bins; dashed: perfect calibration)"
-    fig.suptitle(title if ncols > 1 else title.replace(" (", "\n("))  # one panel: two lines
+    title = (
+        "Reliability diagrams (10 equal-width bins, 95% Jeffreys intervals;"
+        " dashed: perfect calibration)"
+    )
+    one_panel = title.replace(" (", "\n(").replace("; ", ";\n")  # (three lines)
+    fig.suptitle(title if ncols > 1 else one_panel)
     save_figure(fig, path, dpi=110)
 
 
