@@ -109,7 +109,8 @@ class KLOptions(EngineOptions):
         _N_SAMPLES,
         count(2),
         "Softmax with integration 'mc': draws per case (rounded up to an even number: "
-        "antithetic pairs).",
+        "antithetic pairs). At large sigma_f the estimate's noise can slow the fit's "
+        "iteration (a not-converged warning says so): more draws steady it.",
     )
     mc_seed: int = option(
         0,

@@ -249,6 +249,13 @@ def infer_softmax(problem: Problem, options: Any) -> SoftmaxKLPosterior:
         project=_symmetric,
     )
     message = bound_message(run, options.tol, options.site_tol)
+    if not run.converged and rule == "mc":
+        # the estimate's noise where the prior hardly constrains q (large sigma_f, a class
+        # far from the label) bends the estimated bound, and the damped steps crawl there
+        message += (
+            f"; or raise n_samples (now {options.n_samples}): at large sigma_f the Monte Carlo "
+            "estimate's noise slows this iteration"
+        )
     if not run.converged:
         warnings.warn(f"KL (softmax) {message}", RuntimeWarning, stacklevel=3)
     state = run.state
