@@ -472,7 +472,7 @@ def test_at_large_sigma_f_more_draws_steady_the_iteration():
     """K = v I at v = e^7.45 (22 far-apart cases of 11 classes; a random start of the vowel
     study's search): in the directions the prior hardly constrains, the noise of the Monte
     Carlo estimate of E_q[log softmax] bends the estimated bound, and the damped iteration
-    creeps (not converged in 100 iterations with 1000 draws a case: the warning says to
+    creeps (not converged in 60 iterations with 1000 draws a case: the warning says to
     raise n_samples); with 4000 draws it converges within them, as with the same cases one
     per class (11), where 1000 suffice."""
     C = 11
@@ -480,10 +480,10 @@ def test_at_large_sigma_f_more_draws_steady_the_iteration():
     y = np.tile(np.arange(C), 2)
     kernel = SquaredExponential(1.0, np.exp(7.45))
     with pytest.warns(RuntimeWarning, match=r"raise n_samples \(now 1000\)"):
-        slow = gc.fit(X, y, method="kl", likelihood="softmax", kernel=kernel, max_iter=100)
+        slow = gc.fit(X, y, method="kl", likelihood="softmax", kernel=kernel, max_iter=60)
     assert not slow.convergence.converged
-    steady = gc.fit(X, y, method="kl", likelihood="softmax", kernel=kernel, max_iter=100,
+    steady = gc.fit(X, y, method="kl", likelihood="softmax", kernel=kernel, max_iter=60,
                     n_samples=4000)  # fmt: skip
-    assert steady.convergence.converged and steady.convergence.iterations < 60
-    one_each = gc.fit(X[:C], y[:C], method="kl", likelihood="softmax", kernel=kernel)
-    assert one_each.convergence.converged and one_each.convergence.iterations < 100
+    assert steady.convergence.converged
+    one_each = gc.fit(X[:C], y[:C], method="kl", likelihood="softmax", kernel=kernel, max_iter=60)
+    assert one_each.convergence.converged
