@@ -109,8 +109,9 @@ class KLOptions(EngineOptions):
         _N_SAMPLES,
         count(2),
         "Softmax with integration 'mc': draws per case (rounded up to an even number: "
-        "antithetic pairs). At large sigma_f the estimate's noise can slow the fit's "
-        "iteration (a not-converged warning says so): more draws steady it.",
+        "antithetic pairs). At large sigma_f the fit can adapt q to its draws: its bound is "
+        "then optimistic against the same q's on independent draws (held_out_bound), and "
+        "the iteration slow; a warning says so, and more draws steady both.",
     )
     mc_seed: int = option(
         0,

@@ -47,7 +47,12 @@ control variate: the gap vanishes where one class competes with y, so the standa
 error falls about twenty-fold on Iris). The bound is then the estimate's, one smooth
 function of q and of the hyperparameters, maximised and differentiated exactly (the
 gap's dE/dSigma is the estimate's own derivative through the square root of Sigma);
-``log_marginal_likelihood_se`` is its standard error. Where a case's true curvature is
+``log_marginal_likelihood_se`` is its standard error. An optimum found on fixed draws is
+optimistic (a sample average approximation's: Mak, Morton and Wood 1999): q adapts to the
+draws, most where the prior hardly constrains it (large sigma_f), so the engine
+re-estimates the bound at its q on independent draws (``held_out_bound``, an unbiased
+estimate of that q's bound, itself below the evidence) and warns where the two differ by
+more than three combined standard errors. Where a case's true curvature is
 nearly zero in one direction (a class far from the label and from the competitor), the
 estimated -2 dE/dSigma can have a small negative eigenvalue; the site keeps it (Woodbury's
 identity in :mod:`._block_sites`), so the fixed point stays the estimated bound's exact
@@ -201,6 +206,44 @@ def _check_warm_start(warm_start: Any, n: int, d: int) -> tuple[np.ndarray, np.n
     return Lam, b
 
 
+def _held_out(
+    state: _State, y: np.ndarray, Q: np.ndarray, options: Any
+) -> tuple[float | None, float | None]:
+    """The bound at q re-estimated on independent draws (as many, from a stream spawned of
+    ``mc_seed``), with its standard error: (None, None) where q has no bound. Unbiased for
+    the bound of this q, where the bound the iteration maximised on its own draws is not
+    (module note)."""
+    if state.q is None or not np.isfinite(state.elbo):
+        return None, None
+    n, d = state.b.shape
+    stream = np.random.default_rng(np.random.SeedSequence(options.mc_seed).spawn(1)[0])
+    z = antithetic_normal(n, options.n_samples, d, stream)
+    E, *_, se = _Expectation(y, Q, "mc", z)(state.q.mu, state.q.S)
+    value = state.elbo - float(state.expected[0].sum()) + float(E.sum())
+    return value, float(np.sqrt(np.sum(se**2)))
+
+
+#: Differences between the bound on its own draws and on independent ones beyond this many
+#: combined standard errors are warned of (module note).
+_OPTIMISM_SE = 3.0
+
+
+def _check_optimism(state: _State, held_out: float, held_out_se: float, n_samples: int) -> None:
+    """Warn where the bound on the iteration's draws exceeds its re-estimate on independent
+    draws by more than ``_OPTIMISM_SE`` combined standard errors: q has adapted to its
+    draws, and the bound's stated error does not cover the difference."""
+    excess = state.elbo - held_out
+    if excess > _OPTIMISM_SE * float(np.hypot(state.se, held_out_se)):
+        warnings.warn(
+            f"KL (softmax): the Monte Carlo bound is optimistic: {state.elbo:.4g} +- "
+            f"{state.se:.2g} on its own draws, {held_out:.4g} +- {held_out_se:.2g} on "
+            "independent ones (q has adapted to its draws, most where the prior hardly "
+            f"constrains it: large sigma_f); raise n_samples (now {n_samples})",
+            RuntimeWarning,
+            stacklevel=4,
+        )
+
+
 #: (C - 1) n x (C - 1) n matrices held at once (B, its factor, V and a product of V's).
 _BIG_MATRICES = 4
 
@@ -250,15 +293,18 @@ def infer_softmax(problem: Problem, options: Any) -> SoftmaxKLPosterior:
     )
     message = bound_message(run, options.tol, options.site_tol)
     if not run.converged and rule == "mc":
-        # the estimate's noise where the prior hardly constrains q (large sigma_f, a class
-        # far from the label) bends the estimated bound, and the damped steps crawl there
+        # where the prior hardly constrains q (large sigma_f, a class far from the label)
+        # the iteration keeps raising the estimate by fitting q to its draws, and crawls
         message += (
-            f"; or raise n_samples (now {options.n_samples}): at large sigma_f the Monte Carlo "
-            "estimate's noise slows this iteration"
+            f"; or raise n_samples (now {options.n_samples}): at large sigma_f the fit can "
+            "adapt to the Monte Carlo estimate's draws"
         )
     if not run.converged:
         warnings.warn(f"KL (softmax) {message}", RuntimeWarning, stacklevel=3)
     state = run.state
+    held_out = _held_out(state, y, contrasts(C), options) if rule == "mc" else (None, None)
+    if held_out[0] is not None:
+        _check_optimism(state, *held_out, options.n_samples)
     return SoftmaxKLPosterior(
         X,
         y,
@@ -269,6 +315,7 @@ def infer_softmax(problem: Problem, options: Any) -> SoftmaxKLPosterior:
         n_classes=C,
         log_marginal_likelihood=state.elbo,
         log_marginal_likelihood_se=state.se if rule == "mc" else 0.0,
+        held_out=held_out,
         integration=rule,
         convergence=Convergence(run.converged, run.iterations, float(run.change), message),
     )
@@ -281,7 +328,10 @@ class SoftmaxKLPosterior(MulticlassPosterior):
     integration, its estimate on fixed draws, whose standard error is
     ``log_marginal_likelihood_se``); its gradient is exact. Extra attributes: ``Lam`` and
     ``b`` (the sites over the C - 1 contrasts ``Q``), ``integration`` (the rule used),
-    ``warm_start``, ``convergence``.
+    ``held_out_bound`` and ``held_out_bound_se`` (with Monte Carlo integration, the bound
+    at this q re-estimated on independent draws: unbiased, where the estimate the fit
+    maximised on its own draws is optimistic; None for the quadrature), ``warm_start``,
+    ``convergence``.
     """
 
     method = "kl"
@@ -298,6 +348,7 @@ class SoftmaxKLPosterior(MulticlassPosterior):
         n_classes: int,
         log_marginal_likelihood: float,
         log_marginal_likelihood_se: float,
+        held_out: tuple[float | None, float | None],
         integration: str,
         convergence: Convergence,
     ) -> None:
@@ -308,6 +359,8 @@ class SoftmaxKLPosterior(MulticlassPosterior):
         self._log_marginal_likelihood = float(log_marginal_likelihood)
         #: Standard error of the Monte Carlo estimate of the bound (0 for the quadrature)
         self.log_marginal_likelihood_se = float(log_marginal_likelihood_se)
+        #: The bound at this q on independent draws, and its standard error (class note)
+        self.held_out_bound, self.held_out_bound_se = held_out
         self.integration = integration
         #: Site directions with a negative precision (Monte Carlo curvature; module note)
         self.negative_directions = 0 if q.negative is None else int(q.negative[0].shape[1])
