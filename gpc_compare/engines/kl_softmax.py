@@ -433,10 +433,14 @@ class SoftmaxKLPosterior(MulticlassPosterior):
 
     def record(self) -> dict[str, Any]:
         """:meth:`Posterior.record`, with the Monte Carlo bound's standard error (None for
-        the quadrature, as for a deterministic approximation)."""
+        the quadrature, as for a deterministic approximation) and its re-estimate on
+        independent draws, ``log_evidence_held_out`` with its ``log_evidence_held_out_se``
+        (class note)."""
         out = super().record()
         if self.integration == "mc" and out["log_evidence"] is not None:
             out["log_evidence_se"] = self.log_marginal_likelihood_se
+            out["log_evidence_held_out"] = self.held_out_bound
+            out["log_evidence_held_out_se"] = self.held_out_bound_se
         return out
 
     def sample_latent(self, draws: int, random_seed: int | np.random.Generator | None = None):

@@ -532,6 +532,12 @@ def test_the_held_out_bound_is_unbiased_where_the_fit_on_its_draws_is_not():
     assert optimism > 3 * np.hypot(post.log_marginal_likelihood_se, se)  # (0.79: 4.0)
     assert optimism > 0.5
     assert abs(post.held_out_bound - value) < 3 * np.hypot(post.held_out_bound_se, se)
+    record = post.record()
+    assert record["log_evidence"] == post.log_marginal_likelihood
+    assert (record["log_evidence_held_out"], record["log_evidence_held_out_se"]) == (
+        post.held_out_bound,
+        post.held_out_bound_se,
+    )
     iris = gc.datasets.load("iris")
     kernel = SquaredExponential(np.exp(1.52), np.exp(6.35))
     with warnings.catch_warnings():
@@ -543,3 +549,4 @@ def test_the_held_out_bound_is_unbiased_where_the_fit_on_its_draws_is_not():
     X, y = three_classes()
     post = gc.fit(X, y, method="kl", likelihood="softmax", integration="quadrature")
     assert post.held_out_bound is None and post.held_out_bound_se is None
+    assert "log_evidence_held_out" not in post.record()
