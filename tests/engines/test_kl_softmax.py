@@ -509,7 +509,7 @@ def test_at_large_sigma_f_the_fit_adapts_to_its_draws_and_more_draws_steady_it()
     assert steady.convergence.converged
     assert steady.log_marginal_likelihood - steady.held_out_bound < 0.5
     assert slow.log_marginal_likelihood - slow.held_out_bound > 5.0
-    assert slow.log_marginal_likelihood > steady.held_out_bound + 5.0  # above every q's bound
+    assert slow.log_marginal_likelihood > steady.held_out_bound + 5.0  # (the converged fit's)
     one_each = gc.fit(X[:11], y[:11], method="kl", likelihood="softmax", kernel=kernel,
                       max_iter=60)  # fmt: skip
     assert one_each.convergence.converged
