@@ -111,7 +111,7 @@ class KLOptions(EngineOptions):
         "Softmax with integration 'mc': draws per case (rounded up to an even number: "
         "antithetic pairs). At large sigma_f the fit can adapt q to its draws: its bound is "
         "then optimistic against the same q's on independent draws (held_out_bound), and "
-        "the iteration slow; a warning says so, and more draws steady both.",
+        "the iteration slow; a warning says so, and more draws shrink both.",
     )
     mc_seed: int = option(
         0,

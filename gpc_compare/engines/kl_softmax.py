@@ -51,8 +51,10 @@ gap's dE/dSigma is the estimate's own derivative through the square root of Sigm
 optimistic (a sample average approximation's: Mak, Morton and Wood 1999): q adapts to the
 draws, most where the prior hardly constrains it (large sigma_f), so the engine
 re-estimates the bound at its q on independent draws (``held_out_bound``, an unbiased
-estimate of that q's bound, itself below the evidence) and warns where the two differ by
-more than three combined standard errors. Where a case's true curvature is
+estimate of that q's bound, itself below the evidence) and warns where the first exceeds
+the second by more than three combined standard errors (each is an estimate with its own
+spread; where q has adapted to its draws its own standard error grows too, so the check
+is conservative there). Where a case's true curvature is
 nearly zero in one direction (a class far from the label and from the competitor), the
 estimated -2 dE/dSigma can have a small negative eigenvalue; the site keeps it (Woodbury's
 identity in :mod:`._block_sites`), so the fixed point stays the estimated bound's exact

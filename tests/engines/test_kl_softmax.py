@@ -470,13 +470,15 @@ def test_the_optimum_is_stationary_in_the_sites(integration):
                 assert abs(slope) > 1e-4
 
 
-def far_apart(C: int, per_class: int):
+def far_apart(C: int, per_class: int) -> tuple[np.ndarray, np.ndarray]:
     """C * per_class cases far apart (K = v I to rounding), per_class of each class."""
     X = 1e3 * np.arange(per_class * C, dtype=float)[:, None]
     return X, np.tile(np.arange(C), per_class)
 
 
-def independent_bound(post, mc_seed: int, n_samples: int, seed: int) -> tuple[float, float]:
+def independent_bound(
+    post: kl_softmax.SoftmaxKLPosterior, mc_seed: int, n_samples: int, seed: int
+) -> tuple[float, float]:
     """The bound at post's q (fitted on 1000 draws seeded by mc_seed) on n_samples fresh
     draws a case, with its standard error."""
     q = post._q
@@ -495,15 +497,15 @@ def test_at_large_sigma_f_the_fit_adapts_to_its_draws_and_more_draws_steady_it()
     study's search): where the prior hardly constrains q, the iteration raises the bound
     on its fixed draws by fitting q to them, and creeps (not converged in 60 iterations
     with 1000 draws a case: the warning says to raise n_samples), its bound far above the
-    same bound at that q on independent draws; with 4000 draws it converges within them,
-    as the same cases one a class (11) do with 1000."""
+    same q's on independent draws. With 4000 draws it converges within those iterations
+    (its bound still 0.18 above its re-estimate, 3.4 combined standard errors, and said
+    so), as the same cases one a class (11) do with 1000."""
     X, y = far_apart(11, 2)
     kernel = SquaredExponential(1.0, np.exp(7.45))
-    with pytest.warns(RuntimeWarning, match=r"raise n_samples \(now 1000\)"):
+    with pytest.warns(RuntimeWarning, match=r"not converged.*raise n_samples \(now 1000\)"):
         slow = gc.fit(X, y, method="kl", likelihood="softmax", kernel=kernel, max_iter=60)
     assert not slow.convergence.converged
-    with warnings.catch_warnings():  # (its optimism, 0.18, still exceeds 3 standard errors)
-        warnings.simplefilter("ignore", RuntimeWarning)
+    with pytest.warns(RuntimeWarning, match="optimistic"):
         steady = gc.fit(X, y, method="kl", likelihood="softmax", kernel=kernel, max_iter=60,
                         n_samples=4000)  # fmt: skip
     assert steady.convergence.converged
@@ -515,22 +517,29 @@ def test_at_large_sigma_f_the_fit_adapts_to_its_draws_and_more_draws_steady_it()
     assert one_each.convergence.converged
 
 
-def test_the_held_out_bound_is_unbiased_where_the_fit_on_its_draws_is_not():
+@pytest.mark.parametrize("mc_seed", [0, 1, 2])
+def test_the_held_out_bound_is_unbiased_where_the_fit_on_its_draws_is_not(mc_seed):
     """22 far-apart cases of 11 classes at sigma_f^2 = e^4: the fit converges on its 1000
     draws a case, but its bound there exceeds the same q's on 40,000 independent draws by
-    four times its standard error, 0.79 (q has adapted to the draws: a sample average
-    approximation's optimism), and the engine warns; its held-out re-estimate agrees with
-    the 40,000-draw value within their errors. On Iris at a study's hyperparameters the
-    two agree and nothing is said; the quadrature has no held-out estimate."""
+    0.4-0.8 nats, more than ten of their standard errors (q has adapted to its draws: a
+    sample average approximation's optimism); its held-out re-estimate agrees with the
+    40,000-draw value within their errors. The engine warns with each seed, its bound
+    above the re-estimate by 3.0, 4.6 and 3.3 combined standard errors (near the threshold
+    where the draws q adapted to widen its own standard error: asserted for mc_seed 1,
+    the clearest). On Iris at a study's
+    hyperparameters the two agree and nothing is said; the quadrature has no held-out
+    estimate."""
     X, y = far_apart(11, 2)
     kernel = SquaredExponential(1.0, np.exp(4.0))
-    with pytest.warns(RuntimeWarning, match=r"bound is optimistic.*raise n_samples \(now 1000\)"):
-        post = gc.fit(X, y, method="kl", likelihood="softmax", kernel=kernel, mc_seed=1)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        post = gc.fit(X, y, method="kl", likelihood="softmax", kernel=kernel, mc_seed=mc_seed)
+    if mc_seed == 1:
+        assert any("bound is optimistic" in str(w.message) for w in caught)
     assert post.convergence.converged
-    value, se = independent_bound(post, 1, 40_000, seed=7)
+    value, se = independent_bound(post, mc_seed, 40_000, seed=7)
     optimism = post.log_marginal_likelihood - value
-    assert optimism > 3 * np.hypot(post.log_marginal_likelihood_se, se)  # (0.79: 4.0)
-    assert optimism > 0.5
+    assert optimism > max(10 * se, 0.3)
     assert abs(post.held_out_bound - value) < 3 * np.hypot(post.held_out_bound_se, se)
     record = post.record()
     assert record["log_evidence"] == post.log_marginal_likelihood
@@ -538,6 +547,8 @@ def test_the_held_out_bound_is_unbiased_where_the_fit_on_its_draws_is_not():
         post.held_out_bound,
         post.held_out_bound_se,
     )
+    if mc_seed:
+        return
     iris = gc.datasets.load("iris")
     kernel = SquaredExponential(np.exp(1.52), np.exp(6.35))
     with warnings.catch_warnings():

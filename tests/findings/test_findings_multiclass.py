@@ -287,4 +287,4 @@ def test_the_committed_kl_bound_where_it_exceeds_its_held_out_estimate_most() ->
     assert post.log_marginal_likelihood == pytest.approx(float(record["log_evidence"]), abs=1e-6)
     excess = post.log_marginal_likelihood - post.held_out_bound
     se = np.hypot(post.log_marginal_likelihood_se, post.held_out_bound_se)
-    assert excess / se == pytest.approx(2.4, abs=0.05)  # (the README's figure)
+    assert round(excess, 2) == 0.33 and round(excess / se, 1) == 2.4  # (the README's figures)
