@@ -7,11 +7,17 @@ run wins; every run's outcome is kept in :class:`OptimizationResult`.
 
 Warm starts between objective evaluations are passed explicitly (the previous
 posterior's ``warm_start``), never kept in hidden state.
+
+Warnings: the fit returned raises its own again, as they were; the other fits of the search
+that warned (a search passes through extreme values, where a fit may not converge) are
+counted in one RuntimeWarning that quotes what they said, so a record's warnings tell the
+fit it keeps from the search that led there.
 """
 
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -63,7 +69,8 @@ class _Joined(Exception):
 class _Evaluations:
     """What every run of one fit shares: the objective at each point evaluated so far
     (L-BFGS-B and later runs revisit points; each is computed once), the engine calls
-    made, and the posterior at the best point (returned at the end, with no refit)."""
+    made, and the posterior at the best point (returned at the end, with no refit) with the
+    warnings its engine call raised; of the other calls, how many warned and what."""
 
     cache: dict[bytes, tuple[float, np.ndarray]] = field(default_factory=dict)
     calls: int = 0
@@ -72,6 +79,33 @@ class _Evaluations:
     best_posterior: Posterior | None = None
     best_seconds: float = float("nan")  # the engine call that gave it
     ends: list[tuple[np.ndarray, float]] = field(default_factory=list)  # earlier runs' ends
+    best_warnings: list[warnings.WarningMessage] = field(default_factory=list)
+    others_warned: int = 0  # engine calls away from the best point that warned
+    other_messages: dict[str, None] = field(default_factory=dict)  # what they said, in order
+
+    def set_aside(self, caught: list[warnings.WarningMessage]) -> None:
+        """Count an engine call's warnings that are not the returned posterior's."""
+        if caught:
+            self.others_warned += 1
+            for w in caught:
+                self.other_messages.setdefault(f"{w.category.__name__}: {w.message}")
+
+    def say(self) -> None:
+        """Raise again the returned posterior's warnings, as they were, and one for the
+        other engine calls that warned (a search passes through extreme values: a fit
+        there that warns says nothing of the one returned)."""
+        for w in self.best_warnings:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        if self.others_warned:
+            said = list(self.other_messages)
+            shown = "; ".join(m if len(m) <= 200 else m[:197] + "..." for m in said[:2])
+            more = f"; and {len(said) - 2} other messages" if len(said) > 2 else ""
+            warnings.warn(
+                f"hyperparameter search: {self.others_warned} of {self.calls} fits away from "
+                f"the values returned warned ({shown}{more})",
+                RuntimeWarning,
+                stacklevel=3,
+            )
 
 
 @dataclass
@@ -119,23 +153,36 @@ class _NegativeObjective:
             move = getattr(self.previous, "warm_start_at", None)
             extra["warm_start"] = self.previous.warm_start if move is None else move(theta)
         t0 = time.perf_counter()
-        post = self.engine.run(self.X, self.y, k, self.likelihood, m, **{**self.options, **extra})
-        seconds = time.perf_counter() - t0
-        value, grad = self.value_and_gradient(post)
+        with warnings.catch_warnings(record=True) as caught:  # (said once, by _Evaluations.say)
+            warnings.simplefilter("always")
+            try:
+                post = self.engine.run(
+                    self.X, self.y, k, self.likelihood, m, **{**self.options, **extra}
+                )
+                seconds = time.perf_counter() - t0
+                value, grad = self.value_and_gradient(post)
+            except BaseException:
+                self.shared.set_aside(caught)
+                raise
         grad = np.asarray(grad, dtype=float)
         self.calls += 1
         self.shared.calls += 1
         if self.uses_warm_start:
             self.previous = post
         if not (np.isfinite(value) and np.all(np.isfinite(grad))):
+            self.shared.set_aside(caught)
             point = dict(zip(self.names, np.round(theta, 4), strict=True))
             raise FloatingPointError(f"the {self.objective} is not finite at {point}")
         value = float(value)
         self.shared.cache[key] = (value, grad)
         if value > self.shared.best_value:
+            self.shared.set_aside(self.shared.best_warnings)
+            self.shared.best_warnings = caught
             self.shared.best_value, self.shared.best_posterior = value, post
             self.shared.best_seconds = seconds
             self.shared.best_theta = np.array(theta, dtype=float)
+        else:
+            self.shared.set_aside(caught)
         return value, grad
 
     def __call__(self, x: np.ndarray) -> tuple[float, np.ndarray]:
@@ -224,26 +271,22 @@ def maximize(
     starts = _starts(theta0, bounds, n_restarts, rng)
     uses_warm_start = engine.takes_option("warm_start") and "warm_start" not in options
 
-    runs: list[Restart] = []
-    shared = _Evaluations()
-    for start in starts:
-        negative = _NegativeObjective(
-            engine=engine,
-            X=X,
-            y=y,
-            kernel=kernel,
-            likelihood=likelihood,
-            has_mean=has_mean,
-            names=names,
-            objective=objective,
-            value_and_gradient=value_and_gradient,
-            options=options,
-            uses_warm_start=uses_warm_start,
-            shared=shared,
-            inducing_shape=inducing_shape,
-        )
-        runs.append(_run(negative, start, bounds))
-        shared.ends.append((runs[-1].theta, runs[-1].value))
+    runs, shared = _search(
+        starts,
+        bounds,
+        engine=engine,
+        X=X,
+        y=y,
+        kernel=kernel,
+        likelihood=likelihood,
+        has_mean=has_mean,
+        names=names,
+        objective=objective,
+        value_and_gradient=value_and_gradient,
+        options=options,
+        uses_warm_start=uses_warm_start,
+        inducing_shape=inducing_shape,
+    )
 
     # the posterior at the best point evaluated (a run's end, or better): no refit
     best = max(runs, key=lambda r: r.value)
@@ -260,6 +303,24 @@ def maximize(
         fit_seconds=fit_seconds,
     )
     return post
+
+
+def _search(
+    starts: Sequence[np.ndarray], bounds: np.ndarray, **objective: Any
+) -> tuple[list[Restart], _Evaluations]:
+    """One L-BFGS-B run from each start (:func:`_run`; ``objective``: the fields of
+    :class:`_NegativeObjective`), sharing their evaluations; the warnings of the engine's
+    fits are said once, at the end (:meth:`_Evaluations.say`)."""
+    runs: list[Restart] = []
+    shared = _Evaluations()
+    try:
+        for start in starts:
+            negative = _NegativeObjective(shared=shared, **objective)
+            runs.append(_run(negative, start, bounds))
+            shared.ends.append((runs[-1].theta, runs[-1].value))
+    finally:
+        shared.say()
+    return runs, shared
 
 
 def _search_space(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from types import SimpleNamespace
 
 import numpy as np
@@ -238,3 +239,51 @@ def test_one_restarts_default_for_fit_maximize_studies_and_compare(tmp_path) -> 
     )
     assert study.load_study(path).n_restarts == 2
     assert gc.GPClassifier().n_restarts_optimizer == 0
+
+
+def _warning_engine(threshold: float, seen: list):
+    """The Laplace engine, warning (once per fit) where log sigma_f^2 exceeds threshold, and
+    recording the log sigma_f^2 of every fit."""
+
+    class Warning(laplace.LaplaceEngine):
+        def infer(self, problem, options):
+            log_sf2 = problem.kernel.theta[1]
+            seen.append(log_sf2)
+            if log_sf2 > threshold:
+                warnings.warn(
+                    f"loud at log sigma_f^2 = {log_sf2:.3f}", RuntimeWarning, stacklevel=2
+                )
+            return super().infer(problem, options)
+
+    return Warning()
+
+
+@pytest.mark.parametrize("where", ["above the optimum", "below it"])
+def test_a_search_says_the_returned_fits_warnings_and_counts_the_others(where):
+    """The fit returned raises its own warnings again, as they were; the other fits of the
+    search that warned are counted in one warning (a search passes through extreme values,
+    and a fit there that warns says nothing of the one returned)."""
+    X, y = toy_data(n=40, d=2, seed=8)
+    quiet = maximize(laplace.LaplaceEngine(), X, y, SquaredExponential(1.0, 1.0), Probit(), 0.0,
+                     n_restarts=2, random_seed=0)  # fmt: skip
+    top = quiet.kernel.theta[1]
+    line = top + 1.0 if where == "above the optimum" else top - 1e-6
+    seen: list = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        post = maximize(_warning_engine(line, seen), X, y, SquaredExponential(1.0, 1.0),
+                        Probit(), 0.0, n_restarts=2, random_seed=0)  # fmt: skip
+    np.testing.assert_array_equal(post.kernel.theta, quiet.kernel.theta)  # (the same search)
+    said = [str(w.message) for w in caught]
+    own = [m for m in said if m.startswith("loud at")]
+    (summary,) = [m for m in said if m.startswith("hyperparameter search:")]
+    loud = sum(v > line for v in seen)
+    n = post.optimization.n_evaluations
+    if where == "above the optimum":
+        assert own == [] and top < line
+    else:
+        assert own == [f"loud at log sigma_f^2 = {top:.3f}"]
+        loud -= 1  # (the returned fit's own)
+    assert 0 < loud < n == len(seen)
+    assert summary.startswith(f"hyperparameter search: {loud} of {n} fits away from the values")
+    assert "(RuntimeWarning: loud at log sigma_f^2 = " in summary
