@@ -10,12 +10,14 @@ posterior's ``warm_start``), never kept in hidden state.
 
 Warnings: the fit returned raises its own again, as they were; the other fits of the search
 that warned (a search passes through extreme values, where a fit may not converge) are
-counted in one RuntimeWarning that quotes what they said, so a record's warnings tell the
-fit it keeps from the search that led there.
+counted in one RuntimeWarning that quotes the first message of each kind and how many
+there were, so a record's warnings tell the fit it keeps from the search that led there
+(and still say that a fit of the job did not converge, as a study's table counts it).
 """
 
 from __future__ import annotations
 
+import re
 import time
 import warnings
 from collections.abc import Callable, Iterator, Sequence
@@ -65,6 +67,10 @@ class _Joined(Exception):
         self.run = run
 
 
+#: A number in a warning: messages that differ only in these are of one kind.
+_NUMBER = re.compile(r"[-+]?\d[\d.,]*(?:e[-+]?\d+)?")
+
+
 @dataclass
 class _Evaluations:
     """What every run of one fit shares: the objective at each point evaluated so far
@@ -81,14 +87,17 @@ class _Evaluations:
     ends: list[tuple[np.ndarray, float]] = field(default_factory=list)  # earlier runs' ends
     best_warnings: list[warnings.WarningMessage] = field(default_factory=list)
     others_warned: int = 0  # engine calls away from the best point that warned
-    other_messages: dict[str, None] = field(default_factory=dict)  # what they said, in order
+    # what they said: per kind of message (its numbers aside), the first and how many
+    other_messages: dict[str, list] = field(default_factory=dict)
 
     def set_aside(self, caught: list[warnings.WarningMessage]) -> None:
         """Count an engine call's warnings that are not the returned posterior's."""
         if caught:
             self.others_warned += 1
             for w in caught:
-                self.other_messages.setdefault(f"{w.category.__name__}: {w.message}")
+                message = f"{w.category.__name__}: {w.message}"
+                kind = _NUMBER.sub("#", message)
+                self.other_messages.setdefault(kind, [message, 0])[1] += 1
 
     def say(self) -> None:
         """Raise again the returned posterior's warnings, as they were, and one for the
@@ -97,12 +106,10 @@ class _Evaluations:
         for w in self.best_warnings:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
         if self.others_warned:
-            said = list(self.other_messages)
-            shown = "; ".join(m if len(m) <= 200 else m[:197] + "..." for m in said[:2])
-            more = f"; and {len(said) - 2} other messages" if len(said) > 2 else ""
+            said = "; ".join(f"{n} x {first}" for first, n in self.other_messages.values())
             warnings.warn(
                 f"hyperparameter search: {self.others_warned} of {self.calls} fits away from "
-                f"the values returned warned ({shown}{more})",
+                f"the values returned warned: {said}",
                 RuntimeWarning,
                 stacklevel=3,
             )

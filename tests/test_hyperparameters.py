@@ -16,6 +16,7 @@ from gpc_compare.engines import laplace
 from gpc_compare.hyperparameters import _Evaluations, _NegativeObjective, _run, maximize
 from gpc_compare.kernels import SquaredExponential
 from gpc_compare.likelihoods import Probit
+from gpc_compare.study.table import convergence_warnings
 
 from .helpers import toy_data
 
@@ -250,9 +251,8 @@ def _warning_engine(threshold: float, seen: list):
             log_sf2 = problem.kernel.theta[1]
             seen.append(log_sf2)
             if log_sf2 > threshold:
-                warnings.warn(
-                    f"loud at log sigma_f^2 = {log_sf2:.3f}", RuntimeWarning, stacklevel=2
-                )
+                message = f"not converged at log sigma_f^2 = {log_sf2:.3f}"
+                warnings.warn(message, RuntimeWarning, stacklevel=2)
             return super().infer(problem, options)
 
     return Warning()
@@ -262,7 +262,9 @@ def _warning_engine(threshold: float, seen: list):
 def test_a_search_says_the_returned_fits_warnings_and_counts_the_others(where):
     """The fit returned raises its own warnings again, as they were; the other fits of the
     search that warned are counted in one warning (a search passes through extreme values,
-    and a fit there that warns says nothing of the one returned)."""
+    and a fit there that warns says nothing of the one returned), which quotes the first of
+    each kind of message and still says, as a study's table reads it, that a fit of the job
+    did not converge."""
     X, y = toy_data(n=40, d=2, seed=8)
     quiet = maximize(laplace.LaplaceEngine(), X, y, SquaredExponential(1.0, 1.0), Probit(), 0.0,
                      n_restarts=2, random_seed=0)  # fmt: skip
@@ -275,15 +277,16 @@ def test_a_search_says_the_returned_fits_warnings_and_counts_the_others(where):
                         Probit(), 0.0, n_restarts=2, random_seed=0)  # fmt: skip
     np.testing.assert_array_equal(post.kernel.theta, quiet.kernel.theta)  # (the same search)
     said = [str(w.message) for w in caught]
-    own = [m for m in said if m.startswith("loud at")]
+    own = [m for m in said if m.startswith("not converged at")]
     (summary,) = [m for m in said if m.startswith("hyperparameter search:")]
     loud = sum(v > line for v in seen)
     n = post.optimization.n_evaluations
     if where == "above the optimum":
         assert own == [] and top < line
     else:
-        assert own == [f"loud at log sigma_f^2 = {top:.3f}"]
+        assert own == [f"not converged at log sigma_f^2 = {top:.3f}"]
         loud -= 1  # (the returned fit's own)
     assert 0 < loud < n == len(seen)
     assert summary.startswith(f"hyperparameter search: {loud} of {n} fits away from the values")
-    assert "(RuntimeWarning: loud at log sigma_f^2 = " in summary
+    assert f"warned: {loud} x RuntimeWarning: not converged at log sigma_f^2 = " in summary
+    assert convergence_warnings(SimpleNamespace(warnings=[summary])) == [summary]
