@@ -209,18 +209,18 @@ def _check_warm_start(warm_start: Any, n: int, d: int) -> tuple[np.ndarray, np.n
 
 
 def _held_out(
-    state: _State, y: np.ndarray, Q: np.ndarray, options: Any
+    state: _State, expectation: _Expectation, options: Any
 ) -> tuple[float | None, float | None]:
-    """The bound at q re-estimated on independent draws (as many, from a stream spawned of
-    ``mc_seed``), with its standard error: (None, None) where q has no bound. Unbiased for
-    the bound of this q, where the bound the iteration maximised on its own draws is not
-    (module note)."""
+    """The bound at q re-estimated on independent draws (as many as ``expectation`` has,
+    from a stream spawned of ``mc_seed``), with its standard error: (None, None) where q
+    has no bound. Unbiased for the bound of this q, where the bound the iteration maximised
+    on its own draws is not (module note)."""
     if state.q is None or not np.isfinite(state.elbo):
         return None, None
     n, d = state.b.shape
     stream = np.random.default_rng(np.random.SeedSequence(options.mc_seed).spawn(1)[0])
     z = antithetic_normal(n, options.n_samples, d, stream)
-    E, *_, se = _Expectation(y, Q, "mc", z)(state.q.mu, state.q.S)
+    E, *_, se = _Expectation(expectation.y, expectation.Q, "mc", z)(state.q.mu, state.q.S)
     value = state.elbo - float(state.expected[0].sum()) + float(E.sum())
     return value, float(np.sqrt(np.sum(se**2)))
 
@@ -304,7 +304,7 @@ def infer_softmax(problem: Problem, options: Any) -> SoftmaxKLPosterior:
     if not run.converged:
         warnings.warn(f"KL (softmax) {message}", RuntimeWarning, stacklevel=3)
     state = run.state
-    held_out = _held_out(state, y, contrasts(C), options) if rule == "mc" else (None, None)
+    held_out = _held_out(state, expectation, options) if rule == "mc" else (None, None)
     if held_out[0] is not None:
         _check_optimism(state, *held_out, options.n_samples)
     return SoftmaxKLPosterior(
