@@ -240,6 +240,11 @@ def write_report(
     made.append(("timings.png", "Fitting time"))
     if plot_mcmc(result_dir, records, datasets, figures / "mcmc_diagnostics.png"):
         made.append(("mcmc_diagnostics.png", "MCMC rank plots (ArviZ)"))
+    elif any(r.idata for r in records) and (figures / "mcmc_diagnostics.png").exists():
+        # the samples are not at hand (results/*/jobs/*.nc are not committed): the rank
+        # plots drawn from them when the study ran are kept
+        made.append(("mcmc_diagnostics.png", "MCMC rank plots (ArviZ)"))
+        say("MCMC rank plots kept as drawn: the samplers' InferenceData is not at hand")
 
     say("figures: evidence, timings and MCMC diagnostics drawn; writing report.md")
     text = _report_text(result_dir, config, study, made)

@@ -413,17 +413,17 @@ def plot_timings(
 
 def plot_mcmc(result_dir: Path, records: Records, datasets: Sequence[str], path: Path) -> bool:
     """``mcmc_diagnostics.png``: ArviZ rank plots of the latent values with the largest
-    R-hat, one row per data set; False (nothing written) when no InferenceData is stored."""
+    R-hat, one row per data set (its first split whose InferenceData is stored); False
+    (nothing written) when none is."""
     import arviz as az
 
     chosen = []
-    for dataset in datasets:
+    for dataset in datasets:  # (its first split whose InferenceData is at hand)
         recs = sorted(
             (r for r in records if r.dataset == dataset and r.idata),
             key=lambda r: r.split,
         )
-        if recs and (result_dir / "jobs" / recs[0].idata).exists():
-            chosen.append(recs[0])
+        chosen += [r for r in recs if (result_dir / "jobs" / r.idata).exists()][:1]
     if not chosen:
         return False
     n_show = 3

@@ -19,7 +19,7 @@ from ..study.datafiles import data_provenance
 from .cases import Paired
 from .findings import bound_counts, findings, grid_findings, selection_comparison
 from .formatting import fmt, interval_text, markdown_table, reference_estimator
-from .notices import absent_from_reference, mcmc_advice, not_converged
+from .notices import absent_from_reference, mcmc_advice, monte_carlo_bounds, not_converged
 from .styles import METRICS, REFERENCE_METRICS, style
 from .trust import trust_section
 
@@ -439,6 +439,7 @@ SECTIONS = (
     _against_reference,
     _trust,
     _evidence_section,
+    monte_carlo_bounds,
     _hyperparameters,
     _mcmc_diagnostics,
     not_converged,

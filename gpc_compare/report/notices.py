@@ -7,13 +7,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from ..study.table import convergence_warnings, same_hyperparameters
+from .formatting import fmt, markdown_table
 from .styles import style
 
 #: The report's :class:`~gpc_compare.report.markdown.Study` (which imports this module).
 Study = Any
 
-__all__ = ["absent_from_reference", "mcmc_advice", "not_converged"]
+__all__ = ["absent_from_reference", "mcmc_advice", "monte_carlo_bounds", "not_converged"]
 
 
 def not_converged(study: Study) -> list[str]:
@@ -55,6 +58,73 @@ def not_converged(study: Study) -> list[str]:
         "",
     ]
     return lines
+
+
+#: The warning of a bound above its own re-estimate on independent draws (the softmax KL's).
+_OPTIMISTIC = "the Monte Carlo bound is optimistic"
+
+
+def monte_carlo_bounds(study: Study) -> list[str]:
+    """``## Monte Carlo bounds``: where an engine's bound is a Monte Carlo estimate
+    maximised on its own draws (the softmax KL's), the bound against the same q's bound
+    re-estimated on independent draws (the record's ``log_evidence_held_out``), per data
+    set and engine; nothing when no record holds a re-estimate."""
+    groups: dict[tuple[str, str], list] = {}
+    for r in study.records:
+        if r.extra.get("log_evidence_held_out") is not None and r.log_evidence is not None:
+            groups.setdefault((r.dataset, r.engine), []).append(r)
+    if not groups:
+        return []
+    rows = []
+    for (dataset, engine), recs in groups.items():
+        held_out = np.array([r.extra["log_evidence_held_out"] for r in recs], dtype=float)
+        excess = np.array([r.log_evidence for r in recs], dtype=float) - held_out
+        se = np.hypot(
+            [r.log_evidence_se or 0.0 for r in recs],
+            [r.extra.get("log_evidence_held_out_se") or 0.0 for r in recs],
+        )
+        warned = sum(any(_OPTIMISTIC in w for w in r.warnings) for r in recs)
+        in_se = excess / se
+        largest = int(np.argmax(in_se))
+        rows.append(
+            [
+                dataset,
+                style(engine)[2],
+                len(recs),
+                fmt(float(excess.mean()), 3),
+                f"{fmt(float(excess[largest]), 3)} ({fmt(float(in_se[largest]), 1)})",
+                warned,
+            ]
+        )
+    header = ["data set", "engine", "jobs", "mean excess", "largest (in se)", "warned"]
+    engines = {engine for _, engine in groups}
+    unchecked = sum(  # (a Monte Carlo bound, its se nonzero, without a re-estimate)
+        r.engine in engines and bool(r.log_evidence_se) and "log_evidence_held_out" not in r.extra
+        for r in study.records
+    )
+    return [
+        "## Monte Carlo bounds",
+        "",
+        "A bound estimated on a fixed set of Monte Carlo draws and maximised on them is "
+        "optimistic: q adapts to the draws (a sample average approximation's optimism; Mak, "
+        "Morton and Wood 1999). Each fit re-estimates its bound at its q on independent "
+        "draws; *excess* is the bound on its own draws less that re-estimate, in nats, and "
+        "in brackets in combined standard errors (the two estimates'). The engine warns "
+        "where it is above 3 (*warned*): its bound, and a search on it, favour where q fits "
+        "its draws; raise `n_samples`.",
+        "",
+        *markdown_table(header, rows),
+        "",
+        *(
+            [
+                f"{unchecked} job(s) of these engines were written before the check and hold "
+                "no re-estimate.",
+                "",
+            ]
+            if unchecked > 0
+            else []
+        ),
+    ]
 
 
 def absent_from_reference(study: Study, shown: Sequence[str]) -> list[str]:

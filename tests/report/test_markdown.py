@@ -94,3 +94,55 @@ def test_the_report_says_how_many_repeats_of_the_folds() -> None:
     assert _split_text({"kind": "kfold", "n_splits": 5, "n_repeats": 2}) == (
         "5-fold stratified cross-validation, 2 repeats (each a new shuffle)"
     )
+
+
+def test_the_monte_carlo_bounds_section_sets_each_bound_against_its_re_estimate(
+    rebuilt, monkeypatch
+) -> None:
+    """``## Monte Carlo bounds``: per data set and engine, the bound on the fit's own draws
+    less its re-estimate on independent draws (mean, and the largest in combined standard
+    errors), the jobs that warned, and the jobs written before the check."""
+    from dataclasses import replace
+
+    import numpy as np
+
+    from gpc_compare.report.notices import monte_carlo_bounds
+
+    monkeypatch.chdir(ROOT)
+    if not (ROOT / "results" / "approximations_multiclass" / "jobs").is_dir():
+        pytest.skip("results/approximations_multiclass has no committed job records")
+    _, _, study = rebuilt("approximations_multiclass")
+    kl = sorted(
+        (r for r in study.records if r.engine == "kl" and r.dataset == "iris"),
+        key=lambda r: r.split,
+    )[:4]
+    assert all(r.log_evidence_se > 0 for r in kl)  # (Monte Carlo bounds)
+    excess, held_out_se = np.array([0.1, 0.2, 1.0]), 0.05
+    said = "KL (softmax): the Monte Carlo bound is optimistic: ... raise n_samples (now 1000)"
+    checked = [
+        replace(
+            r,
+            extra={
+                "log_evidence_held_out": r.log_evidence - e,
+                "log_evidence_held_out_se": held_out_se,
+            },
+            warnings=(said,) if e == 1.0 else (),
+        )
+        for r, e in zip(kl[:3], excess, strict=True)
+    ]
+    assert monte_carlo_bounds(replace(study, records=kl)) == []  # (no re-estimate: nothing)
+    lines = monte_carlo_bounds(replace(study, records=[*checked, kl[3]]))
+    in_se = excess / np.hypot([r.log_evidence_se for r in kl[:3]], held_out_se)
+    largest = int(np.argmax(in_se))
+    assert lines[0] == "## Monte Carlo bounds"
+    (row,) = [line for line in lines if line.startswith("| iris")]
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells == [
+        "iris",
+        "KL",
+        "3",
+        f"{excess.mean():.3f}",
+        f"{excess[largest]:.3f} ({in_se[largest]:.1f})",
+        "1",
+    ]
+    assert "1 job(s) of these engines were written before the check" in " ".join(lines)

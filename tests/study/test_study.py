@@ -369,6 +369,38 @@ def test_the_rank_plots_show_the_largest_r_hats_as_arviz_computes_them(mcmc_stud
     ]
 
 
+def test_the_rank_plots_without_the_samples_at_hand(mcmc_study, tmp_path, monkeypatch):
+    """A data set's first split whose InferenceData is at hand is drawn; with none at hand
+    (a clone: results/*/jobs/*.nc are not committed) the figure drawn when the study ran is
+    kept, and the report still shows it."""
+    import shutil
+
+    from gpc_compare.report import figures
+    from gpc_compare.study import read_records
+
+    copy = tmp_path / mcmc_study.name
+    shutil.copytree(mcmc_study, copy)
+    records = [r for r in read_records(copy)[0].values() if r.ok]
+    first, second = sorted((r for r in records if r.idata), key=lambda r: r.split)
+    (copy / "jobs" / first.idata).unlink()
+    drawn = []
+    with monkeypatch.context() as m:
+        m.setattr(figures, "save_figure", lambda fig, path, dpi: drawn.append(fig))
+        assert figures.plot_mcmc(copy, records, ["breast_cancer"], copy / "x.png")
+    assert all(
+        ax.get_title().startswith(f"breast_cancer split {second.split}:") for ax in drawn[0].axes
+    )
+    (copy / "jobs" / second.idata).unlink()
+    assert not figures.plot_mcmc(copy, records, ["breast_cancer"], copy / "x.png")
+    kept = (copy / "figures" / "mcmc_diagnostics.png").read_bytes()
+    assert main(["report", str(copy)]) == 0
+    assert "](figures/mcmc_diagnostics.png)" in (copy / "report.md").read_text()
+    assert (copy / "figures" / "mcmc_diagnostics.png").read_bytes() == kept
+    (copy / "figures" / "mcmc_diagnostics.png").unlink()  # (no samples, no figure: none)
+    assert main(["report", str(copy)]) == 0
+    assert "mcmc_diagnostics.png" not in (copy / "report.md").read_text()
+
+
 def test_comparisons_with_the_reference(mcmc_study: Path) -> None:
     table = pd.read_csv(mcmc_study / "results.csv")
     records = study.load_records(mcmc_study)
