@@ -227,15 +227,15 @@ def _held_out(
 
 #: Differences between the bound on its own draws and on independent ones beyond this many
 #: combined standard errors are warned of (module note).
-_OPTIMISM_SE = 3.0
+OPTIMISM_SE = 3.0
 
 
 def _check_optimism(state: _State, held_out: float, held_out_se: float, n_samples: int) -> None:
     """Warn where the bound on the iteration's draws exceeds its re-estimate on independent
-    draws by more than ``_OPTIMISM_SE`` combined standard errors: q has adapted to its
+    draws by more than ``OPTIMISM_SE`` combined standard errors: q has adapted to its
     draws, and the bound's stated error does not cover the difference."""
     excess = state.elbo - held_out
-    if excess > _OPTIMISM_SE * float(np.hypot(state.se, held_out_se)):
+    if excess > OPTIMISM_SE * float(np.hypot(state.se, held_out_se)):
         warnings.warn(
             f"KL (softmax): the Monte Carlo bound is optimistic: {state.elbo:.4g} +- "
             f"{state.se:.2g} on its own draws, {held_out:.4g} +- {held_out_se:.2g} on "

@@ -26,10 +26,10 @@ from .cases import case_intervals
 from .figures import (
     plot_evidence,
     plot_latent,
-    plot_mcmc,
     plot_metrics,
     plot_reliability,
     plot_timings,
+    rank_plots,
 )
 from .findings import reference_mcse
 from .kernels import by_kernel, kernel_section
@@ -238,13 +238,9 @@ def write_report(
         made.append(("evidence.png", "Log evidence along each hyperparameter"))
     plot_timings(table, datasets, engines + estimators, figures / "timings.png")
     made.append(("timings.png", "Fitting time"))
-    if plot_mcmc(result_dir, records, datasets, figures / "mcmc_diagnostics.png"):
-        made.append(("mcmc_diagnostics.png", "MCMC rank plots (ArviZ)"))
-    elif any(r.idata for r in records) and (figures / "mcmc_diagnostics.png").exists():
-        # the samples are not at hand (results/*/jobs/*.nc are not committed): the rank
-        # plots drawn from them when the study ran are kept
-        made.append(("mcmc_diagnostics.png", "MCMC rank plots (ArviZ)"))
-        say("MCMC rank plots kept as drawn: the samplers' InferenceData is not at hand")
+    caption = rank_plots(result_dir, records, datasets)
+    if caption is not None:
+        made.append(("mcmc_diagnostics.png", caption))
 
     say("figures: evidence, timings and MCMC diagnostics drawn; writing report.md")
     text = _report_text(result_dir, config, study, made)

@@ -19,6 +19,7 @@ whether they wrote it.
 from __future__ import annotations
 
 import io
+import json
 import math
 import textwrap
 from collections.abc import Sequence
@@ -411,19 +412,51 @@ def plot_timings(
     save_figure(fig, path, dpi=110)
 
 
+#: The caption of the rank plots, and of those kept as drawn when the samples are gone.
+MCMC_CAPTION = "MCMC rank plots (ArviZ)"
+KEPT_MCMC_CAPTION = "MCMC rank plots (ArviZ; drawn when the study ran, its samples not at hand)"
+
+
+def rank_plots(result_dir: Path, records: Records, datasets: Sequence[str]) -> str | None:
+    """The caption of ``figures/mcmc_diagnostics.png`` as this report shows it, or None.
+
+    Drawn (:func:`plot_mcmc`) where every data set's sampler has a split whose
+    InferenceData is at hand; else the figure drawn when the study ran is kept where every
+    job it shows (``mcmc_diagnostics.json`` beside it) is still one of the study's (a
+    clone: ``results/*/jobs/*.nc`` are not committed); else drawn from what is at hand."""
+    path = result_dir / "figures" / "mcmc_diagnostics.png"
+    sampled = {r.dataset for r in records if r.idata}
+    at_hand = _at_hand(result_dir, records, datasets)
+    if at_hand and {r.dataset for r in at_hand} == sampled:
+        return MCMC_CAPTION if plot_mcmc(result_dir, records, datasets, path) else None
+    if sampled and path.exists():
+        side = path.with_suffix(".json")
+        shown = json.loads(side.read_text())["jobs"] if side.exists() else []
+        if set(shown) <= {r.id for r in records if r.idata}:  # (none listed: drawn before)
+            return KEPT_MCMC_CAPTION
+    return MCMC_CAPTION if plot_mcmc(result_dir, records, datasets, path) else None
+
+
+def _at_hand(result_dir: Path, records: Records, datasets: Sequence[str]) -> list[JobRecord]:
+    """Per data set, its first split's sampler record whose InferenceData is at hand."""
+    chosen = []
+    for dataset in datasets:
+        recs = sorted(
+            (r for r in records if r.dataset == dataset and r.idata), key=lambda r: r.split
+        )
+        first = next((r for r in recs if (result_dir / "jobs" / r.idata).exists()), None)
+        chosen += [first] if first is not None else []
+    return chosen
+
+
 def plot_mcmc(result_dir: Path, records: Records, datasets: Sequence[str], path: Path) -> bool:
     """``mcmc_diagnostics.png``: ArviZ rank plots of the latent values with the largest
-    R-hat, one row per data set (its first split whose InferenceData is stored); False
-    (nothing written) when none is."""
+    R-hat, one row per data set (its first split whose InferenceData is at hand), and
+    beside it ``mcmc_diagnostics.json``, the jobs shown; False (nothing written) when no
+    InferenceData is at hand."""
     import arviz as az
 
-    chosen = []
-    for dataset in datasets:  # (its first split whose InferenceData is at hand)
-        recs = sorted(
-            (r for r in records if r.dataset == dataset and r.idata),
-            key=lambda r: r.split,
-        )
-        chosen += [r for r in recs if (result_dir / "jobs" / r.idata).exists()][:1]
+    chosen = _at_hand(result_dir, records, datasets)
     if not chosen:
         return False
     n_show = 3
@@ -450,6 +483,8 @@ def plot_mcmc(result_dir: Path, records: Records, datasets: Sequence[str], path:
         fontsize=11,
     )
     save_figure(fig, path, dpi=100)
+    shown = {"jobs": [r.id for r in chosen]}
+    atomic_write(path.with_suffix(".json"), (json.dumps(shown, indent=1) + "\n").encode())
     return True
 
 

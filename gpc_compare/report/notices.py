@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from ..engines.kl_softmax import OPTIMISM_SE
 from ..study.table import convergence_warnings, same_hyperparameters
 from .formatting import fmt, markdown_table
 from .styles import style
@@ -60,70 +61,98 @@ def not_converged(study: Study) -> list[str]:
     return lines
 
 
-#: The warning of a bound above its own re-estimate on independent draws (the softmax KL's).
-_OPTIMISTIC = "the Monte Carlo bound is optimistic"
-
-
 def monte_carlo_bounds(study: Study) -> list[str]:
     """``## Monte Carlo bounds``: where an engine's bound is a Monte Carlo estimate
-    maximised on its own draws (the softmax KL's), the bound against the same q's bound
+    maximised on its own draws (the softmax KL's), the bound less the same q's bound
     re-estimated on independent draws (the record's ``log_evidence_held_out``), per data
     set and engine; nothing when no record holds a re-estimate."""
     groups: dict[tuple[str, str], list] = {}
     for r in study.records:
-        if r.extra.get("log_evidence_held_out") is not None and r.log_evidence is not None:
+        if _finite(r.extra.get("log_evidence_held_out")) and _finite(r.log_evidence):
             groups.setdefault((r.dataset, r.engine), []).append(r)
     if not groups:
         return []
-    rows = []
-    for (dataset, engine), recs in groups.items():
-        held_out = np.array([r.extra["log_evidence_held_out"] for r in recs], dtype=float)
-        excess = np.array([r.log_evidence for r in recs], dtype=float) - held_out
-        se = np.hypot(
-            [r.log_evidence_se or 0.0 for r in recs],
-            [r.extra.get("log_evidence_held_out_se") or 0.0 for r in recs],
-        )
-        warned = sum(any(_OPTIMISTIC in w for w in r.warnings) for r in recs)
-        in_se = excess / se
-        largest = int(np.argmax(in_se))
-        rows.append(
-            [
-                dataset,
-                style(engine)[2],
-                len(recs),
-                fmt(float(excess.mean()), 3),
-                f"{fmt(float(excess[largest]), 3)} ({fmt(float(in_se[largest]), 1)})",
-                warned,
-            ]
-        )
-    header = ["data set", "engine", "jobs", "mean excess", "largest (in se)", "warned"]
+    rows = [
+        _bound_row(dataset, engine, recs) for (dataset, engine), recs in _ordered(study, groups)
+    ]
+    above = f"above {OPTIMISM_SE:g} se"
+    header = ["data set", "engine", "jobs", "mean excess", "largest", "largest in se", above]
     engines = {engine for _, engine in groups}
-    unchecked = sum(  # (a Monte Carlo bound, its se nonzero, without a re-estimate)
-        r.engine in engines and bool(r.log_evidence_se) and "log_evidence_held_out" not in r.extra
+    before = {  # (a Monte Carlo bound, its se nonzero, with no re-estimate)
+        r.dataset
         for r in study.records
-    )
+        if r.engine in engines
+        and _finite(r.log_evidence_se)
+        and r.log_evidence_se > 0
+        and not _finite(r.extra.get("log_evidence_held_out"))
+    }
+    unchecked = [d for d in study.datasets if d in before]
     return [
         "## Monte Carlo bounds",
         "",
-        "A bound estimated on a fixed set of Monte Carlo draws and maximised on them is "
-        "optimistic: q adapts to the draws (a sample average approximation's optimism; Mak, "
-        "Morton and Wood 1999). Each fit re-estimates its bound at its q on independent "
-        "draws; *excess* is the bound on its own draws less that re-estimate, in nats, and "
-        "in brackets in combined standard errors (the two estimates'). The engine warns "
-        "where it is above 3 (*warned*): its bound, and a search on it, favour where q fits "
-        "its draws; raise `n_samples`.",
+        "A bound estimated on fixed Monte Carlo draws and maximised on them is optimistic: q "
+        "adapts to the draws (a sample average approximation's optimism; Mak, Morton and "
+        "Wood 1999). Each fit re-estimates its bound at its q on independent draws. *Excess*: "
+        "the bound on its own draws less that re-estimate, in nats per fit (mean over the "
+        "jobs, and the largest); *largest in se*: the largest in combined standard errors "
+        f"(the two estimates'); *{above}*: the fits the engine warned of. Where q has "
+        "adapted far, both standard errors grow with the excess, so a large excess in nats "
+        "says more than its count of standard errors: distrust the bound there, and raise "
+        "`n_samples`.",
         "",
         *markdown_table(header, rows),
         "",
         *(
             [
-                f"{unchecked} job(s) of these engines were written before the check and hold "
-                "no re-estimate.",
+                f"Jobs of these engines on {', '.join(unchecked)} were written before the "
+                "check and hold no re-estimate.",
                 "",
             ]
-            if unchecked > 0
+            if unchecked
             else []
         ),
+    ]
+
+
+def _finite(x: Any) -> bool:
+    return isinstance(x, int | float) and bool(np.isfinite(x))
+
+
+def _or_nan(x: Any) -> float:
+    return float(x) if _finite(x) else np.nan
+
+
+def _ordered(study: Study, groups: dict) -> list:
+    """The groups in the study's order of data sets, then engines."""
+
+    def rank(key: tuple[str, str]) -> tuple[int, int]:
+        order = list(study.datasets), list(study.engines)
+        return tuple(o.index(k) if k in o else len(o) for o, k in zip(order, key, strict=True))
+
+    return sorted(groups.items(), key=lambda item: rank(item[0]))
+
+
+def _bound_row(dataset: str, engine: str, recs: Sequence) -> list:
+    """One row of the Monte Carlo bounds table."""
+    held_out = np.array([r.extra["log_evidence_held_out"] for r in recs], dtype=float)
+    excess = np.array([r.log_evidence for r in recs], dtype=float) - held_out
+    se = np.hypot(
+        [_or_nan(r.log_evidence_se) for r in recs],
+        [_or_nan(r.extra.get("log_evidence_held_out_se")) for r in recs],
+    )
+    with np.errstate(divide="ignore", invalid="ignore"):
+        in_se = excess / se  # (se 0: inf for an excess, nan for none; se unknown: nan)
+    in_se[(se == 0) & (excess <= 0)] = np.nan
+    flagged = int(np.sum(in_se > OPTIMISM_SE))
+    largest_se = float(np.nanmax(in_se)) if not np.all(np.isnan(in_se)) else None
+    return [
+        dataset,
+        style(engine)[2],
+        len(recs),
+        fmt(float(excess.mean()), 3),
+        fmt(float(excess.max()), 3),
+        fmt(largest_se, 1),
+        flagged,
     ]
 
 

@@ -7,6 +7,7 @@ import re
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from gpc_compare.report import _load, run_command
@@ -81,6 +82,7 @@ def test_sections_with_nothing_to_say_say_nothing(rebuilt, monkeypatch) -> None:
     assert markdown._mcmc_diagnostics(bare) == []
     assert markdown._evidence_section(bare) == []  # (no [evidence.*] estimators)
     assert markdown._skipped(bare) == [] and markdown._unfinished(bare) == []
+    assert markdown.monte_carlo_bounds(bare) == []
     assert markdown._figures(bare) == ["## Figures", ""]
     header = markdown._header(study)
     assert header[0] == "# Study `ep_loo`" and header[-1] == ""
@@ -100,11 +102,10 @@ def test_the_monte_carlo_bounds_section_sets_each_bound_against_its_re_estimate(
     rebuilt, monkeypatch
 ) -> None:
     """``## Monte Carlo bounds``: per data set and engine, the bound on the fit's own draws
-    less its re-estimate on independent draws (mean, and the largest in combined standard
-    errors), the jobs that warned, and the jobs written before the check."""
+    less its re-estimate on independent draws (mean and largest, in nats; the largest in
+    combined standard errors), the fits above the engine's threshold, and the data sets
+    whose jobs were written before the check."""
     from dataclasses import replace
-
-    import numpy as np
 
     from gpc_compare.report.notices import monte_carlo_bounds
 
@@ -112,37 +113,38 @@ def test_the_monte_carlo_bounds_section_sets_each_bound_against_its_re_estimate(
     if not (ROOT / "results" / "approximations_multiclass" / "jobs").is_dir():
         pytest.skip("results/approximations_multiclass has no committed job records")
     _, _, study = rebuilt("approximations_multiclass")
-    kl = sorted(
-        (r for r in study.records if r.engine == "kl" and r.dataset == "iris"),
-        key=lambda r: r.split,
-    )[:4]
+    held_out = ("log_evidence_held_out", "log_evidence_held_out_se")
+    kl = [
+        replace(r, extra={k: v for k, v in r.extra.items() if k not in held_out})
+        for r in sorted(study.records, key=lambda r: (r.dataset, r.split))
+        if r.engine == "kl" and r.dataset in ("iris", "wine") and r.split < 4
+    ]
+    iris, wine = kl[:4], kl[4:]
     assert all(r.log_evidence_se > 0 for r in kl)  # (Monte Carlo bounds)
-    excess, held_out_se = np.array([0.1, 0.2, 1.0]), 0.05
-    said = "KL (softmax): the Monte Carlo bound is optimistic: ... raise n_samples (now 1000)"
+    assert monte_carlo_bounds(replace(study, records=kl)) == []  # (no re-estimate: nothing)
+    # the iris fits' excesses: 0.1 and 0.2 nats at se 0.05 of the re-estimate, 1.0 nat at
+    # se 0.5, and 2.0 at an se of zero on both sides (its multiple infinite)
+    excess, se_out = [0.1, 0.2, 1.0, 2.0], [0.05, 0.05, 0.5, 0.0]
     checked = [
         replace(
             r,
-            extra={
-                "log_evidence_held_out": r.log_evidence - e,
-                "log_evidence_held_out_se": held_out_se,
-            },
-            warnings=(said,) if e == 1.0 else (),
+            log_evidence_se=r.log_evidence_se if e < 2 else 0.0,
+            extra={held_out[0]: r.log_evidence - e, held_out[1]: s},
         )
-        for r, e in zip(kl[:3], excess, strict=True)
+        for r, e, s in zip(iris, excess, se_out, strict=True)
     ]
-    assert monte_carlo_bounds(replace(study, records=kl)) == []  # (no re-estimate: nothing)
-    lines = monte_carlo_bounds(replace(study, records=[*checked, kl[3]]))
-    in_se = excess / np.hypot([r.log_evidence_se for r in kl[:3]], held_out_se)
-    largest = int(np.argmax(in_se))
+    lines = monte_carlo_bounds(replace(study, records=[*wine, *checked[::-1]]))
     assert lines[0] == "## Monte Carlo bounds"
     (row,) = [line for line in lines if line.startswith("| iris")]
     cells = [c.strip() for c in row.strip("|").split("|")]
-    assert cells == [
-        "iris",
-        "KL",
-        "3",
-        f"{excess.mean():.3f}",
-        f"{excess[largest]:.3f} ({in_se[largest]:.1f})",
-        "1",
+    in_se = [
+        e / float(np.hypot(r.log_evidence_se, s))
+        for r, e, s in zip(iris[:3], excess[:3], se_out[:3], strict=True)
     ]
-    assert "1 job(s) of these engines were written before the check" in " ".join(lines)
+    above = 1 + sum(v > 3 for v in in_se)  # (the infinite multiple is above too)
+    assert cells == ["iris", "KL", "4", "0.825", "2.000", "inf", str(above)]
+    assert "Jobs of these engines on wine were written before the check" in " ".join(lines)
+    # an unknown standard error gives no multiple, and hides no other
+    unknown = [replace(checked[2], log_evidence_se=None), checked[0]]
+    (row,) = [x for x in monte_carlo_bounds(replace(study, records=unknown)) if "| iris" in x]
+    assert row.split("|")[6].strip() == f"{in_se[0]:.1f}"

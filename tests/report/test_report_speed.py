@@ -34,12 +34,13 @@ def drawn(monkeypatch) -> dict[str, tuple]:
     tested here is what the report computes, not how it draws)."""
     out: dict[str, tuple] = {}
     for name in ("metrics", "reliability", "latent", "evidence", "timings", "mcmc"):
+        attribute = "rank_plots" if name == "mcmc" else f"plot_{name}"
 
         def record(*args, _name=name, **kwargs):
             out[_name] = args
-            return True
+            return "MCMC rank plots (ArviZ)" if _name == "mcmc" else True
 
-        monkeypatch.setattr(report, f"plot_{name}", record)
+        monkeypatch.setattr(report, attribute, record)
     return out
 
 

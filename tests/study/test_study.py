@@ -370,9 +370,10 @@ def test_the_rank_plots_show_the_largest_r_hats_as_arviz_computes_them(mcmc_stud
 
 
 def test_the_rank_plots_without_the_samples_at_hand(mcmc_study, tmp_path, monkeypatch):
-    """A data set's first split whose InferenceData is at hand is drawn; with none at hand
-    (a clone: results/*/jobs/*.nc are not committed) the figure drawn when the study ran is
-    kept, and the report still shows it."""
+    """A data set's first split whose InferenceData is at hand is drawn, and the jobs shown
+    listed beside the figure; with none at hand (a clone: results/*/jobs/*.nc are not
+    committed) the figure drawn when the study ran is kept, captioned so, while every job
+    it shows is still the study's (or it lists none: drawn before the list), else dropped."""
     import shutil
 
     from gpc_compare.report import figures
@@ -380,23 +381,32 @@ def test_the_rank_plots_without_the_samples_at_hand(mcmc_study, tmp_path, monkey
 
     copy = tmp_path / mcmc_study.name
     shutil.copytree(mcmc_study, copy)
+    png = copy / "figures" / "mcmc_diagnostics.png"
+    side = png.with_suffix(".json")
     records = [r for r in read_records(copy)[0].values() if r.ok]
-    first, second = sorted((r for r in records if r.idata), key=lambda r: r.split)
+    sampled = sorted((r for r in records if r.idata), key=lambda r: r.split)
+    assert len(sampled) == 2
+    first, second = sampled
+    assert json.loads(side.read_text()) == {"jobs": [first.id]}  # (as the study ran)
     (copy / "jobs" / first.idata).unlink()
     drawn = []
     with monkeypatch.context() as m:
         m.setattr(figures, "save_figure", lambda fig, path, dpi: drawn.append(fig))
-        assert figures.plot_mcmc(copy, records, ["breast_cancer"], copy / "x.png")
-    assert all(
-        ax.get_title().startswith(f"breast_cancer split {second.split}:") for ax in drawn[0].axes
-    )
+        caption = figures.rank_plots(copy, records, ["breast_cancer"])
+    assert caption == figures.MCMC_CAPTION
+    titles = [ax.get_title() for ax in drawn[0].axes]
+    assert all(t.startswith(f"breast_cancer split {second.split}:") for t in titles)
+    assert json.loads(side.read_text()) == {"jobs": [second.id]}
     (copy / "jobs" / second.idata).unlink()
-    assert not figures.plot_mcmc(copy, records, ["breast_cancer"], copy / "x.png")
-    kept = (copy / "figures" / "mcmc_diagnostics.png").read_bytes()
+    kept = png.read_bytes()
     assert main(["report", str(copy)]) == 0
-    assert "](figures/mcmc_diagnostics.png)" in (copy / "report.md").read_text()
-    assert (copy / "figures" / "mcmc_diagnostics.png").read_bytes() == kept
-    (copy / "figures" / "mcmc_diagnostics.png").unlink()  # (no samples, no figure: none)
+    text = (copy / "report.md").read_text()
+    assert f"![{figures.KEPT_MCMC_CAPTION}](figures/mcmc_diagnostics.png)" in text
+    assert png.read_bytes() == kept
+    side.unlink()  # (a figure drawn before the list: kept)
+    assert figures.rank_plots(copy, records, ["breast_cancer"]) == figures.KEPT_MCMC_CAPTION
+    side.write_text(json.dumps({"jobs": ["breast_cancer__s0__mcmc__0000000000"]}))
+    assert figures.rank_plots(copy, records, ["breast_cancer"]) is None  # (not this study's)
     assert main(["report", str(copy)]) == 0
     assert "mcmc_diagnostics.png" not in (copy / "report.md").read_text()
 
