@@ -54,7 +54,10 @@ re-estimates the bound at its q on independent draws (``held_out_bound``, an unb
 estimate of that q's bound, itself below the evidence) and warns where the first exceeds
 the second by more than three combined standard errors (each is an estimate with its own
 spread; where q has adapted to its draws its own standard error grows too, so the check
-is conservative there). Where a case's true curvature is
+is conservative there); where q has fitted its draws so far that the estimated expected
+log likelihood is positive (which no likelihood allows: it is the sum of expectations of
+log probabilities), the engine says the estimate has broken down, whatever the standard
+errors. Where a case's true curvature is
 nearly zero in one direction (a class far from the label and from the competitor), the
 estimated -2 dE/dSigma can have a small negative eigenvalue; the site keeps it (Woodbury's
 identity in :mod:`._block_sites`), so the fixed point stays the estimated bound's exact
@@ -228,12 +231,29 @@ def _held_out(
 #: Differences between the bound on its own draws and on independent ones beyond this many
 #: combined standard errors are warned of (module note).
 OPTIMISM_SE = 3.0
+#: How the warning of an estimate that has broken down begins (the report counts them).
+BROKEN_DOWN = "KL (softmax): the Monte Carlo estimate has broken down"
 
 
 def _check_optimism(state: _State, held_out: float, held_out_se: float, n_samples: int) -> None:
     """Warn where the bound on the iteration's draws exceeds its re-estimate on independent
     draws by more than ``OPTIMISM_SE`` combined standard errors: q has adapted to its
-    draws, and the bound's stated error does not cover the difference."""
+    draws, and the bound's stated error does not cover the difference. Where q has fitted
+    its draws so far that the estimated expected log likelihood is positive (impossible),
+    both standard errors are so large that the difference may look small in them: that
+    is said on its own, whatever the difference."""
+    expected = float(state.expected[0].sum())
+    if expected > 0.0:  # (each E_q[log p(y_i | f_i)] <= 0: no likelihood gives more)
+        warnings.warn(
+            f"{BROKEN_DOWN}: its expected log likelihood on its own draws is "
+            f"{expected:+.4g}, above zero, which no likelihood allows (q has fitted its "
+            "draws, which happens where the prior hardly constrains it: large sigma_f), and "
+            f"its bound {state.elbo:.4g} means nothing ({held_out:.4g} +- {held_out_se:.2g} "
+            f"on independent draws); raise n_samples (now {n_samples})",
+            RuntimeWarning,
+            stacklevel=4,
+        )
+        return
     excess = state.elbo - held_out
     if excess > OPTIMISM_SE * float(np.hypot(state.se, held_out_se)):
         warnings.warn(

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ..engines.kl_softmax import OPTIMISM_SE
+from ..engines.kl_softmax import BROKEN_DOWN, OPTIMISM_SE
 from ..study.table import convergence_warnings, same_hyperparameters
 from .formatting import fmt, markdown_table
 from .styles import style
@@ -77,6 +77,7 @@ def monte_carlo_bounds(study: Study) -> list[str]:
     ]
     above = f"above {OPTIMISM_SE:g} se"
     header = ["data set", "engine", "jobs", "mean excess", "largest", "largest in se", above]
+    header.append("broken down")
     engines = {engine for _, engine in groups}
     before = {  # (a Monte Carlo bound, its se nonzero, with no re-estimate)
         r.dataset
@@ -97,8 +98,10 @@ def monte_carlo_bounds(study: Study) -> list[str]:
         "jobs, and the largest); *largest in se*: the largest in combined standard errors "
         f"(the two estimates'); *{above}*: the fits the engine warned of. Where q has "
         "adapted far, both standard errors grow with the excess, so a large excess in nats "
-        "says more than its count of standard errors: distrust the bound there, and raise "
-        "`n_samples`.",
+        "says more than its count of standard errors; *broken down*: the fits whose "
+        "estimated expected log likelihood was positive, which no likelihood allows (their "
+        "bound means nothing, whatever its standard error). Distrust the bound there, and "
+        "raise `n_samples`.",
         "",
         *markdown_table(header, rows),
         "",
@@ -144,6 +147,9 @@ def _bound_row(dataset: str, engine: str, recs: Sequence) -> list:
         in_se = excess / se  # (se 0: inf for an excess, nan for none; se unknown: nan)
     in_se[(se == 0) & (excess <= 0)] = np.nan
     flagged = int(np.sum(in_se > OPTIMISM_SE))
+    broken = sum(
+        any(w.startswith(f"RuntimeWarning: {BROKEN_DOWN}") for w in r.warnings) for r in recs
+    )
     largest_se = float(np.nanmax(in_se)) if not np.all(np.isnan(in_se)) else None
     return [
         dataset,
@@ -153,6 +159,7 @@ def _bound_row(dataset: str, engine: str, recs: Sequence) -> list:
         fmt(float(excess.max()), 3),
         fmt(largest_se, 1),
         flagged,
+        broken,
     ]
 
 

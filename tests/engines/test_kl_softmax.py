@@ -5,6 +5,7 @@ C = 2, finite differences of the bound and of E_q, and the bound below the evide
 
 from __future__ import annotations
 
+import re
 import warnings
 
 import numpy as np
@@ -502,8 +503,12 @@ def test_at_large_sigma_f_the_fit_adapts_to_its_draws_and_more_draws_steady_it()
     so), as the same cases one a class (11) do with 1000."""
     X, y = far_apart(11, 2)
     kernel = SquaredExponential(1.0, np.exp(7.45))
-    with pytest.warns(RuntimeWarning, match=r"not converged.*raise n_samples \(now 1000\)"):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         slow = gc.fit(X, y, method="kl", likelihood="softmax", kernel=kernel, max_iter=60)
+    said = [str(w.message) for w in caught]
+    assert any(re.search(r"not converged.*raise n_samples \(now 1000\)", m) for m in said)
+    assert any(m.startswith(kl_softmax.BROKEN_DOWN) for m in said)  # (below)
     assert not slow.convergence.converged
     with pytest.warns(RuntimeWarning, match="optimistic"):
         steady = gc.fit(X, y, method="kl", likelihood="softmax", kernel=kernel, max_iter=60,
@@ -561,3 +566,33 @@ def test_the_held_out_bound_is_unbiased_where_the_fit_on_its_draws_is_not(mc_see
     post = gc.fit(X, y, method="kl", likelihood="softmax", integration="quadrature")
     assert post.held_out_bound is None and post.held_out_bound_se is None
     assert "log_evidence_held_out" not in post.record()
+
+
+@pytest.mark.parametrize("log_sf2", [7.45, 9.0, 11.5])
+def test_where_q_has_fitted_its_draws_the_estimate_is_said_to_have_broken_down(log_sf2):
+    """22 far-apart cases of 11 classes at large sigma_f^2: q fits its 1000 draws a case
+    until the estimated expected log likelihood, a sum of expectations of log
+    probabilities, is positive, which no likelihood allows (at e^9 and e^11.5 the bound
+    on the draws reaches zero, its ceiling, within 30 iterations); the engine says the
+    estimate has broken down, whatever the standard errors, which are then so large that
+    the difference from the re-estimate on independent draws (over 90 nats) may not pass
+    three of them (at e^7.45 it does not)."""
+    X, y = far_apart(11, 2)
+    kernel = SquaredExponential(1.0, np.exp(log_sf2))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        post = gc.fit(X, y, method="kl", likelihood="softmax", kernel=kernel, max_iter=60)
+    (broken,) = [
+        str(w.message) for w in caught if str(w.message).startswith(kl_softmax.BROKEN_DOWN)
+    ]
+    q = post._q
+    kl_term = 0.5 * (q.log_det_B + np.sum(q.alpha * q.mu) - np.einsum("nab,nba->", q.Lam, q.S))
+    expected = post.log_marginal_likelihood + kl_term  # (the bound is E - KL)
+    assert expected > 0 and f"{expected:+.4g}" in broken
+    excess = post.log_marginal_likelihood - post.held_out_bound
+    assert excess > 90
+    if log_sf2 < 8:  # 98.6 nats, yet 2.8 combined standard errors: that check is silent
+        se = np.hypot(post.log_marginal_likelihood_se, post.held_out_bound_se)
+        assert excess / se < kl_softmax.OPTIMISM_SE
+    else:
+        assert post.log_marginal_likelihood > -1e-6  # (at its ceiling)

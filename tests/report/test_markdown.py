@@ -107,6 +107,7 @@ def test_the_monte_carlo_bounds_section_sets_each_bound_against_its_re_estimate(
     whose jobs were written before the check."""
     from dataclasses import replace
 
+    from gpc_compare.engines import kl_softmax
     from gpc_compare.report.notices import monte_carlo_bounds
 
     monkeypatch.chdir(ROOT)
@@ -125,11 +126,14 @@ def test_the_monte_carlo_bounds_section_sets_each_bound_against_its_re_estimate(
     # the iris fits' excesses: 0.1 and 0.2 nats at se 0.05 of the re-estimate, 1.0 nat at
     # se 0.5, and 2.0 at an se of zero on both sides (its multiple infinite)
     excess, se_out = [0.1, 0.2, 1.0, 2.0], [0.05, 0.05, 0.5, 0.0]
+    broken = f"RuntimeWarning: {kl_softmax.BROKEN_DOWN}: its expected log likelihood ..."
+    search = f"RuntimeWarning: hyperparameter search: 1 of 30 fits ...: 1 x {broken}"
     checked = [
         replace(
             r,
             log_evidence_se=r.log_evidence_se if e < 2 else 0.0,
             extra={held_out[0]: r.log_evidence - e, held_out[1]: s},
+            warnings=(broken,) if e == 2 else (search,),  # (the search's: not this fit's)
         )
         for r, e, s in zip(iris, excess, se_out, strict=True)
     ]
@@ -142,7 +146,7 @@ def test_the_monte_carlo_bounds_section_sets_each_bound_against_its_re_estimate(
         for r, e, s in zip(iris[:3], excess[:3], se_out[:3], strict=True)
     ]
     above = 1 + sum(v > 3 for v in in_se)  # (the infinite multiple is above too)
-    assert cells == ["iris", "KL", "4", "0.825", "2.000", "inf", str(above)]
+    assert cells == ["iris", "KL", "4", "0.825", "2.000", "inf", str(above), "1"]
     assert "Jobs of these engines on wine were written before the check" in " ".join(lines)
     # an unknown standard error gives no multiple, and hides no other
     unknown = [replace(checked[2], log_evidence_se=None), checked[0]]
