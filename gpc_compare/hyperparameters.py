@@ -86,6 +86,10 @@ class _Evaluations:
     best_seconds: float = float("nan")  # the engine call that gave it
     ends: list[tuple[np.ndarray, float]] = field(default_factory=list)  # earlier runs' ends
     best_warnings: list[warnings.WarningMessage] = field(default_factory=list)
+    # whether the best fit's bound is reliable; of the unreliable fits, the highest value and
+    # where (a Monte Carlo bound the engine found optimistic: ``bound_unreliable``)
+    best_reliable: bool = False
+    unreliable_top: tuple[float, np.ndarray] | None = None
     others_warned: int = 0  # engine calls away from the best point that warned
     # what they said: per kind of message (its numbers aside), the first and how many
     other_messages: dict[str, list] = field(default_factory=dict)
@@ -99,12 +103,29 @@ class _Evaluations:
                 kind = _NUMBER.sub("#", message)
                 self.other_messages.setdefault(kind, [message, 0])[1] += 1
 
+    def passed_over(self) -> bool:
+        """Whether a fit with a higher value than the one returned was passed over, its
+        bound unreliable (and the returned one's not)."""
+        top = self.unreliable_top
+        return self.best_reliable and top is not None and top[0] > self.best_value
+
     def say(self) -> None:
-        """Raise again the returned posterior's warnings, as they were, and one for the
-        other engine calls that warned (a search passes through extreme values: a fit
-        there that warns says nothing of the one returned)."""
+        """Raise again the returned posterior's warnings, as they were, one for a fit with
+        a higher but unreliable bound passed over, and one for the other engine calls that
+        warned (a search passes through extreme values: a fit there that warns says
+        nothing of the one returned)."""
         for w in self.best_warnings:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        if self.passed_over():
+            value, theta = self.unreliable_top
+            warnings.warn(
+                f"hyperparameter search: the highest value, {value:.6g} at theta "
+                f"{np.round(theta, 4).tolist()}, came from a fit whose bound its engine found "
+                f"unreliable (its warning is counted below); returned the best of the others, "
+                f"{self.best_value:.6g} at {np.round(self.best_theta, 4).tolist()}",
+                RuntimeWarning,
+                stacklevel=3,
+            )
         if self.others_warned:
             said = "; ".join(f"{n} x {first}" for first, n in self.other_messages.values())
             warnings.warn(
@@ -182,7 +203,13 @@ class _NegativeObjective:
             raise FloatingPointError(f"the {self.objective} is not finite at {point}")
         value = float(value)
         self.shared.cache[key] = (value, grad)
-        if value > self.shared.best_value:
+        reliable = not getattr(post, "bound_unreliable", False)
+        shared = self.shared
+        if not reliable and (shared.unreliable_top is None or value > shared.unreliable_top[0]):
+            shared.unreliable_top = (value, np.array(theta, dtype=float))
+        # a fit whose bound is reliable is preferred to any whose is not, then the higher
+        if (reliable, value) > (shared.best_reliable, shared.best_value):
+            shared.best_reliable = reliable
             self.shared.set_aside(self.shared.best_warnings)
             self.shared.best_warnings = caught
             self.shared.best_value, self.shared.best_posterior = value, post
@@ -295,8 +322,11 @@ def maximize(
         inducing_shape=inducing_shape,
     )
 
-    # the posterior at the best point evaluated (a run's end, or better): no refit
+    # the posterior at the best point evaluated (a run's end, or better): no refit; where
+    # a higher but unreliable fit was passed over, the run that ended nearest the point
     best = max(runs, key=lambda r: r.value)
+    if shared.passed_over():
+        best = min(runs, key=lambda r: float(np.max(np.abs(r.theta - shared.best_theta))))
     post = shared.best_posterior
     fit_seconds = shared.best_seconds  # (its engine call, warm-started)
     post.optimization = OptimizationResult(

@@ -290,3 +290,51 @@ def test_a_search_says_the_returned_fits_warnings_and_counts_the_others(where):
     assert summary.startswith(f"hyperparameter search: {loud} of {n} fits away from the values")
     assert f"warned: {loud} x RuntimeWarning: not converged at log sigma_f^2 = " in summary
     assert convergence_warnings(SimpleNamespace(warnings=[summary])) == [summary]
+
+
+def _unreliable_engine(threshold: float, seen: list):
+    """The Laplace engine, its bound marked unreliable (as the softmax KL engine marks an
+    optimistic Monte Carlo bound) where log sigma_f^2 exceeds threshold; records each fit's
+    (theta, log evidence)."""
+
+    class Unreliable(laplace.LaplaceEngine):
+        def infer(self, problem, options):
+            post = super().infer(problem, options)
+            post.bound_unreliable = bool(problem.kernel.theta[1] > threshold)
+            seen.append((problem.kernel.theta.copy(), post.log_marginal_likelihood))
+            return post
+
+    return Unreliable()
+
+
+@pytest.mark.parametrize("where", ["above the optimum", "below it"])
+def test_a_search_returns_a_fit_whose_bound_is_unreliable_only_if_every_fit_was(where):
+    """Where the fit with the highest value has a bound its engine found unreliable, the
+    search returns the best of the others and says so; where the line is above the
+    optimum, the search and its result are as without it. (On vowel, KL's search on its
+    Monte Carlo bound selected sigma_f^2 at its upper bound, where the estimate had broken
+    down: results/approximations_multiclass/README.md.)"""
+    X, y = toy_data(n=40, d=2, seed=8)
+    quiet = maximize(laplace.LaplaceEngine(), X, y, SquaredExponential(1.0, 1.0), Probit(), 0.0,
+                     n_restarts=2, random_seed=0)  # fmt: skip
+    top = quiet.kernel.theta[1]
+    line = top + 1.0 if where == "above the optimum" else top - 0.5
+    seen: list = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        post = maximize(_unreliable_engine(line, seen), X, y, SquaredExponential(1.0, 1.0),
+                        Probit(), 0.0, n_restarts=2, random_seed=0)  # fmt: skip
+    said = [str(w.message) for w in caught if "came from a fit whose bound" in str(w.message)]
+    if where == "above the optimum":
+        np.testing.assert_array_equal(post.kernel.theta, quiet.kernel.theta)
+        assert said == []
+        return
+    reliable = [(t, v) for t, v in seen if t[1] <= line]
+    best_theta, best_value = max(reliable, key=lambda tv: tv[1])
+    np.testing.assert_array_equal(post.kernel.theta, best_theta)
+    assert post.log_marginal_likelihood == best_value < quiet.log_marginal_likelihood
+    highest = max(v for t, v in seen if t[1] > line)
+    assert highest > best_value
+    (message,) = said
+    assert message.startswith(f"hyperparameter search: the highest value, {highest:.6g} at")
+    assert f"returned the best of the others, {best_value:.6g} at" in message

@@ -235,13 +235,14 @@ OPTIMISM_SE = 3.0
 BROKEN_DOWN = "KL (softmax): the Monte Carlo estimate has broken down"
 
 
-def _check_optimism(state: _State, held_out: float, held_out_se: float, n_samples: int) -> None:
+def _check_optimism(state: _State, held_out: float, held_out_se: float, n_samples: int) -> bool:
     """Warn where the bound on the iteration's draws exceeds its re-estimate on independent
     draws by more than ``OPTIMISM_SE`` combined standard errors: q has adapted to its
     draws, and the bound's stated error does not cover the difference. Where q has fitted
     its draws so far that the estimated expected log likelihood is positive (impossible),
     both standard errors are so large that the difference may look small in them: that
-    is said on its own, whatever the difference."""
+    is said on its own, whatever the difference. True where either was said (the bound is
+    then unreliable: a hyperparameter search returns such a fit only if every fit was)."""
     expected = float(state.expected[0].sum())
     if expected > 0.0:  # (each E_q[log p(y_i | f_i)] <= 0: no likelihood gives more)
         warnings.warn(
@@ -253,7 +254,7 @@ def _check_optimism(state: _State, held_out: float, held_out_se: float, n_sample
             RuntimeWarning,
             stacklevel=4,
         )
-        return
+        return True
     excess = state.elbo - held_out
     if excess > OPTIMISM_SE * float(np.hypot(state.se, held_out_se)):
         warnings.warn(
@@ -264,6 +265,8 @@ def _check_optimism(state: _State, held_out: float, held_out_se: float, n_sample
             RuntimeWarning,
             stacklevel=4,
         )
+        return True
+    return False
 
 
 #: (C - 1) n x (C - 1) n matrices held at once (B, its factor, V and a product of V's).
@@ -325,9 +328,8 @@ def infer_softmax(problem: Problem, options: Any) -> SoftmaxKLPosterior:
         warnings.warn(f"KL (softmax) {message}", RuntimeWarning, stacklevel=3)
     state = run.state
     held_out = _held_out(state, expectation, options) if rule == "mc" else (None, None)
-    if held_out[0] is not None:
-        _check_optimism(state, *held_out, options.n_samples)
-    return SoftmaxKLPosterior(
+    unreliable = held_out[0] is not None and _check_optimism(state, *held_out, options.n_samples)
+    post = SoftmaxKLPosterior(
         X,
         y,
         problem.kernel,
@@ -341,6 +343,8 @@ def infer_softmax(problem: Problem, options: Any) -> SoftmaxKLPosterior:
         integration=rule,
         convergence=Convergence(run.converged, run.iterations, float(run.change), message),
     )
+    post.bound_unreliable = unreliable
+    return post
 
 
 class SoftmaxKLPosterior(MulticlassPosterior):
@@ -352,8 +356,9 @@ class SoftmaxKLPosterior(MulticlassPosterior):
     ``b`` (the sites over the C - 1 contrasts ``Q``), ``integration`` (the rule used),
     ``held_out_bound`` and ``held_out_bound_se`` (with Monte Carlo integration, the bound
     at this q re-estimated on independent draws: unbiased, where the estimate the fit
-    maximised on its own draws is optimistic; None for the quadrature), ``warm_start``,
-    ``convergence``.
+    maximised on its own draws is optimistic; None for the quadrature),
+    ``bound_unreliable`` (the engine warned that the bound is optimistic or its estimate
+    broke down), ``warm_start``, ``convergence``.
     """
 
     method = "kl"
@@ -387,6 +392,8 @@ class SoftmaxKLPosterior(MulticlassPosterior):
         #: Site directions with a negative precision (Monte Carlo curvature; module note)
         self.negative_directions = 0 if q.negative is None else int(q.negative[0].shape[1])
         self.convergence = convergence
+        #: Whether the engine warned that the bound is optimistic or broke down (class note)
+        self.bound_unreliable = False
 
     @property
     def log_marginal_likelihood(self) -> float:
