@@ -86,10 +86,16 @@ class _Evaluations:
     best_seconds: float = float("nan")  # the engine call that gave it
     ends: list[tuple[np.ndarray, float]] = field(default_factory=list)  # earlier runs' ends
     best_warnings: list[warnings.WarningMessage] = field(default_factory=list)
-    # whether the best fit's bound is reliable; of the unreliable fits, the highest value and
-    # where (a Monte Carlo bound the engine found optimistic: ``bound_unreliable``)
-    best_reliable: bool = False
+    # of the fits whose bound the engine found unreliable (``bound_unreliable``: a Monte
+    # Carlo bound optimistic or broken down), the highest value and where
     unreliable_top: tuple[float, np.ndarray] | None = None
+
+    @property
+    def best_reliable(self) -> bool:
+        """Whether the best fit so far has a bound its engine did not find unreliable."""
+        post = self.best_posterior
+        return post is not None and not getattr(post, "bound_unreliable", False)
+
     others_warned: int = 0  # engine calls away from the best point that warned
     # what they said: per kind of message (its numbers aside), the first and how many
     other_messages: dict[str, list] = field(default_factory=dict)
@@ -209,7 +215,6 @@ class _NegativeObjective:
             shared.unreliable_top = (value, np.array(theta, dtype=float))
         # a fit whose bound is reliable is preferred to any whose is not, then the higher
         if (reliable, value) > (shared.best_reliable, shared.best_value):
-            shared.best_reliable = reliable
             self.shared.set_aside(self.shared.best_warnings)
             self.shared.best_warnings = caught
             self.shared.best_value, self.shared.best_posterior = value, post
