@@ -86,16 +86,10 @@ class _Evaluations:
     best_seconds: float = float("nan")  # the engine call that gave it
     ends: list[tuple[np.ndarray, float]] = field(default_factory=list)  # earlier runs' ends
     best_warnings: list[warnings.WarningMessage] = field(default_factory=list)
-    # of the fits whose bound the engine found unreliable (``bound_unreliable``: a Monte
-    # Carlo bound optimistic or broken down), the highest value and where
-    unreliable_top: tuple[float, np.ndarray] | None = None
-
-    @property
-    def best_reliable(self) -> bool:
-        """Whether the best fit so far has a bound its engine did not find unreliable."""
-        post = self.best_posterior
-        return post is not None and not getattr(post, "bound_unreliable", False)
-
+    best_standing: tuple[bool, float] = (False, -np.inf)  # how the best ranks (_standing)
+    # of the fits ranked below their value (_standing), the one with the highest value:
+    # (value, theta, standing)
+    demoted_top: tuple[float, np.ndarray, tuple[bool, float]] | None = None
     others_warned: int = 0  # engine calls away from the best point that warned
     # what they said: per kind of message (its numbers aside), the first and how many
     other_messages: dict[str, list] = field(default_factory=dict)
@@ -110,25 +104,30 @@ class _Evaluations:
                 self.other_messages.setdefault(kind, [message, 0])[1] += 1
 
     def passed_over(self) -> bool:
-        """Whether a fit with a higher value than the one returned was passed over, its
-        bound unreliable (and the returned one's not)."""
-        top = self.unreliable_top
-        return self.best_reliable and top is not None and top[0] > self.best_value
+        """Whether a fit with a higher value than the one returned ranked below it
+        (:func:`_standing`)."""
+        top = self.demoted_top
+        return top is not None and top[0] > self.best_value
 
     def say(self) -> None:
         """Raise again the returned posterior's warnings, as they were, one for a fit with
-        a higher but unreliable bound passed over, and one for the other engine calls that
-        warned (a search passes through extreme values: a fit there that warns says
-        nothing of the one returned)."""
+        a higher value passed over (its bound unreliable or optimistic), and one for the
+        other engine calls that warned (a search passes through extreme values: a fit there
+        that warns says nothing of the one returned)."""
         for w in self.best_warnings:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
         if self.passed_over():
-            value, theta = self.unreliable_top
+            value, theta, (reliable, score) = self.demoted_top
+            why = (
+                "unreliable (its warning is counted below); returned the best of the others"
+                if not reliable
+                else "optimistic (its warning is counted below); ranked by its bound "
+                f"re-estimated on independent draws, {score:.6g}, it came below the fit returned"
+            )
             warnings.warn(
                 f"hyperparameter search: the highest value, {value:.6g} at theta "
                 f"{np.round(theta, 4).tolist()}, came from a fit whose bound its engine found "
-                f"unreliable (its warning is counted below); returned the best of the others, "
-                f"{self.best_value:.6g} at {np.round(self.best_theta, 4).tolist()}",
+                f"{why}, {self.best_value:.6g} at {np.round(self.best_theta, 4).tolist()}",
                 RuntimeWarning,
                 stacklevel=3,
             )
@@ -140,6 +139,24 @@ class _Evaluations:
                 RuntimeWarning,
                 stacklevel=3,
             )
+
+
+def _standing(value: float, post: Posterior) -> tuple[bool, float]:
+    """How a search ranks a fit of value ``value`` against the others (higher is better).
+
+    A fit whose bound its engine found unreliable (``post.bound_unreliable``: the softmax KL
+    engine's Monte Carlo estimate broken down) ranks below every other, so it is returned
+    only if every fit was one. A fit whose bound its engine found optimistic
+    (``post.bound_optimistic``: the Monte Carlo bound on the fit's own draws above its
+    re-estimate on independent ones, ``post.held_out_bound``) ranks by its value with the
+    re-estimate in place of the bound, the unbiased of the two. Any other ranks by its value.
+    """
+    if getattr(post, "bound_unreliable", False):
+        return False, value
+    held_out = getattr(post, "held_out_bound", None)
+    if getattr(post, "bound_optimistic", False) and held_out is not None:
+        return True, value - (post.log_marginal_likelihood - held_out)
+    return True, value
 
 
 @dataclass
@@ -209,14 +226,16 @@ class _NegativeObjective:
             raise FloatingPointError(f"the {self.objective} is not finite at {point}")
         value = float(value)
         self.shared.cache[key] = (value, grad)
-        reliable = not getattr(post, "bound_unreliable", False)
+        standing = _standing(value, post)
         shared = self.shared
-        if not reliable and (shared.unreliable_top is None or value > shared.unreliable_top[0]):
-            shared.unreliable_top = (value, np.array(theta, dtype=float))
-        # a fit whose bound is reliable is preferred to any whose is not, then the higher
-        if (reliable, value) > (shared.best_reliable, shared.best_value):
+        if standing != (True, value) and (
+            shared.demoted_top is None or value > shared.demoted_top[0]
+        ):
+            shared.demoted_top = (value, np.array(theta, dtype=float), standing)
+        if standing > shared.best_standing:
             self.shared.set_aside(self.shared.best_warnings)
             self.shared.best_warnings = caught
+            self.shared.best_standing = standing
             self.shared.best_value, self.shared.best_posterior = value, post
             self.shared.best_seconds = seconds
             self.shared.best_theta = np.array(theta, dtype=float)
@@ -328,7 +347,7 @@ def maximize(
     )
 
     # the posterior at the best point evaluated (a run's end, or better): no refit; where
-    # a higher but unreliable fit was passed over, the run that ended nearest the point
+    # a fit of higher value was passed over (_standing), the run that ended nearest the point
     best = max(runs, key=lambda r: r.value)
     if shared.passed_over():
         best = min(runs, key=lambda r: float(np.max(np.abs(r.theta - shared.best_theta))))

@@ -57,8 +57,9 @@ spread; where q has adapted to its draws its own standard error grows too, so th
 is conservative there); where q has fitted its draws so far that the estimated expected
 log likelihood is positive (which no likelihood allows: it is the sum of expectations of
 log probabilities), the engine says the estimate has broken down, whatever the standard
-errors. Where a case's true curvature is
-nearly zero in one direction (a class far from the label and from the competitor), the
+errors (``bound_optimistic``, ``bound_unreliable``: a hyperparameter search ranks the first
+kind of fit by its re-estimate and the second below every other). Where a case's true
+curvature is nearly zero in one direction (a class far from the label and from the competitor), the
 estimated -2 dE/dSigma can have a small negative eigenvalue; the site keeps it (Woodbury's
 identity in :mod:`._block_sites`), so the fixed point stays the estimated bound's exact
 optimum and the gradient exact (projecting it away made the natural-gradient step point
@@ -235,14 +236,17 @@ OPTIMISM_SE = 3.0
 BROKEN_DOWN = "KL (softmax): the Monte Carlo estimate has broken down"
 
 
-def _check_optimism(state: _State, held_out: float, held_out_se: float, n_samples: int) -> bool:
+def _check_optimism(
+    state: _State, held_out: float, held_out_se: float, n_samples: int
+) -> str | None:
     """Warn where the bound on the iteration's draws exceeds its re-estimate on independent
     draws by more than ``OPTIMISM_SE`` combined standard errors: q has adapted to its
     draws, and the bound's stated error does not cover the difference. Where q has fitted
     its draws so far that the estimated expected log likelihood is positive (impossible),
     both standard errors are so large that the difference may look small in them: that
-    is said on its own, whatever the difference. True where either was said (the bound is
-    then unreliable: a hyperparameter search returns such a fit only if every fit was)."""
+    is said on its own, whatever the difference. Returns what was said: "broken down" (the
+    bound means nothing: a hyperparameter search returns such a fit only if every fit was
+    one), "optimistic" (a search ranks the fit by its re-estimate) or None."""
     expected = float(state.expected[0].sum())
     if expected > 0.0:  # (each E_q[log p(y_i | f_i)] <= 0: no likelihood gives more)
         warnings.warn(
@@ -254,7 +258,7 @@ def _check_optimism(state: _State, held_out: float, held_out_se: float, n_sample
             RuntimeWarning,
             stacklevel=4,
         )
-        return True
+        return "broken down"
     excess = state.elbo - held_out
     if excess > OPTIMISM_SE * float(np.hypot(state.se, held_out_se)):
         warnings.warn(
@@ -265,8 +269,8 @@ def _check_optimism(state: _State, held_out: float, held_out_se: float, n_sample
             RuntimeWarning,
             stacklevel=4,
         )
-        return True
-    return False
+        return "optimistic"
+    return None
 
 
 #: (C - 1) n x (C - 1) n matrices held at once (B, its factor, V and a product of V's).
@@ -328,7 +332,7 @@ def infer_softmax(problem: Problem, options: Any) -> SoftmaxKLPosterior:
         warnings.warn(f"KL (softmax) {message}", RuntimeWarning, stacklevel=3)
     state = run.state
     held_out = _held_out(state, expectation, options) if rule == "mc" else (None, None)
-    unreliable = held_out[0] is not None and _check_optimism(state, *held_out, options.n_samples)
+    said = None if held_out[0] is None else _check_optimism(state, *held_out, options.n_samples)
     post = SoftmaxKLPosterior(
         X,
         y,
@@ -343,7 +347,8 @@ def infer_softmax(problem: Problem, options: Any) -> SoftmaxKLPosterior:
         integration=rule,
         convergence=Convergence(run.converged, run.iterations, float(run.change), message),
     )
-    post.bound_unreliable = unreliable
+    post.bound_unreliable = said == "broken down"
+    post.bound_optimistic = said == "optimistic"
     return post
 
 
@@ -357,8 +362,10 @@ class SoftmaxKLPosterior(MulticlassPosterior):
     ``held_out_bound`` and ``held_out_bound_se`` (with Monte Carlo integration, the bound
     at this q re-estimated on independent draws: unbiased, where the estimate the fit
     maximised on its own draws is optimistic; None for the quadrature),
-    ``bound_unreliable`` (the engine warned that the bound is optimistic or its estimate
-    broke down), ``warm_start``, ``convergence``.
+    ``bound_optimistic`` (the engine warned that the bound exceeds its re-estimate: its
+    re-estimate is the one to go by), ``bound_unreliable`` (the engine warned that the
+    Monte Carlo estimate broke down: the bound means nothing), ``warm_start``,
+    ``convergence``.
     """
 
     method = "kl"
@@ -392,7 +399,9 @@ class SoftmaxKLPosterior(MulticlassPosterior):
         #: Site directions with a negative precision (Monte Carlo curvature; module note)
         self.negative_directions = 0 if q.negative is None else int(q.negative[0].shape[1])
         self.convergence = convergence
-        #: Whether the engine warned that the bound is optimistic or broke down (class note)
+        #: Whether the engine warned that the bound is optimistic (class note)
+        self.bound_optimistic = False
+        #: Whether the engine warned that the estimate broke down (class note)
         self.bound_unreliable = False
 
     @property
