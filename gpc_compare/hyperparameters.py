@@ -118,16 +118,22 @@ class _Evaluations:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
         if self.passed_over():
             value, theta, (reliable, score) = self.demoted_top
-            why = (
-                "unreliable (its warning is counted below); returned the best of the others"
-                if not reliable
-                else "optimistic (its warning is counted below); ranked by its bound "
-                f"re-estimated on independent draws, {score:.6g}, it came below the fit returned"
-            )
+            shown, best = _apart(value, self.best_value)
+            returned = f"{best} at {np.round(self.best_theta, 4).tolist()}"
+            if not reliable:
+                why = "unreliable (its warning is counted below); returned the best of the others"
+            else:
+                score, rank = _apart(score, self.best_standing[1])
+                if self.best_standing[1] != self.best_value:  # (re-estimated itself)
+                    returned += f", re-estimated {rank}"
+                why = (
+                    "optimistic (its warning is counted below); ranked by its bound "
+                    f"re-estimated on independent draws, {score}, it came below the fit returned"
+                )
             warnings.warn(
-                f"hyperparameter search: the highest value, {value:.6g} at theta "
+                f"hyperparameter search: the highest value, {shown} at theta "
                 f"{np.round(theta, 4).tolist()}, came from a fit whose bound its engine found "
-                f"{why}, {self.best_value:.6g} at {np.round(self.best_theta, 4).tolist()}",
+                f"{why}, {returned}",
                 RuntimeWarning,
                 stacklevel=3,
             )
@@ -139,6 +145,15 @@ class _Evaluations:
                 RuntimeWarning,
                 stacklevel=3,
             )
+
+
+def _apart(a: float, b: float) -> tuple[str, str]:
+    """a and b to six significant figures, or to as many more (up to 12) as tell them apart."""
+    for digits in range(6, 13):
+        shown = f"{a:.{digits}g}", f"{b:.{digits}g}"
+        if shown[0] != shown[1]:
+            break
+    return shown
 
 
 def _standing(value: float, post: Posterior) -> tuple[bool, float]:

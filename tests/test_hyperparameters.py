@@ -13,7 +13,13 @@ from sklearn.gaussian_process.kernels import RBF, ConstantKernel
 
 import gpc_compare as gc
 from gpc_compare.engines import laplace
-from gpc_compare.hyperparameters import _Evaluations, _NegativeObjective, _run, maximize
+from gpc_compare.hyperparameters import (
+    _apart,
+    _Evaluations,
+    _NegativeObjective,
+    _run,
+    maximize,
+)
 from gpc_compare.kernels import SquaredExponential
 from gpc_compare.likelihoods import Probit
 from gpc_compare.study.table import convergence_warnings
@@ -340,55 +346,81 @@ def test_a_search_returns_a_fit_whose_bound_is_unreliable_only_if_every_fit_was(
     assert f"returned the best of the others, {best_value:.6g} at" in message
 
 
-def _optimistic_engine(threshold: float, penalty: float, seen: list):
+def _optimistic_engine(threshold: float, penalty, seen: list):
     """The Laplace engine, its bound marked optimistic (as the softmax KL engine marks a
     Monte Carlo bound above its re-estimate on independent draws) where log sigma_f^2
-    exceeds threshold, with a re-estimate ``penalty`` below it; records each fit's (theta,
-    log evidence)."""
+    exceeds threshold, with a re-estimate ``penalty(theta)`` below it; records each fit's
+    (theta, log evidence)."""
 
     class Optimistic(laplace.LaplaceEngine):
         def infer(self, problem, options):
             post = super().infer(problem, options)
-            post.bound_optimistic = bool(problem.kernel.theta[1] > threshold)
-            post.held_out_bound = post.log_marginal_likelihood - penalty
-            seen.append((problem.kernel.theta.copy(), post.log_marginal_likelihood))
+            theta = problem.kernel.theta.copy()
+            post.bound_optimistic = bool(theta[1] > threshold)
+            post.held_out_bound = post.log_marginal_likelihood - penalty(theta)
+            seen.append((theta, post.log_marginal_likelihood))
             return post
 
     return Optimistic()
 
 
-@pytest.mark.parametrize("penalty", [1e-3, 5.0])
+#: How far below its bound an optimistic fit's re-estimate is, per log sigma_f^2 over the line
+PENALTIES = {
+    "small": lambda over: 1e-3,
+    "large": lambda over: 5.0,
+    "growing": lambda over: 0.1 * over,
+}
+
+
+@pytest.mark.parametrize("penalty", PENALTIES)
 def test_a_search_ranks_a_fit_whose_bound_is_optimistic_by_its_re_estimate(penalty):
     """A fit whose bound its engine found optimistic ranks by its re-estimate, not by its
     bound, and is not passed over for a far worse fit (on vowel, KL's Monte Carlo bound was
     optimistic by about a nat at most of a search's fits, the optimum's among them; passing
     those over returned the search's start, 86 nats below). A small penalty leaves the
-    optimum's fit returned; a large one returns the best of the rest and says so."""
+    optimum's fit returned; a large one returns the best of the rest; one that grows with
+    sigma_f^2 a fit between, itself re-estimated. Where a higher value was passed over the
+    search says so, with the values that ranked them."""
     X, y = toy_data(n=40, d=2, seed=8)
     quiet = maximize(laplace.LaplaceEngine(), X, y, SquaredExponential(1.0, 1.0), Probit(), 0.0,
                      n_restarts=2, random_seed=0)  # fmt: skip
     line = quiet.kernel.theta[1] - 0.5
     seen: list = []
+    engine = _optimistic_engine(line, lambda t: PENALTIES[penalty](t[1] - line), seen)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        post = maximize(_optimistic_engine(line, penalty, seen), X, y,
-                        SquaredExponential(1.0, 1.0), Probit(), 0.0, n_restarts=2,
-                        random_seed=0)  # fmt: skip
+        post = maximize(engine, X, y, SquaredExponential(1.0, 1.0), Probit(), 0.0,
+                        n_restarts=2, random_seed=0)  # fmt: skip
     said = [str(w.message) for w in caught if "came from a fit whose bound" in str(w.message)]
-    ranked = [(t, v, v - penalty if t[1] > line else v) for t, v in seen]
-    best_theta, best_value, _ = max(ranked, key=lambda tvs: tvs[2])
+    marked = lambda t: t[1] > line  # noqa: E731
+    ranked = [(t, v, v - PENALTIES[penalty](t[1] - line) if marked(t) else v) for t, v in seen]
+    best_theta, best_value, best_rank = max(ranked, key=lambda tvr: tvr[2])
     np.testing.assert_array_equal(post.kernel.theta, best_theta)
     assert post.log_marginal_likelihood == best_value
-    highest = max(v for t, v in seen if t[1] > line)
-    if penalty < 0.01:
-        assert best_theta[1] > line and abs(best_value - quiet.log_marginal_likelihood) < 1e-3
+    _, highest, its_rank = max((r for r in ranked if marked(r[0])), key=lambda tvr: tvr[1])
+    if penalty == "small":
+        assert marked(best_theta) and abs(best_value - quiet.log_marginal_likelihood) < 1e-3
+    elif penalty == "large":
+        assert not marked(best_theta) and highest - 5.0 < best_value < highest
+    else:
+        assert marked(best_theta) and best_value < highest
+    if highest <= best_value:
         assert said == []
         return
-    assert best_theta[1] <= line and highest - penalty < best_value < highest
     (message,) = said
-    assert message.startswith(f"hyperparameter search: the highest value, {highest:.6g} at")
-    assert (
+    shown, best = _apart(highest, best_value)
+    assert message.startswith(f"hyperparameter search: the highest value, {shown} at")
+    rank, returned = _apart(its_rank, best_rank)
+    tail = f", re-estimated {returned}" if marked(best_theta) else ""
+    assert message.endswith(
         f"found optimistic (its warning is counted below); ranked by its bound re-estimated "
-        f"on independent draws, {highest - penalty:.6g}, it came below the fit returned, "
-        f"{best_value:.6g} at" in message
+        f"on independent draws, {rank}, it came below the fit returned, {best} at "
+        f"{np.round(post.optimization.theta, 4).tolist()}{tail}"
     )
+
+
+def test_values_are_shown_to_as_many_figures_as_tell_them_apart() -> None:
+    """(vowel split 1: the fit passed over and the one returned differed in the seventh.)"""
+    assert _apart(-268.9656263028076, -268.966) == ("-268.9656", "-268.966")
+    assert _apart(-269.889, -260.5) == ("-269.889", "-260.5")
+    assert _apart(1.0, 1.0) == ("1", "1")
