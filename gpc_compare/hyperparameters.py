@@ -2,8 +2,10 @@
 
 L-BFGS-B on theta = (log kernel hyperparameters, then the constant prior mean), inside
 the kernel's log bounds (and ``mean_bounds``), from the given values and from
-``n_restarts`` further starts drawn uniformly in log space within the bounds. The best
-run wins; every run's outcome is kept in :class:`OptimizationResult`.
+``n_restarts`` further starts drawn uniformly in log space within the bounds. The fit
+returned is the best the search evaluated, ranked by :func:`_standing` (its value, unless
+its engine found its bound optimistic or its estimate broken down); every run's outcome is
+kept in :class:`OptimizationResult`.
 
 Warm starts between objective evaluations are passed explicitly (the previous
 posterior's ``warm_start``), never kept in hidden state.
@@ -117,18 +119,19 @@ class _Evaluations:
         for w in self.best_warnings:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
         if self.passed_over():
-            value, theta, (reliable, score) = self.demoted_top
+            value, theta, (reliable, rank) = self.demoted_top
             shown, best = _apart(value, self.best_value)
             returned = f"{best} at {np.round(self.best_theta, 4).tolist()}"
+            its_rank, best_rank = _apart(rank, self.best_standing[1])
+            if self.best_standing[1] != self.best_value:  # (ranked by its re-estimate too)
+                returned += f", re-estimated {best_rank}"
             if not reliable:
                 why = "unreliable (its warning is counted below); returned the best of the others"
             else:
-                score, rank = _apart(score, self.best_standing[1])
-                if self.best_standing[1] != self.best_value:  # (re-estimated itself)
-                    returned += f", re-estimated {rank}"
                 why = (
                     "optimistic (its warning is counted below); ranked by its bound "
-                    f"re-estimated on independent draws, {score}, it came below the fit returned"
+                    f"re-estimated on independent draws, {its_rank}, it came below the fit "
+                    "returned"
                 )
             warnings.warn(
                 f"hyperparameter search: the highest value, {shown} at theta "
@@ -165,6 +168,11 @@ def _standing(value: float, post: Posterior) -> tuple[bool, float]:
     (``post.bound_optimistic``: the Monte Carlo bound on the fit's own draws above its
     re-estimate on independent ones, ``post.held_out_bound``) ranks by its value with the
     re-estimate in place of the bound, the unbiased of the two. Any other ranks by its value.
+
+    The substitution takes the objective to be the bound plus terms that do not depend on
+    the engine's draws, as the evidence objective is; only the softmax KL engine sets
+    either flag, and it takes no other objective. The ranking decides which fit is returned,
+    not where L-BFGS-B goes: that follows the values.
     """
     if getattr(post, "bound_unreliable", False):
         return False, value
@@ -241,21 +249,20 @@ class _NegativeObjective:
             raise FloatingPointError(f"the {self.objective} is not finite at {point}")
         value = float(value)
         self.shared.cache[key] = (value, grad)
-        standing = _standing(value, post)
         shared = self.shared
-        if standing != (True, value) and (
-            shared.demoted_top is None or value > shared.demoted_top[0]
-        ):
+        standing = _standing(value, post)
+        demoted = standing != (True, value)  # (ranked below its value)
+        if demoted and (shared.demoted_top is None or value > shared.demoted_top[0]):
             shared.demoted_top = (value, np.array(theta, dtype=float), standing)
         if standing > shared.best_standing:
-            self.shared.set_aside(self.shared.best_warnings)
-            self.shared.best_warnings = caught
-            self.shared.best_standing = standing
-            self.shared.best_value, self.shared.best_posterior = value, post
-            self.shared.best_seconds = seconds
-            self.shared.best_theta = np.array(theta, dtype=float)
+            shared.set_aside(shared.best_warnings)
+            shared.best_warnings = caught
+            shared.best_standing = standing
+            shared.best_value, shared.best_posterior = value, post
+            shared.best_seconds = seconds
+            shared.best_theta = np.array(theta, dtype=float)
         else:
-            self.shared.set_aside(caught)
+            shared.set_aside(caught)
         return value, grad
 
     def __call__(self, x: np.ndarray) -> tuple[float, np.ndarray]:
@@ -316,6 +323,15 @@ def maximize(
         Maps a posterior to the objective alone (no gradient), for the final record.
     **options
         The engine's options (:meth:`Engine.run`).
+
+    Returns
+    -------
+    Posterior
+        The posterior at the best values the search evaluated (module note: ranked by
+        :func:`_standing`), with no refit, its ``optimization`` the
+        :class:`OptimizationResult`: ``best_value`` is that fit's objective (its bound as
+        estimated, even where an optimistic bound ranked it by its re-estimate), and
+        ``converged`` the convergence of the run that ended nearest it.
     """
     if n_restarts < 0:
         raise ValueError(f"n_restarts must be a whole number >= 0, got {n_restarts}")

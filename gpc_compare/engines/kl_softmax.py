@@ -57,13 +57,14 @@ spread; where q has adapted to its draws its own standard error grows too, so th
 is conservative there); where q has fitted its draws so far that the estimated expected
 log likelihood is positive (which no likelihood allows: it is the sum of expectations of
 log probabilities), the engine says the estimate has broken down, whatever the standard
-errors (``bound_optimistic``, ``bound_unreliable``: a hyperparameter search ranks the first
-kind of fit by its re-estimate and the second below every other). Where a case's true
-curvature is nearly zero in one direction (a class far from the label and from the competitor), the
-estimated -2 dE/dSigma can have a small negative eigenvalue; the site keeps it (Woodbury's
-identity in :mod:`._block_sites`), so the fixed point stays the estimated bound's exact
-optimum and the gradient exact (projecting it away made the natural-gradient step point
-downhill and the iteration stall).
+errors. The first check sets ``bound_optimistic`` (a hyperparameter search ranks the fit by
+its re-estimate), the second ``bound_unreliable`` (the search ranks it below every other).
+
+Where a case's true curvature is nearly zero in one direction (a class far from the label
+and from the competitor), the estimated -2 dE/dSigma can have a small negative eigenvalue;
+the site keeps it (Woodbury's identity in :mod:`._block_sites`), so the fixed point stays
+the estimated bound's exact optimum and the gradient exact (projecting it away made the
+natural-gradient step point downhill and the iteration stall).
 
 Naming: ``K`` the n x n kernel matrix; ``Q`` the contrasts; arrays over the cases and the
 d = C - 1 latent values (n, d): ``mu``, ``alpha`` (K alpha = mu), ``b``; blocks (n, d, d):

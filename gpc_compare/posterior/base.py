@@ -108,11 +108,14 @@ class OptimizationResult:
     names : list of str
         Hyperparameter names, in the order of ``theta``.
     theta : ndarray
-        The best hyperparameters found (log scale for the kernel's).
+        The best hyperparameters found (log scale for the kernel's; the search ranks a fit
+        whose bound its engine found optimistic or broken down below its value:
+        :func:`gpc_compare.hyperparameters.maximize`).
     best_value : float
         The objective there.
     converged : bool
-        Whether the best run's L-BFGS-B reported convergence.
+        Whether L-BFGS-B reported convergence for the run that ended there (or, where the
+        ranking returned other values than a run's end, nearest them).
     n_evaluations : int
         Objective evaluations over all runs.
     restarts : list of Restart
