@@ -184,7 +184,9 @@ STUDIES: dict[str, Callable[[], StudyTime]] = {
     "trust.py": trust,
     "trust_at_laplace.toml": lambda: runner("trust_at_laplace", "trust_at_kl"),
     "approximations_multiclass.toml": lambda: runner(
-        "approximations_multiclass", "approximations_multiclass_probit"
+        "approximations_multiclass",
+        "approximations_multiclass_probit",
+        "approximations_multiclass_vowel",
     ),
     "multiclass_sparse.toml": lambda: runner("multiclass_sparse"),
     "multiclass_sparse_large.toml": lambda: runner("multiclass_sparse_large"),
