@@ -292,6 +292,15 @@ def test_the_committed_kl_bound_where_it_exceeds_its_held_out_estimate_most() ->
 
 
 VOWEL = "approximations_multiclass_vowel"
+#: The vowel study's engines as its README names them, in its order.
+VOWEL_ENGINES = {"kl": "KL", "mcmc": "MCMC", "laplace": "Laplace", "svgp": "SVGP"}
+
+
+def _each(values: pd.Series, fmt: str) -> str:
+    """'value (engine), ...' over the vowel README's engines that ``values`` has."""
+    return ", ".join(
+        f"{fmt.format(values[e])} ({name})" for e, name in VOWEL_ENGINES.items() if e in values
+    )
 
 
 def _vowel_sentences() -> list[str]:
@@ -342,31 +351,9 @@ def _vowel_sentences() -> list[str]:
         f" {reference_verdicts('Laplace', against['laplace_at_kl'], mcse, sets)}",
         f"Laplace - KL, each at its own optimum: {_listed(VOWEL, 'laplace', 'kl', sets)}",
         f"SVGP - KL, each at its own optimum: {_listed(VOWEL, 'svgp', 'kl', sets)}",
-        "mean log predictive "
-        + ", ".join(
-            f"{lp[e].vowel:.3f} ({name})"
-            for e, name in [
-                ("kl", "KL"),
-                ("mcmc", "MCMC"),
-                ("laplace", "Laplace"),
-                ("svgp", "SVGP"),
-            ]
-        ),  # fmt: skip
-        "error rates "
-        + ", ".join(
-            f"{100 * err[e].vowel:.1f}% ({name})"
-            for e, name in [("kl", "KL"), ("laplace", "Laplace"), ("svgp", "SVGP")]
-        ),
-        "top-label ECE "
-        + ", ".join(
-            f"{ece[e].vowel:.3f} ({name})"
-            for e, name in [
-                ("kl", "KL"),
-                ("mcmc", "MCMC"),
-                ("laplace", "Laplace"),
-                ("svgp", "SVGP"),
-            ]
-        ),  # fmt: skip
+        f"mean log predictive {_each(lp.loc['vowel'], '{:.3f}')}",
+        f"error rates {_each(100 * err.loc['vowel'].drop('mcmc'), '{:.1f}%')}",
+        f"top-label ECE {_each(ece.loc['vowel'], '{:.3f}')}",
         f"mean marginal KL from MCMC per case and class {kl_marg.kl.vowel:.4f} (KL) against"
         f" {kl_marg.laplace_at_kl.vowel:.3f} (Laplace); largest class-probability difference"
         f" from MCMC {pmax.kl.vowel:.3f} against {pmax.laplace_at_kl.vowel:.3f}",
