@@ -11,8 +11,10 @@ ratio and whether it lies within [1/2, 2].
 The machine must be idle: with a 1-minute load average above 0.5 per core at the start it
 refuses (exit 2); ``--force`` runs anyway and titles the table NOT IDLE (not for
 committing). ``--skip-long`` skips the runs of a minute or more (the README's two
-commands, a few studies' parts and calls); ``--only KEY ...`` runs those entries;
-``--output DIR`` writes elsewhere.
+commands, a few studies' parts and calls); ``--only KEY ...`` runs those entries and, where
+``--output`` already holds a table, puts their rows in place of theirs there (the other
+rows and the page's text kept, a line under the title saying which rows came from that
+run); ``--output DIR`` writes elsewhere.
 """
 
 from __future__ import annotations
@@ -208,6 +210,46 @@ def write(rows: list[dict], facts: dict[str, str], note: str, output: Path) -> N
     (output / "quoted_times.md").write_text(markdown(rows, facts, note))
 
 
+def merge(rows: list[dict], facts: dict[str, str], note: str, output: Path) -> bool:
+    """Put ``rows`` (an ``--only`` run's) in place of theirs in the table at ``output``,
+    keeping the other rows and the page's text, and say under the title which rows this
+    run measured; rows it did not finish keep their earlier values. False (nothing written)
+    where ``output`` holds no table."""
+    table, page = output / "quoted_times.csv", output / "quoted_times.md"
+    if not (table.exists() and page.exists()):
+        return False
+    rows = [r for r in rows if r.get("status") != "interrupted"]
+    with table.open(newline="") as fh:
+        old = list(csv.DictReader(fh))
+    new = {r["key"]: r for r in rows}
+    merged = [new.pop(r["key"], r) for r in old] + list(new.values())
+    with table.open("w", newline="") as fh:
+        w = csv.DictWriter(fh, FIELDS, extrasaction="ignore")
+        w.writeheader()
+        w.writerows(merged)
+    lines = page.read_text().splitlines()
+    header = lines.index("| quote | where | quoted | measured | CPU | ratio | within 2x? |")
+    fresh = markdown(rows, facts).splitlines()
+    fresh = fresh[fresh.index(lines[header]) + 2 :][: len(rows)]
+    for r, line in zip(rows, fresh, strict=True):
+        at = [i for i, old_line in enumerate(lines) if old_line.startswith(f"| {r['what']} |")]
+        if at:
+            lines[at[0]] = line
+        else:  # (a new entry: after the table's last row)
+            end = header + 2
+            while end < len(lines) and lines[end].startswith("|"):
+                end += 1
+            lines.insert(end, line)
+    said = (
+        f"The rows of {', '.join(r['key'] for r in rows)} come from a run of their own "
+        f"(`{facts['command']}`, {facts['date (UTC)']} UTC, load "
+        f"{facts['load average (1, 5, 15 min) at the start'].split(',')[0]} at its start){note}."
+    )
+    lines[header:header] = [said, ""]
+    page.write_text("\n".join(lines) + "\n")
+    return True
+
+
 def _interrupt(signum, frame) -> None:
     raise KeyboardInterrupt
 
@@ -259,7 +301,8 @@ def main(argv: list[str] | None = None) -> int:
         "date (UTC)": time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
         "command": "python benchmarks/quoted_times.py " + " ".join(argv or sys.argv[1:]),
     }
-    write(rows, facts, note, args.output)
+    if not (args.only and merge(rows, facts, note, args.output)):
+        write(rows, facts, note, args.output)
     print(f"wrote {args.output / 'quoted_times.md'}", file=sys.stderr)
     return 0
 

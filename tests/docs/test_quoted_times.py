@@ -186,3 +186,28 @@ def test_an_interrupted_run_writes_its_table_so_far_marked_partial(
     assert "INTERRUPTED" in (tmp_path / "quoted_times.md").read_text().splitlines()[0]
     with (tmp_path / "quoted_times.csv").open() as fh:
         assert [r["status"][:11] for r in csv.DictReader(fh)] == ["benchmarks/", "interrupted"]
+
+
+def test_an_only_run_puts_its_rows_in_place_in_an_existing_table(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--only`` into a folder that holds a table replaces its own rows there and keeps
+    the others and the page's text (before, it wrote a table of its rows alone)."""
+    qt = _script()
+    monkeypatch.setattr(qt.os, "getloadavg", lambda: (0.0, 0.0, 0.0))
+    first = ["svgp_fit_100k", "approximations_multiclass", "multiclass_sparse"]
+    assert qt.main(["--only", *first, "--output", str(tmp_path)]) == 0
+    page = (tmp_path / "quoted_times.md").read_text()
+    with (tmp_path / "quoted_times.csv").open() as fh:
+        before = {r["key"]: r for r in csv.DictReader(fh)}
+    extra = page.replace("## Machine", "A note of the page's own.\n\n## Machine")
+    (tmp_path / "quoted_times.md").write_text(extra)
+    assert qt.main(["--only", "multiclass_sparse", "--output", str(tmp_path)]) == 0
+    with (tmp_path / "quoted_times.csv").open() as fh:
+        after = {r["key"]: r for r in csv.DictReader(fh)}
+    assert list(after) == first and after == before  # (the records give the same seconds)
+    merged = (tmp_path / "quoted_times.md").read_text()
+    assert "A note of the page's own." in merged
+    assert merged.count("| gpc-compare run studies/multiclass_sparse.toml") == 1
+    assert merged.count("| one SVGP fit at n = 100,000") == 1
+    assert "The rows of multiclass_sparse come from a run of their own (`python" in merged
