@@ -158,7 +158,8 @@ QUOTES: tuple[Quote, ...] = (
         "approximations_multiclass",
         "approximations_multiclass.toml",
         " studies/approximations_multiclass_probit.toml"
-        " studies/approximations_multiclass_vowel.toml",
+        " studies/approximations_multiclass_vowel.toml"
+        " studies/approximations_multiclass_vehicle.toml",
     ),
     _computed("multiclass_sparse", "multiclass_sparse.toml"),
     _computed("multiclass_sparse_large", "multiclass_sparse_large.toml"),

@@ -187,6 +187,7 @@ STUDIES: dict[str, Callable[[], StudyTime]] = {
         "approximations_multiclass",
         "approximations_multiclass_probit",
         "approximations_multiclass_vowel",
+        "approximations_multiclass_vehicle",
     ),
     "multiclass_sparse.toml": lambda: runner("multiclass_sparse"),
     "multiclass_sparse_large.toml": lambda: runner("multiclass_sparse_large"),
