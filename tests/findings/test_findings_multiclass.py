@@ -311,6 +311,12 @@ def _kl_records(study: str) -> list[dict]:
     ]
 
 
+def _job_spans(study: str) -> dict[str, str]:
+    """Each engine's shortest-longest job of a study, as 'lo-hi s' (its ``jobs.csv``)."""
+    jobs = pd.read_csv(RESULTS / study / "jobs.csv")
+    return {e: f"{v.min():.0f}-{v.max():.0f} s" for e, v in jobs.groupby("engine").seconds}
+
+
 def _one_set_sentences(study: str, d: str) -> list[str]:
     """A one-set study's README section (vowel, vehicle in full): the engines' scores and
     differences, the reference's diagnostics and the costs, from its committed tables."""
@@ -327,8 +333,7 @@ def _one_set_sentences(study: str, d: str) -> list[str]:
     lv = lv.groupby("engine").lv.mean()
     run = mcmc_records(study)
     by_split = s[s.dataset == d].pivot_table(index="split", columns="engine", values="value")
-    jobs = pd.read_csv(RESULTS / study / "jobs.csv")
-    span = {e: f"{v.min():.0f}-{v.max():.0f} s" for e, v in jobs.groupby("engine").seconds}
+    span = _job_spans(study)
     return [
         f"KL - MCMC: {diff_list(against['kl'], names=sets)}:"
         f" {reference_verdicts('KL', against['kl'], mcse, sets)} (twice MCMC's Monte Carlo"
@@ -435,8 +440,7 @@ def _vehicle_sentences() -> list[str]:
         for m in [re.search(r"(\d+) of (\d+) fits away from the values returned warned", w)]
         if m and "the Monte Carlo bound is optimistic" in w
     ]
-    jobs = pd.read_csv(RESULTS / VEHICLE / "jobs.csv")
-    span = {e: f"{v.min():.0f}-{v.max():.0f} s" for e, v in jobs.groupby("engine").seconds}
+    span = _job_spans(VEHICLE)
     return [
         f"mean log predictive {lp[VEHICLE].kl:.3f} (KL), {lp[VEHICLE].mcmc:.3f} (MCMC) and"
         f" {lp[VEHICLE].laplace:.3f} (Laplace) against {lp[STUDY].kl:.3f}, {lp[STUDY].mcmc:.3f}"
