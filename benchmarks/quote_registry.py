@@ -159,7 +159,8 @@ QUOTES: tuple[Quote, ...] = (
         "approximations_multiclass.toml",
         " studies/approximations_multiclass_probit.toml"
         " studies/approximations_multiclass_vowel.toml"
-        " studies/approximations_multiclass_vehicle.toml",
+        " studies/approximations_multiclass_vehicle.toml"
+        " studies/approximations_multiclass_robustmax.toml",
     ),
     _computed("multiclass_sparse", "multiclass_sparse.toml"),
     _computed("multiclass_sparse_large", "multiclass_sparse_large.toml"),

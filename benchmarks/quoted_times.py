@@ -213,8 +213,9 @@ def write(rows: list[dict], facts: dict[str, str], note: str, output: Path) -> N
 def merge(rows: list[dict], facts: dict[str, str], note: str, output: Path) -> bool:
     """Put ``rows`` (an ``--only`` run's) in place of theirs in the table at ``output``,
     keeping the other rows and the page's text, and say under the title which rows this
-    run measured; rows it did not finish keep their earlier values. False (nothing written)
-    where ``output`` holds no table."""
+    run measured (in place of an earlier run's line about the same rows); rows it did not
+    finish keep their earlier values. False (nothing written) where ``output`` holds no
+    table."""
     table, page = output / "quoted_times.csv", output / "quoted_times.md"
     if not (table.exists() and page.exists()):
         return False
@@ -240,11 +241,16 @@ def merge(rows: list[dict], facts: dict[str, str], note: str, output: Path) -> b
             while end < len(lines) and lines[end].startswith("|"):
                 end += 1
             lines.insert(end, line)
+    opening = f"The rows of {', '.join(r['key'] for r in rows)} come from a run of their own "
     said = (
-        f"The rows of {', '.join(r['key'] for r in rows)} come from a run of their own "
-        f"(`{facts['command']}`, {facts['date (UTC)']} UTC, load "
+        f"{opening}(`{facts['command']}`, {facts['date (UTC)']} UTC, load "
         f"{facts['load average (1, 5, 15 min) at the start'].split(',')[0]} at its start){note}."
     )
+    # an earlier run's line about the same rows is replaced (with the blank line after it)
+    earlier = [i for i, line in enumerate(lines[:header]) if line.startswith(opening)]
+    for i in reversed(earlier):
+        del lines[i : i + 2]
+    header -= 2 * len(earlier)
     lines[header:header] = [said, ""]
     page.write_text("\n".join(lines) + "\n")
     return True

@@ -188,6 +188,7 @@ STUDIES: dict[str, Callable[[], StudyTime]] = {
         "approximations_multiclass_probit",
         "approximations_multiclass_vowel",
         "approximations_multiclass_vehicle",
+        "approximations_multiclass_robustmax",
     ),
     "multiclass_sparse.toml": lambda: runner("multiclass_sparse"),
     "multiclass_sparse_large.toml": lambda: runner("multiclass_sparse_large"),

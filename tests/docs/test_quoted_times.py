@@ -211,3 +211,8 @@ def test_an_only_run_puts_its_rows_in_place_in_an_existing_table(
     assert merged.count("| gpc-compare run studies/multiclass_sparse.toml") == 1
     assert merged.count("| one SVGP fit at n = 100,000") == 1
     assert "The rows of multiclass_sparse come from a run of their own (`python" in merged
+    # the same rows measured again: their line is replaced, not repeated
+    assert qt.main(["--only", "multiclass_sparse", "--output", str(tmp_path)]) == 0
+    again = (tmp_path / "quoted_times.md").read_text()
+    assert again.count("The rows of multiclass_sparse come from a run of their own") == 1
+    assert len(again.splitlines()) == len(merged.splitlines())

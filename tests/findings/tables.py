@@ -11,7 +11,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from gpc_compare.metrics import PairedDifference, against_reference, paired_difference
+from gpc_compare.metrics import (
+    LOWER_IS_BETTER,
+    PairedDifference,
+    against_reference,
+    paired_difference,
+)
 
 RESULTS = Path(__file__).resolve().parents[2] / "results"
 
@@ -51,19 +56,26 @@ def diff(
     b: str,
     metric: str = "mean_log_predictive",
     kernel: str | None = None,
+    b_study: str | None = None,
 ) -> PairedDifference:
-    """The corrected resampled t-interval of engine a - engine b over the folds both ran."""
+    """The corrected resampled t-interval of engine a - engine b over the folds both ran;
+    engine b from ``b_study`` where given (a study with the same data sets and splits:
+    they derive from the seed and the data set alone; the training and test sizes are
+    asserted equal split by split)."""
     s = scores(study, metric, kernel)
-    s = s[s.dataset == dataset]
-    sa, sb = (s[s.engine == e].set_index("split") for e in (a, b))
+    t = s if b_study is None else scores(b_study, metric, kernel)
+    sa, sb = (x[(x.dataset == dataset) & (x.engine == e)].set_index("split")
+              for x, e in ((s, a), (t, b)))  # fmt: skip
     common = sorted(set(sa.index) & set(sb.index))
     assert len(common) >= 2, (study, dataset, a, b)
+    for size in ("n_train", "n_test"):
+        assert (sa[size][common] == sb[size][common]).all(), (study, b_study, dataset, size)
     return paired_difference(
         sa.value[common].to_numpy(),
         sb.value[common].to_numpy(),
         sa.n_train[common].to_numpy(),
         sa.n_test[common].to_numpy(),
-        higher_is_better=metric not in ("error_rate", "brier", "ece"),
+        higher_is_better=metric not in LOWER_IS_BETTER,
     )
 
 
@@ -79,17 +91,24 @@ def join(words: list[str]) -> str:
     return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
 
 
-def wins(diffs: dict[str, PairedDifference]) -> tuple[list[str], list[str], list[str]]:
+def wins(
+    diffs: dict[str, PairedDifference], names: dict[str, str] = NAMES
+) -> tuple[list[str], list[str], list[str]]:
     """The data sets where a is better, where b is better, and where neither (in order)."""
     out: tuple[list[str], list[str], list[str]] = ([], [], [])
     for dataset, p in diffs.items():
-        out[{"a better": 0, "b better": 1}.get(p.verdict, 2)].append(NAMES[dataset])
+        out[{"a better": 0, "b better": 1}.get(p.verdict, 2)].append(names[dataset])
     return out
 
 
-def verdicts(a_name: str, b_name: str, diffs: dict[str, PairedDifference]) -> str:
+def verdicts(
+    a_name: str,
+    b_name: str,
+    diffs: dict[str, PairedDifference],
+    names: dict[str, str] = NAMES,
+) -> str:
     """The sentence the findings write after a list of differences."""
-    a, b, neither = wins(diffs)
+    a, b, neither = wins(diffs, names)
     parts = [f"{a_name} better on {join(a)}"] if a else []
     parts += [f"{b_name} better on {join(b)}"] if b else []
     parts += [f"no win on {join(neither)}"] if neither else []
