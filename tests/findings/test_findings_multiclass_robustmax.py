@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from gpc_compare.likelihoods.robustmax import DEFAULT_EPSILON
 from gpc_compare.study.config import load_study
 from gpc_compare.study.problem import load_dataset, n_splits, split_indices
 
@@ -62,13 +63,14 @@ def _floor_share(dataset: str) -> tuple[float, float, float]:
     """The robust-max predictive's floor eps / (C - 1) (log), the share of the test cases
     whose probability of their class is within a factor 10 of it, and their share of the
     log loss, over the splits (the job records' held-out log probabilities)."""
-    log_p, floor = [], None
+    log_p, proba = [], []
     for path in sorted((RESULTS / STUDY / "jobs").glob(f"{dataset}__*__svgp__*.json")):
         record = json.loads(path.read_text())
-        C = len(record["arrays"]["proba_test"][0])
-        floor = np.log(1e-3 / (C - 1))  # (the study's eps, GPflow's default)
+        proba.extend(record["arrays"]["proba_test"])
         log_p.extend(record["arrays"]["log_p_test"])
-    log_p = np.asarray(log_p)
+    log_p, proba = np.asarray(log_p), np.asarray(proba)
+    floor = np.log(DEFAULT_EPSILON / (proba.shape[1] - 1))  # (the study's eps)
+    assert np.log(proba.min()) >= floor - 1e-12  # "never below eps / (C - 1)"
     near = log_p < floor + np.log(10.0)
     return floor, near.mean(), log_p[near].sum() / log_p.sum()
 
