@@ -246,11 +246,12 @@ def merge(rows: list[dict], facts: dict[str, str], note: str, output: Path) -> b
         f"{opening}(`{facts['command']}`, {facts['date (UTC)']} UTC, load "
         f"{facts['load average (1, 5, 15 min) at the start'].split(',')[0]} at its start){note}."
     )
-    # an earlier run's line about the same rows is replaced (with the blank line after it)
-    earlier = [i for i, line in enumerate(lines[:header]) if line.startswith(opening)]
-    for i in reversed(earlier):
-        del lines[i : i + 2]
-    header -= 2 * len(earlier)
+    # an earlier run's line about the same rows is replaced (with the blank line after it,
+    # where there is one)
+    for i in reversed([i for i, line in enumerate(lines[:header]) if line.startswith(opening)]):
+        gone = 2 if i + 1 < header and lines[i + 1] == "" else 1
+        del lines[i : i + gone]
+        header -= gone
     lines[header:header] = [said, ""]
     page.write_text("\n".join(lines) + "\n")
     return True

@@ -216,3 +216,12 @@ def test_an_only_run_puts_its_rows_in_place_in_an_existing_table(
     again = (tmp_path / "quoted_times.md").read_text()
     assert again.count("The rows of multiclass_sparse come from a run of their own") == 1
     assert len(again.splitlines()) == len(merged.splitlines())
+    # an earlier line right above the table (no blank line between): the header stays
+    lines = again.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("The rows of multiclass_"))
+    del lines[at + 1]
+    (tmp_path / "quoted_times.md").write_text("\n".join(lines) + "\n")
+    assert qt.main(["--only", "multiclass_sparse", "--output", str(tmp_path)]) == 0
+    third = (tmp_path / "quoted_times.md").read_text()
+    assert third.count("| quote | where | quoted | measured | CPU | ratio | within 2x? |") == 1
+    assert third.count("The rows of multiclass_sparse come from a run of their own") == 1

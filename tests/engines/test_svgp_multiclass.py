@@ -143,7 +143,8 @@ def test_robust_max_bound_does_not_depend_on_the_signal_variance():
     every q(f_ic)'s mean and standard deviation by s at the same whitened q(v_c)
     (a_i = L_uu^-1 K_uf e_i grows by s), which leaves Pr(f_y is the largest) and the KL
     unchanged: the robust-max bound is flat in sigma_f (the predictive probabilities too),
-    where the softmax's is not (it changes by 7.2 nats over these three, measured)."""
+    where the softmax's is not (it changes by 7.2 nats over these three, measured). Its
+    reported gradient there is the held-fixed jitter's slope, proportional to the jitter."""
     X, y = _three_classes(24, seed=5)
     Xs = np.random.default_rng(9).normal(size=(5, 2))
     bounds, proba = {}, {}
@@ -159,6 +160,14 @@ def test_robust_max_bound_does_not_depend_on_the_signal_variance():
     for p in proba["robustmax"]:
         np.testing.assert_allclose(p, proba["robustmax"][1], atol=1e-7)
     assert np.ptp(bounds["softmax"]) > 5.0
+    # the reported gradient along log sigma_f^2 is not 0 but the slope of the jitter, which
+    # the gradient holds fixed (SparseOptions.jitter): proportional to it
+    slope = [
+        gc.fit(X, y, "svgp", SquaredExponential(1.5, 1.0), "robustmax", inducing=8,
+               jitter=jitter, **TIGHT).log_marginal_likelihood_gradient[-1]
+        for jitter in (1e-6, 1e-8)
+    ]  # fmt: skip
+    assert slope[0] == pytest.approx(100.0 * slope[1], rel=0.02)
 
 
 def test_gpflow_svgp_with_the_robust_max_gives_the_same_bound():
