@@ -134,11 +134,17 @@ def diff_list(
     return ", ".join(f"{names[d]} {ci(p, fmt)}" for d, p in diffs.items())
 
 
-def log_variance(study: str, kernel: str | None = None) -> pd.DataFrame:
-    """Mean over folds of each engine's selected log sigma_f^2, data sets x engines."""
-    s = scores(study, "mean_log_predictive", kernel).copy()
-    s["lv"] = s.hyperparameters.map(lambda h: json.loads(h)["log_variance"])
-    return s.groupby(["dataset", "engine"]).lv.mean().unstack()
+def selected(study: str, name: str = "log_variance", kernel: str | None = None) -> pd.DataFrame:
+    """One row per job (its mean log predictive row) with ``selected``, the value of the
+    hyperparameter ``name`` (log scale) the job used."""
+    s = scores(study, "mean_log_predictive", kernel)
+    return s.assign(selected=s.hyperparameters.map(lambda h: json.loads(h)[name]))
+
+
+def log_variance(study: str, kernel: str | None = None, name: str = "log_variance") -> pd.DataFrame:
+    """Mean over folds of each engine's selected log sigma_f^2 (or hyperparameter ``name``),
+    data sets x engines."""
+    return selected(study, name, kernel).groupby(["dataset", "engine"]).selected.mean().unstack()
 
 
 def means(study: str, metric: str) -> pd.DataFrame:

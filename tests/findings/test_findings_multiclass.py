@@ -25,10 +25,13 @@ from .tables import (
     diff,
     diff_list,
     join,
+    log_variance,
     mcmc_records,
+    means,
     reference_mcse,
     reference_verdicts,
-    table,
+    scores,
+    selected,
 )
 
 STUDY = "approximations_multiclass"
@@ -54,21 +57,12 @@ def _listed(study: str, a: str, b: str, sets: dict[str, str] = SETS) -> str:
     return ", ".join(f"{sets[d]} {ci(p)}" for d, p in diffs.items()) + f": {verdict}"
 
 
-def _means(study: str, metric: str) -> pd.DataFrame:
-    s = table(study)
-    return s[s.metric == metric].groupby(["dataset", "engine"]).value.mean().unstack()
-
-
 def test_softmax_findings() -> None:
     sets = SOFTMAX_SETS
-    lp, ece, err = (
-        _means(STUDY, m) for m in ("mean_log_predictive", "ece_top_label", "error_rate")
-    )
-    kl_marg, pmax = _means(STUDY, "marginal_kl_mean"), _means(STUDY, "proba_diff_max")
-    s = table(STUDY)
-    s = s[s.metric == "mean_log_predictive"]
-    lv = s.assign(lv=s.hyperparameters.map(lambda h: json.loads(h)["log_variance"]))
-    lv = lv.groupby(["dataset", "engine"]).lv.mean().unstack()
+    lp, ece, err = (means(STUDY, m) for m in ("mean_log_predictive", "ece_top_label", "error_rate"))
+    kl_marg, pmax = means(STUDY, "marginal_kl_mean"), means(STUDY, "proba_diff_max")
+    s = scores(STUDY, "mean_log_predictive")
+    lv = log_variance(STUDY)
     run = mcmc_records(STUDY)
     failed = run[~run.passed]
     mcse = reference_mcse(STUDY)
@@ -158,13 +152,8 @@ def test_softmax_svgp_findings() -> None:
     """The multi-class SVGP (M = 32 inducing inputs) at its own bound optimum, beside KL at
     its own and the reference at KL's values."""
     sets = SOFTMAX_SETS
-    lp, ece, err = (
-        _means(STUDY, m) for m in ("mean_log_predictive", "ece_top_label", "error_rate")
-    )
-    s = table(STUDY)
-    s = s[s.metric == "mean_log_predictive"]
-    lv = s.assign(lv=s.hyperparameters.map(lambda h: json.loads(h)["log_variance"]))
-    lv = lv.groupby(["dataset", "engine"]).lv.mean().unstack()
+    lp, ece, err = (means(STUDY, m) for m in ("mean_log_predictive", "ece_top_label", "error_rate"))
+    lv = log_variance(STUDY)
     svgp_mcmc = {d: diff(STUDY, d, "svgp", "mcmc") for d in sets}
     shortfall = lp.kl - lp.svgp  # "least on Iris and most on vehicle", whose error is highest
     assert shortfall.idxmin() == "iris" and shortfall.idxmax() == "vehicle"
@@ -201,26 +190,22 @@ def test_multinomial_probit_findings() -> None:
             (RESULTS / PAGE).read_text().split()
         )
         return
-    lp, ece, err = (
-        _means(study, m) for m in ("mean_log_predictive", "ece_top_label", "error_rate")
-    )
-    kl_marg, pmax = _means(study, "marginal_kl_mean"), _means(study, "proba_diff_max")
+    lp, ece, err = (means(study, m) for m in ("mean_log_predictive", "ece_top_label", "error_rate"))
+    kl_marg, pmax = means(study, "marginal_kl_mean"), means(study, "proba_diff_max")
     mcse = reference_mcse(study)
     ep_mcmc = {d: diff(study, d, "ep", "mcmc") for d in SETS}
-    s = table(study)
-    s = s[s.metric == "mean_log_predictive"]
-    lv = s.assign(lv=s.hyperparameters.map(lambda h: json.loads(h)["log_variance"]))
-    wine_lv = lv[(lv.engine == "ep") & (lv.dataset == "wine")].lv
+    s = selected(study)
+    wine_lv = s[(s.engine == "ep") & (s.dataset == "wine")].selected
     assert np.allclose(wine_lv, np.log(1e5)), "EP's wine sigma_f^2 no longer at the bound"
-    lv_split = lv[lv.engine == "ep"]
-    lv = lv.groupby(["dataset", "engine"]).lv.mean().unstack()
+    lv_split = s[s.engine == "ep"]
+    lv = log_variance(study)
     run = mcmc_records(study)
     failed = run[~run.passed]
     jobs = pd.read_csv(RESULTS / study / "jobs.csv")
     wine_mcmc = jobs[(jobs.engine == "mcmc") & (jobs.dataset == "wine")].seconds / 60
     ep = jobs[jobs.engine == "ep"].seconds
     # Iris's one split at the bound, where the reference failed, and the other nine
-    iris_lv = lv_split[lv_split.dataset == "iris"].set_index("split").lv
+    iris_lv = lv_split[lv_split.dataset == "iris"].set_index("split").selected
     worst = int(iris_lv.idxmax())
     others = iris_lv.drop(worst)
     iris = s[s.dataset == "iris"].pivot_table(index="split", columns="engine", values="value")
@@ -321,16 +306,12 @@ def _one_set_sentences(study: str, d: str) -> list[str]:
     """A one-set study's README section (vowel, vehicle in full): the engines' scores and
     differences, the reference's diagnostics and the costs, from its committed tables."""
     sets = {d: d}
-    lp, ece, err = (
-        _means(study, m) for m in ("mean_log_predictive", "ece_top_label", "error_rate")
-    )
-    kl_marg, pmax = _means(study, "marginal_kl_mean").loc[d], _means(study, "proba_diff_max").loc[d]
+    lp, ece, err = (means(study, m) for m in ("mean_log_predictive", "ece_top_label", "error_rate"))
+    kl_marg, pmax = means(study, "marginal_kl_mean").loc[d], means(study, "proba_diff_max").loc[d]
     mcse = reference_mcse(study)
     against = {e: {d: diff(study, d, e, "mcmc")} for e in ("kl", "laplace_at_kl")}
-    s = table(study)
-    s = s[s.metric == "mean_log_predictive"]
-    lv = s.assign(lv=s.hyperparameters.map(lambda h: json.loads(h)["log_variance"]))
-    lv = lv.groupby("engine").lv.mean()
+    s = scores(study, "mean_log_predictive")
+    lv = log_variance(study).loc[d]
     run = mcmc_records(study)
     by_split = s[s.dataset == d].pivot_table(index="split", columns="engine", values="value")
     span = _job_spans(study)
@@ -429,7 +410,7 @@ def _vehicle_sentences() -> list[str]:
     same scores on the softmax study's 300-case subsample (and the claims made of them),
     KL's searches' warnings, costs."""
     lp, err = (
-        {s: _means(s, m).loc["vehicle"] for s in (VEHICLE, STUDY)}
+        {s: means(s, m).loc["vehicle"] for s in (VEHICLE, STUDY)}
         for m in ("mean_log_predictive", "error_rate")
     )
     gap = {s: diff(s, "vehicle", "laplace_at_kl", "mcmc") for s in (VEHICLE, STUDY)}

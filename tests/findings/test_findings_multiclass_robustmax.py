@@ -20,10 +20,12 @@ from .tables import (
     ci,
     diff,
     diff_list,
+    log_variance,
     means,
     reference_mcse,
     reference_verdicts,
     scores,
+    selected,
     verdicts,
 )
 
@@ -83,12 +85,8 @@ def _pair(metric: str) -> dict[str, tuple[float, float]]:
 
 def _hyperparameter(name: str) -> dict[str, tuple[float, float]]:
     """(robust-max, softmax) SVGP's selected ``name`` (log scale), mean over the splits."""
-    out = []
-    for study in (STUDY, SOFTMAX):
-        s = scores(study, "mean_log_predictive").query("engine == 'svgp'")
-        values = s.hyperparameters.map(lambda h: json.loads(h)[name])
-        out.append(values.groupby(s.dataset).mean())
-    return {d: (out[0][d], out[1][d]) for d in SETS}
+    a, b = (log_variance(s, name=name).svgp for s in (STUDY, SOFTMAX))
+    return {d: (a[d], b[d]) for d in SETS}
 
 
 def _both(values: dict[str, tuple[float, float]], fmt: str, scale: float = 1.0) -> str:
@@ -122,8 +120,7 @@ def _points(p) -> str:
 
 def _log_variance_spans() -> str:
     """The robust-max SVGP's selected log sigma_f^2, lowest to highest over the splits."""
-    s = scores(STUDY, "mean_log_predictive")
-    lv = s.hyperparameters.map(lambda h: json.loads(h)["log_variance"]).groupby(s.dataset)
+    lv = selected(STUDY).groupby("dataset").selected
     return ", ".join(f"{lv.min()[d]:+.1f} to {lv.max()[d]:+.1f} on {SETS[d]}" for d in SETS)
 
 
